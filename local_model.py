@@ -1,0 +1,139 @@
+"""The Ollama adapter: one model turn as a stream of plain chunk dicts, via the official SDK.
+
+`LocalModel(model, host)` is the `chat(messages, tools)` callable the loop expects. It asks
+Ollama's `POST /api/chat` to stream (with thinking on, the model unloaded afterwards and
+fixed sampling options, so a run is as repeatable as the server allows) and yields each
+chunk as `ChatResponse.model_dump(exclude_none=True)`. Every way the wire can fail is
+translated here, once, into a `ModelError` whose text tells the user what to do.
+
+Not here: deciding whether a turn is complete (the loop does that: a stream that simply
+ends without `done` raises nothing on this side), retries, or any other wire (see
+openai_model.py).
+"""
+
+import importlib.metadata
+import json
+import os
+import urllib.request
+from urllib.parse import urlsplit
+
+import httpx
+import ollama
+
+DEFAULT_MODEL = "gemma4:e2b"
+DEFAULT_HOST = "http://127.0.0.1:11434"
+OPTIONS = {"temperature": 0, "seed": 7, "num_ctx": 8192, "num_predict": 2048}
+READ_TIMEOUT = 120.0  # seconds without a byte from the server; the SDK's default is no limit
+CONNECT_TIMEOUT = 10.0
+
+# The user-facing messages, defined once; the tests import them.
+CANNOT_CONNECT = "cannot reach Ollama at {host}: is `ollama serve` running there? ({detail})"
+STALLED = "Ollama at {host} sent nothing for {seconds:g} s; the server looks stalled ({detail})"
+CONNECTION_CUT = "the connection to Ollama at {host} was cut mid-response ({detail})"
+MODEL_MISSING = "model {model!r} is not available at {host}: run `ollama pull {model}` ({detail})"
+HTTP_ERROR = "Ollama at {host} refused the request (HTTP {status}): {detail}"
+STREAM_ERROR = "Ollama reported an error mid-response: {detail}"
+BAD_RESPONSE = "Ollama at {host} sent a response the SDK could not read ({detail})"
+
+
+class ModelError(Exception):
+    """A model request failed; the message says what went wrong and what to do."""
+
+
+def default_host():
+    return os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+
+
+def base_url(host):
+    """`host` as a URL, the way Ollama's clients read OLLAMA_HOST ("0.0.0.0" → port 11434)."""
+    url = host if "://" in host else f"http://{host}"
+    parts = urlsplit(url)
+    netloc = parts.netloc if parts.port else f"{parts.hostname}:11434"
+    return f"{parts.scheme}://{netloc}{parts.path.rstrip('/')}"
+
+
+class LocalModel:
+    """`chat(messages, tools)` for a model served by Ollama; yields chunk dicts."""
+
+    def __init__(self, model=DEFAULT_MODEL, host=None, timeout=READ_TIMEOUT):
+        self.model = model
+        self.host = base_url(host or default_host())
+        self.timeout = timeout
+        self.client = ollama.Client(
+            host=self.host, timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT)
+        )
+
+    def __call__(self, messages, tools):
+        stream = None
+        try:
+            stream = self.client.chat(
+                model=self.model,
+                messages=messages,
+                tools=tools,
+                stream=True,
+                think=True,
+                keep_alive=0,
+                options=OPTIONS,
+            )
+            for chunk in stream:
+                yield chunk.model_dump(exclude_none=True)
+        except Exception as error:
+            raise ModelError(self.explain(error)) from error
+        finally:
+            if stream is not None:
+                stream.close()  # ends the HTTP response, so the server stops generating
+
+    def explain(self, error):
+        """One actionable sentence for a failure of the SDK or the wire below it."""
+        where = {"host": self.host, "model": self.model, "detail": error}
+        # subtle: in streaming mode a refused connection surfaces as httpx.ConnectError at
+        # the first next(), not as the SDK's ConnectionError at chat().
+        if isinstance(error, (httpx.ConnectError, ConnectionError)):
+            return CANNOT_CONNECT.format(**where)
+        if isinstance(error, httpx.TimeoutException):
+            return STALLED.format(seconds=self.timeout, **where)
+        if isinstance(error, (httpx.RemoteProtocolError, httpx.ReadError)):
+            return CONNECTION_CUT.format(**where)
+        if isinstance(error, ollama.ResponseError):
+            where["detail"] = error.error
+            if error.status_code == 404:
+                return MODEL_MISSING.format(**where)
+            if error.status_code == -1:  # an {"error": ...} line after the stream began
+                return STREAM_ERROR.format(**where)
+            return HTTP_ERROR.format(status=error.status_code, **where)
+        if isinstance(error, ValueError):  # bad JSON line, or a chunk pydantic rejects
+            return BAD_RESPONSE.format(**where)
+        return f"{type(error).__name__}: {error}"
+
+    def describe(self):
+        """The model's digest and the server's version, or ModelError saying what to do.
+
+        The recorder calls this first, so that a missing server or model costs nothing.
+        """
+        try:
+            listed = self.client.list().models
+        except Exception as error:
+            raise ModelError(self.explain(error)) from error
+        names = {self.model, f"{self.model}:latest"}
+        found = [entry for entry in listed if entry.model in names]
+        if not found:
+            detail = f"the server lists {len(listed)} model(s)"
+            raise ModelError(MODEL_MISSING.format(host=self.host, model=self.model, detail=detail))
+        return {
+            "name": self.model,
+            "digest": found[0].digest,
+            "host": self.host,
+            "server_version": self._server_version(),
+            "sdk": f"ollama-python {importlib.metadata.version('ollama')}",
+            "options": OPTIONS,
+            "think": True,
+            "keep_alive": 0,
+        }
+
+    def _server_version(self):
+        # The SDK has no call for /api/version; a missing version is not worth failing for.
+        try:
+            with urllib.request.urlopen(f"{self.host}/api/version", timeout=5) as response:
+                return json.load(response).get("version")
+        except (OSError, ValueError):
+            return None

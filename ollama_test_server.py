@@ -1,0 +1,148 @@
+"""A real HTTP server on 127.0.0.1 that speaks Ollama's wire protocol from a script.
+
+Tests and `make_recordings.py` use it to drive the real `ollama` SDK over real HTTP without
+a model: `POST /api/chat` answers NDJSON (chunked, one JSON object per line, the way
+`ollama serve` does) from a queue of scripted replies, `GET /api/tags` lists the models it
+pretends to have, `GET /api/version` answers a version. Every request body it receives is
+kept, so a test can assert the exact JSON the SDK sent.
+
+Not a model and not Ollama: every chunk it sends was written by hand (see `chunk`). It
+serves only 127.0.0.1 and stops with its context manager.
+"""
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+TEST_MODEL = "gemma4:e2b"
+# A made-up digest: it marks the stand-in, never a real model's weights.
+STAND_IN_DIGEST = "sha256:" + "0" * 60 + "7e57"
+
+
+def chunk(content="", thinking=None, tool_calls=None, done=False, done_reason=None, **extra):
+    """One line of Ollama's /api/chat stream, shaped as the server writes it."""
+    message = {"role": "assistant", "content": content}
+    if thinking is not None:
+        message["thinking"] = thinking
+    if tool_calls is not None:
+        message["tool_calls"] = tool_calls
+    line = {"model": TEST_MODEL, "created_at": "2026-11-29T00:00:00Z", "message": message}
+    line["done"] = done
+    if done:
+        line["done_reason"] = done_reason or "stop"
+        line.update({"total_duration": 1000, "eval_count": 10, "prompt_eval_count": 100})
+    line.update(extra)
+    return line
+
+
+def call(name, index=0, **arguments):
+    """A tool call as Ollama's server sends it: whole, with an id and index the SDK drops."""
+    function = {"index": index, "name": name, "arguments": arguments}
+    return {"id": f"call_{name}_{index}", "function": function}
+
+
+def reply(*lines, status=200, end="done", pause_after_first=0.0, gate=None):
+    """A scripted answer to one POST /api/chat.
+
+    `status` other than 200 answers `{"error": lines[0]}` with that status before any
+    stream. `end` is "done" (a clean end) or "cut" (the connection drops mid-body).
+    `pause_after_first` stalls after the first line; `gate` (a threading.Event) holds the
+    rest of the stream until a test sets it.
+    """
+    return {"lines": lines, "status": status, "end": end, "pause": pause_after_first, "gate": gate}
+
+
+class OllamaTestServer:
+    def __init__(self, replies=(), models=((TEST_MODEL, STAND_IN_DIGEST),), version="0.0.0-test"):
+        self.replies = list(replies)
+        self.models = dict(models)
+        self.version = version
+        self.requests = []  # (path, parsed JSON body or None), in arrival order
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server.daemon_threads = True
+        self.host = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def chat_bodies(self):
+        return [body for path, body in self.requests if path == "/api/chat"]
+
+    def __enter__(self):
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _next_reply(self, body):
+        with self._lock:
+            self.requests.append(("/api/chat", body))
+            if body.get("model") not in self.models:
+                message = f'model "{body.get("model")}" not found, try pulling it first'
+                return reply(message, status=404)
+            if not self.replies:
+                return reply("the test server has no scripted reply left", status=500)
+            return self.replies.pop(0)
+
+
+def _handler_for(server):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):  # keep test output quiet
+            pass
+
+        def do_GET(self):
+            server.requests.append((self.path, None))
+            if self.path == "/api/tags":
+                models = [
+                    {"name": name, "model": name, "digest": digest, "size": 1}
+                    for name, digest in server.models.items()
+                ]
+                self._send_json(200, {"models": models})
+            elif self.path == "/api/version":
+                self._send_json(200, {"version": server.version})
+            else:
+                self._send_json(404, {"error": "not found"})
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if self.path != "/api/chat":
+                self._send_json(404, {"error": "not found"})
+                return
+            script = server._next_reply(body)
+            if script["status"] != 200:
+                self._send_json(script["status"], {"error": script["lines"][0]})
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-ndjson")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            try:
+                for number, line in enumerate(script["lines"]):
+                    self._send_chunk((json.dumps(line) + "\n").encode())
+                    if number == 0 and script["pause"]:
+                        time.sleep(script["pause"])
+                    if number == 0 and script["gate"] is not None:
+                        script["gate"].wait(10)
+                if script["end"] == "cut":
+                    self.close_connection = True  # no terminating chunk: a cut body
+                    return
+                self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client hung up; nothing to tell it
+
+        def _send_chunk(self, data):
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+        def _send_json(self, status, payload):
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler

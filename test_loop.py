@@ -1,0 +1,521 @@
+"""Offline tests of the loop, the tools and the Ollama adapter.
+
+The loop is driven by scripted chunks (scripted_model.py) or, for the adapter, by the real
+`ollama` SDK over real HTTP against ollama_test_server.py on 127.0.0.1. The tools act on a
+temporary copy of sample_repo/ and run real pytest subprocesses.
+"""
+
+import json
+import time
+
+import pytest
+
+import local_model
+from agent_loop import (
+    ASSISTANT_FINISHED,
+    EMPTY_RESPONSE,
+    INCOMPLETE_MODEL_TURN,
+    MAX_TURNS,
+    MODEL_DONE,
+    MODEL_ERROR,
+    STOPPED,
+    TASK,
+    TEXT_DELTA,
+    THINKING_DELTA,
+    TOOL_RESULT,
+    TOOL_START,
+    agent_events,
+)
+from local_model import LocalModel
+from ollama_test_server import OllamaTestServer, call, chunk, reply
+from repo_tools import SAMPLE_REPO, RepoTools, copy_sample, count_results, run_pytest
+from scripted_model import ScriptedChat
+
+FAULTY_LINE = 'parts = path.split("/")'
+FIXED_LINE = 'parts = path.replace("\\\\", "/").split("/")'
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return copy_sample(tmp_path)
+
+
+def run(script, repo, max_turns=8):
+    chat = ScriptedChat(script)
+    events = list(agent_events(chat, RepoTools(repo), TASK, max_turns=max_turns))
+    return chat, events
+
+
+def of_type(events, kind):
+    return [event for event in events if event["type"] == kind]
+
+
+def tool_replies(messages):
+    return [json.loads(m["content"]) for m in messages if m["role"] == "tool"]
+
+
+# --- assembling one turn -------------------------------------------------------------------
+
+
+def test_content_thinking_and_calls_are_assembled_across_chunks(repo):
+    read_code = call("read_file", path="path_rules.py")
+    read_tests = call("read_file", path="tests/test_path_rules.py")
+    turn = [
+        chunk(thinking="Let me "),
+        chunk(thinking="look.", content="Reading "),
+        chunk(tool_calls=[read_code]),  # a call in its own chunk
+        chunk(content="both files.", tool_calls=[read_tests, call("run_tests")]),  # two in one
+        chunk(content=" Done", done=True, tool_calls=[call("read_file", path="path_rules.py")]),
+    ]
+    chat, events = run([turn, [chunk("ok", done=True)]], repo)
+    message = of_type(events, MODEL_DONE)[0]["message"]
+    assert message["content"] == "Reading both files. Done"  # the final chunk's content too
+    assert message["thinking"] == "Let me look."
+    names = [c["function"]["name"] for c in message["tool_calls"]]
+    assert names == ["read_file", "read_file", "run_tests", "read_file"]  # final chunk's call too
+    assert chat.requests[1][2] == message  # appended to the conversation as assembled
+
+
+def test_first_text_delta_arrives_before_the_stream_is_consumed(repo):
+    chat = ScriptedChat([[chunk("Hel"), chunk("lo"), chunk("!", done=True)]])
+    events = agent_events(chat, RepoTools(repo), TASK)
+    assert next(events)["type"] == "model_start"
+    first = next(events)
+    assert first == {"type": TEXT_DELTA, "turn": 1, "text": "Hel"}
+    assert chat.handed_out == 1  # the rest of the stream has not been read yet
+
+
+def test_thinking_is_streamed_as_its_own_deltas(repo):
+    _, events = run([[chunk(thinking="hmm"), chunk("answer", done=True)]], repo)
+    assert [e["text"] for e in of_type(events, THINKING_DELTA)] == ["hmm"]
+    assert [e["text"] for e in of_type(events, TEXT_DELTA)] == ["answer"]
+
+
+def test_million_chunk_stream_is_assembled_completely(repo):
+    # Linear assembly: a quadratic one would take minutes here (bench.py measures the ratio).
+    pieces = [chunk("x") for _ in range(999_999)] + [chunk("y", done=True)]
+    chat = ScriptedChat([pieces])
+    started = time.perf_counter()
+    last = None
+    for event in agent_events(chat, RepoTools(repo), TASK):
+        last = event if event["type"] == MODEL_DONE else last
+    assert last["chunks"] == 1_000_000
+    assert len(last["message"]["content"]) == 1_000_000
+    assert time.perf_counter() - started < 120  # generous: a bound on minutes, not a benchmark
+
+
+# --- the conversation: what goes back to the model ----------------------------------------------
+
+
+def test_request_after_read_file_carries_call_and_file_text(repo):
+    script = [
+        [chunk(tool_calls=[call("read_file", path="path_rules.py")]), chunk(done=True)],
+        [chunk("I read it.", done=True)],
+    ]
+    chat, events = run(script, repo)
+    second = chat.requests[1]
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "tool"]
+    assistant, tool = second[2], second[3]
+    assert assistant["tool_calls"] == [
+        {"id": "call_read_file_0", "function": {"index": 0, "name": "read_file",
+                                                "arguments": {"path": "path_rules.py"}}}
+    ]  # fmt: skip
+    assert tool["tool_name"] == "read_file"
+    assert json.loads(tool["content"]) == {
+        "path": "path_rules.py",
+        "text": (repo / "path_rules.py").read_text(),
+    }
+    assert len(chat.requests[0]) == 2  # the first request was not changed afterwards
+    assert of_type(events, STOPPED)[0]["reason"] == ASSISTANT_FINISHED
+
+
+def test_several_calls_run_in_order_with_one_result_each(repo):
+    calls = [
+        call("read_file", path="tests/test_path_rules.py"),
+        call("replace_text", old=FAULTY_LINE, new=FIXED_LINE),
+        call("run_tests"),
+    ]
+    chat, events = run([[chunk(tool_calls=calls, done=True)], [chunk("fixed", done=True)]], repo)
+    assert [e["name"] for e in of_type(events, TOOL_START)] == [
+        "read_file",
+        "replace_text",
+        "run_tests",
+    ]
+    results = of_type(events, TOOL_RESULT)
+    assert [(e["index"], e["name"]) for e in results] == [
+        (0, "read_file"),
+        (1, "replace_text"),
+        (2, "run_tests"),
+    ]
+    assert results[2]["result"]["exit_code"] == 0  # ran after the edit, not before
+    replies = tool_replies(chat.requests[1])
+    assert [r.get("path") for r in replies] == ["tests/test_path_rules.py", "path_rules.py", None]
+
+
+# --- bad tool requests become tool results ------------------------------------------------------
+
+
+def bad_call_reply(repo, function):
+    script = [[chunk(tool_calls=[{"function": function}], done=True)], [chunk("ok", done=True)]]
+    chat, events = run(script, repo)
+    assert of_type(events, STOPPED)[0]["reason"] == ASSISTANT_FINISHED  # the loop went on
+    return tool_replies(chat.requests[1])[0]
+
+
+def test_unknown_tool_is_answered_with_the_offered_tools(repo):
+    result = bad_call_reply(repo, {"name": "delete_repo", "arguments": {}})
+    assert "unknown tool" in result["error"]
+    assert "read_file, replace_text, run_tests" in result["error"]
+
+
+def test_call_without_a_name_is_answered_not_raised(repo):
+    result = bad_call_reply(repo, {"arguments": {}})
+    assert "without a name" in result["error"]
+
+
+def test_python_attribute_names_are_not_tools(repo):
+    for name in ("__init__", "handlers", "invoke", "root", "_inside"):
+        assert "unknown tool" in RepoTools(repo).invoke(name, {})["error"]
+
+
+@pytest.mark.parametrize(
+    "arguments, expected",
+    [
+        (["path_rules.py"], "must be a JSON object"),
+        ('{"path": "path_rules.py"', "resend the call with corrected JSON"),
+        ({}, "missing parameter(s): path"),
+        ({"path": "path_rules.py", "mode": "r"}, "unexpected parameter(s): mode"),
+        ({"path": 7}, "must be strings: path"),
+    ],
+)
+def test_malformed_arguments_are_answered_with_what_to_fix(repo, arguments, expected):
+    result = bad_call_reply(repo, {"name": "read_file", "arguments": arguments})
+    assert expected in result["error"]
+
+
+def test_arguments_as_valid_json_text_are_accepted(repo):
+    result = bad_call_reply(repo, {"name": "read_file", "arguments": '{"path": "path_rules.py"}'})
+    assert result["path"] == "path_rules.py"
+
+
+def test_failing_tool_is_answered_and_the_loop_goes_on(repo):
+    result = bad_call_reply(repo, {"name": "replace_text", "arguments": {"old": "nope", "new": ""}})
+    assert "was not found" in result["error"] and "Read the file again" in result["error"]
+
+
+# --- how the loop stops --------------------------------------------------------------------------
+
+
+def test_error_while_reading_stream_stops_with_model_error_and_runs_no_tool(repo):
+    script = [[chunk(tool_calls=[call("run_tests")]), ConnectionResetError("peer went away")]]
+    chat, events = run(script, repo)
+    assert events[-1] == {
+        "type": STOPPED,
+        "turn": 1,
+        "reason": MODEL_ERROR,
+        "error": "peer went away",
+    }
+    assert of_type(events, TOOL_START) == []
+    assert chat.closed == [True]
+
+
+def test_unfinished_stream_runs_no_tool(repo):
+    before = (repo / "path_rules.py").read_bytes()
+    script = [[chunk(tool_calls=[call("replace_text", old=FAULTY_LINE, new="pass")])]]  # no done
+    chat, events = run(script, repo)
+    assert events[-1]["reason"] == INCOMPLETE_MODEL_TURN
+    assert of_type(events, TOOL_START) == [] and of_type(events, MODEL_DONE) == []
+    assert (repo / "path_rules.py").read_bytes() == before
+    assert len(chat.requests) == 1
+
+
+def test_length_cut_turn_runs_no_tool(repo):
+    cut = chunk(tool_calls=[call("run_tests")], done=True, done_reason="length")
+    chat, events = run([[cut]], repo)
+    assert events[-1]["reason"] == INCOMPLETE_MODEL_TURN
+    assert of_type(events, TOOL_START) == []
+
+
+def test_final_text_is_assistant_finished_and_blank_is_empty_response(repo):
+    _, events = run([[chunk("All done.", done=True)]], repo)
+    assert events[-1]["reason"] == ASSISTANT_FINISHED
+    _, events = run([[chunk(thinking="hm"), chunk("  \n", done=True)]], repo)
+    assert events[-1]["reason"] == EMPTY_RESPONSE
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 1.5, "3", None])
+def test_invalid_max_turns_is_refused_before_any_event(repo, bad):
+    chat = ScriptedChat([])
+    with pytest.raises(ValueError, match="max_turns"):
+        agent_events(chat, RepoTools(repo), TASK, max_turns=bad)
+    assert chat.requests == []
+
+
+def test_max_turns_makes_exactly_n_requests_and_runs_the_last_turns_tools(repo):
+    keep_reading = [chunk(tool_calls=[call("read_file", path="path_rules.py")], done=True)]
+    chat, events = run([keep_reading] * 5, repo, max_turns=3)
+    assert len(chat.requests) == 3
+    assert len(of_type(events, TOOL_RESULT)) == 3  # turn 3's read ran before the stop
+    assert events[-1] == {"type": STOPPED, "turn": 3, "reason": MAX_TURNS}
+
+
+def test_claimed_success_without_an_edit_still_fails_independently(repo):
+    script = [[chunk("I fixed the bug and all tests pass.", done=True)]]
+    _, events = run(script, repo)
+    assert events[-1]["reason"] == ASSISTANT_FINISHED  # the loop believes the model...
+    verdict = run_pytest(repo)  # ...the independent run does not
+    assert verdict["exit_code"] == 1
+    assert count_results(verdict["output"]) == {"passed": 3, "failed": 1, "errors": 0}
+
+
+def test_model_done_event_carries_the_complete_message_and_counters(repo):
+    _, events = run([[chunk("a"), chunk("b", done=True, eval_duration=5)]], repo)
+    done = of_type(events, MODEL_DONE)[0]
+    assert done["message"] == {"role": "assistant", "content": "ab"}
+    assert done["chunks"] == 2 and done["done_reason"] == "stop"
+    assert done["model_counters"]["eval_count"] == 10
+    assert done["model_counters"]["eval_duration"] == 5
+
+
+# --- RepoTools -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path, expected",
+    [
+        ("../sample_repo/path_rules.py", "without '..'"),
+        ("tests/../path_rules.py", "without '..'"),
+        ("/etc/passwd", "relative path"),
+        ("README.md", "not readable here"),
+        ("tests/__init__.py", "not readable here"),
+    ],
+)
+def test_read_file_refuses_paths_outside_the_allowlist(repo, path, expected):
+    result = RepoTools(repo).invoke("read_file", {"path": path})
+    assert expected in result["error"] and "text" not in result
+
+
+def test_read_file_refuses_a_symlink_leading_out_of_root(repo, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("token=abc")
+    (repo / "path_rules.py").unlink()
+    (repo / "path_rules.py").symlink_to(secret)
+    tools = RepoTools(repo)
+    assert "outside the repository" in tools.invoke("read_file", {"path": "path_rules.py"})["error"]
+    result = tools.invoke("replace_text", {"old": "token", "new": "x"})
+    assert "outside the repository" in result["error"]
+    assert secret.read_text() == "token=abc"
+
+
+def test_read_file_reports_a_missing_or_non_utf8_file(repo):
+    tools = RepoTools(repo)
+    (repo / "tests" / "test_path_rules.py").write_bytes(b"\xff\xfe bad")
+    assert "not UTF-8" in tools.invoke("read_file", {"path": "tests/test_path_rules.py"})["error"]
+    (repo / "path_rules.py").unlink()
+    assert "does not exist" in tools.invoke("read_file", {"path": "path_rules.py"})["error"]
+
+
+@pytest.mark.parametrize(
+    "arguments, expected",
+    [
+        ({"old": "", "new": "x"}, "non-empty"),
+        ({"old": "not in the file", "new": "x"}, "was not found"),
+        ({"old": "parts", "new": "x"}, "occurs 4 times"),
+        ({"old": "parts", "new": 3}, "must be strings: new"),
+        ({"path": "tests/test_path_rules.py", "old": "a", "new": "b"}, "unexpected parameter"),
+    ],
+)
+def test_replace_text_refuses_unless_old_occurs_exactly_once(repo, arguments, expected):
+    before = (repo / "path_rules.py").read_bytes()
+    result = RepoTools(repo).invoke("replace_text", arguments)
+    assert expected in result["error"]
+    assert (repo / "path_rules.py").read_bytes() == before
+
+
+def test_replace_text_edits_exactly_one_occurrence(repo):
+    result = RepoTools(repo).invoke("replace_text", {"old": FAULTY_LINE, "new": FIXED_LINE})
+    assert result == {"path": "path_rules.py", "replaced": 1}
+    assert FIXED_LINE in (repo / "path_rules.py").read_text()
+
+
+def test_run_tests_on_the_faulty_copy_and_on_a_repaired_copy(repo):
+    tools = RepoTools(repo)
+    faulty = tools.invoke("run_tests", {})
+    assert faulty["exit_code"] == 1
+    assert "1 failed, 3 passed" in faulty["output"]
+    tools.invoke("replace_text", {"old": FAULTY_LINE, "new": FIXED_LINE})
+    repaired = tools.invoke("run_tests", {})
+    assert repaired["exit_code"] == 0
+    assert "4 passed" in repaired["output"]
+
+
+def test_a_copy_of_the_sample_gives_one_failed_three_passed(repo):
+    counts = count_results(run_pytest(repo)["output"])
+    assert counts == {"passed": 3, "failed": 1, "errors": 0}
+    assert not (SAMPLE_REPO / "__pycache__").exists()  # the original was never run
+
+
+def test_test_process_sees_no_credentials(repo, monkeypatch):
+    monkeypatch.setenv("OLLAMA_API_KEY", "sk-secret-1")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp-secret-2")
+    (repo / "tests" / "test_env.py").write_text(
+        "import os, pathlib\n"
+        "def test_dump_env():\n"
+        "    pathlib.Path('env.json').write_text(__import__('json').dumps(dict(os.environ)))\n"
+    )
+    RepoTools(repo).invoke("run_tests", {})
+    seen = json.loads((repo / "env.json").read_text())
+    assert "OLLAMA_API_KEY" not in seen and "GITHUB_TOKEN" not in seen
+    assert not any("secret" in value for value in seen.values())
+    assert seen["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"
+
+
+def test_run_tests_output_is_bounded(repo):
+    (repo / "tests" / "test_noisy.py").write_text(
+        "def test_noisy():\n    print('x' * 50000)\n    assert False\n"
+    )
+    result = RepoTools(repo).invoke("run_tests", {})
+    assert len(result["output"]) < 4200
+    assert "earlier characters cut" in result["output"]
+    assert "failed" in result["output"]  # the tail, with pytest's summary, is what is kept
+
+
+def test_timed_out_tests_kill_the_grandchild_holding_the_pipe(repo):
+    (repo / "tests" / "test_hang.py").write_text(
+        "import subprocess, sys, time, pathlib\n"
+        "def test_hang():\n"
+        "    child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "    pathlib.Path('grandchild.pid').write_text(str(child.pid))\n"
+        "    time.sleep(60)\n"
+    )
+    started = time.monotonic()
+    result = RepoTools(repo, test_timeout=2).invoke("run_tests", {})
+    assert time.monotonic() - started < 20
+    assert result["exit_code"] is None
+    assert "timed out after 2 s" in result["output"]
+    pid = int((repo / "grandchild.pid").read_text())
+    assert wait_until_gone(pid), f"grandchild {pid} is still running"
+
+
+def wait_until_gone(pid, seconds=5.0):
+    """True once `pid` has exited (a zombie waiting for init to reap it counts as gone)."""
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# --- the Ollama adapter, through the real SDK over real HTTP --------------------------------------
+
+
+def test_adapter_sends_the_request_ollama_expects(repo):
+    script = [
+        reply(chunk(tool_calls=[call("read_file", path="path_rules.py")]), chunk(done=True)),
+        reply(chunk("Read it.", done=True)),
+    ]
+    with OllamaTestServer(script) as server:
+        chat = LocalModel(host=server.host)
+        events = list(agent_events(chat, RepoTools(repo), TASK))
+    assert events[-1]["reason"] == ASSISTANT_FINISHED
+    first, second = server.chat_bodies()
+    for body in (first, second):
+        assert body["model"] == "gemma4:e2b"
+        assert body["stream"] is True and body["think"] is True and body["keep_alive"] == 0
+        assert body["options"] == {
+            "temperature": 0,
+            "seed": 7,
+            "num_ctx": 8192,
+            "num_predict": 2048,
+        }
+        assert [t["function"]["name"] for t in body["tools"]] == [
+            "read_file",
+            "replace_text",
+            "run_tests",
+        ]
+        assert body["tools"][1]["function"]["parameters"]["required"] == ["old", "new"]
+    assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "tool"]
+    assert second["messages"][2]["tool_calls"] == [
+        {"function": {"name": "read_file", "arguments": {"path": "path_rules.py"}}}
+    ]  # the SDK dropped the server's id and index
+    tool = second["messages"][3]
+    assert tool["role"] == "tool" and tool["tool_name"] == "read_file"
+    assert json.loads(tool["content"])["text"] == (repo / "path_rules.py").read_text()
+
+
+def run_adapter(repo, *replies, timeout=local_model.READ_TIMEOUT, model="gemma4:e2b"):
+    with OllamaTestServer(replies) as server:
+        chat = LocalModel(model=model, host=server.host, timeout=timeout)
+        return server, list(agent_events(chat, RepoTools(repo), TASK))
+
+
+def test_adapter_refused_connection_says_to_start_ollama(repo, unused_port):
+    chat = LocalModel(host=f"http://127.0.0.1:{unused_port}")
+    events = list(agent_events(chat, RepoTools(repo), TASK))
+    assert events[-1]["reason"] == MODEL_ERROR
+    assert events[-1]["error"].startswith(f"cannot reach Ollama at http://127.0.0.1:{unused_port}")
+    assert "ollama serve" in events[-1]["error"]
+
+
+def test_adapter_missing_model_says_to_pull_it(repo):
+    _, events = run_adapter(repo, model="nope:1b")
+    assert events[-1]["reason"] == MODEL_ERROR
+    assert "`ollama pull nope:1b`" in events[-1]["error"]
+
+
+def test_adapter_http_error_before_the_stream_is_reported(repo):
+    refusal = reply('"gemma4:e2b" does not support tools', status=400)
+    _, events = run_adapter(repo, refusal)
+    assert events[-1]["reason"] == MODEL_ERROR
+    assert events[-1]["error"].endswith('(HTTP 400): "gemma4:e2b" does not support tools')
+
+
+def test_adapter_error_line_mid_stream_is_reported_and_runs_no_tool(repo):
+    broken = reply(chunk(tool_calls=[call("run_tests")]), {"error": "out of memory"})
+    _, events = run_adapter(repo, broken)
+    assert events[-1]["error"] == "Ollama reported an error mid-response: out of memory"
+    assert of_type(events, TOOL_START) == []
+
+
+def test_adapter_cut_connection_is_reported_and_runs_no_tool(repo):
+    cut = reply(chunk(tool_calls=[call("run_tests")]), chunk("more"), end="cut")
+    _, events = run_adapter(repo, cut)
+    assert events[-1]["reason"] == MODEL_ERROR
+    assert "was cut mid-response" in events[-1]["error"]
+    assert of_type(events, TOOL_START) == []
+
+
+def test_adapter_stream_without_done_is_an_incomplete_turn(repo):
+    unfinished = reply(chunk(tool_calls=[call("replace_text", old=FAULTY_LINE, new="x")]))
+    before = (repo / "path_rules.py").read_bytes()
+    _, events = run_adapter(repo, unfinished)
+    assert events[-1]["reason"] == INCOMPLETE_MODEL_TURN
+    assert (repo / "path_rules.py").read_bytes() == before
+
+
+def test_adapter_stalled_server_is_stopped_by_the_read_timeout(repo):
+    stalled = reply(chunk("Thinking"), chunk("...", done=True), pause_after_first=3)
+    _, events = run_adapter(repo, stalled, timeout=0.5)
+    assert events[-1]["reason"] == MODEL_ERROR
+    assert "sent nothing for 0.5 s" in events[-1]["error"]
+
+
+def test_adapter_preflight_reads_digest_or_says_what_to_do(unused_port):
+    with OllamaTestServer() as server:
+        info = LocalModel(host=server.host).describe()
+        assert info["digest"].startswith("sha256:") and info["server_version"] == "0.0.0-test"
+        with pytest.raises(local_model.ModelError, match="ollama pull other:7b"):
+            LocalModel(model="other:7b", host=server.host).describe()
+    with pytest.raises(local_model.ModelError, match="ollama serve"):
+        LocalModel(host=f"127.0.0.1:{unused_port}").describe()
+
+
+def test_base_url_reads_hosts_like_ollama_does():
+    assert local_model.base_url("0.0.0.0") == "http://0.0.0.0:11434"
+    assert local_model.base_url("localhost:8080") == "http://localhost:8080"
+    assert local_model.base_url("http://127.0.0.1:11434/") == "http://127.0.0.1:11434"

@@ -2,6 +2,7 @@
 
     python3 lab.py replay [RECORDING ...]   the main job: replay the recordings offline
     python3 lab.py test [PYTEST ARGS ...]   the test suite
+    python3 lab.py run SCRIPT [ARGS ...]    any lab script, e.g. record_run.py --help
     python3 lab.py lint                     ruff check and ruff format --check
     python3 lab.py lock                     regenerate requirements-lock.txt
 
@@ -68,6 +69,7 @@ def main(argv):
     jobs = {
         "replay": ["replay.py"],
         "test": ["-m", "pytest", "-q"],
+        "run": [],
         "lint": None,
         "lock": None,
     }

@@ -21,8 +21,10 @@ from pathlib import Path
 from tool_guard import ToolBox, ToolError, function_schema
 
 SAMPLE_REPO = Path(__file__).resolve().parent / "sample_repo"
-READABLE = ("path_rules.py", "tests/test_path_rules.py")
-EDITABLE = "path_rules.py"
+SOURCE_FILE = "path_rules.py"
+TEST_FILE = "tests/test_path_rules.py"
+READABLE = (SOURCE_FILE, TEST_FILE)
+EDITABLE = SOURCE_FILE
 TEST_TIMEOUT = 15.0
 OUTPUT_LIMIT = 4000  # characters of test output kept: the tail, where pytest's summary is
 READ_LIMIT = 20000  # characters of a file returned by read_file
@@ -85,8 +87,8 @@ def run_pytest(root, timeout=TEST_TIMEOUT):
 
 
 def count_results(output):
-    """The counts from pytest's summary line, e.g. {"passed": 3, "failed": 1, "errors": 0}."""
-    counts = {"passed": 0, "failed": 0, "errors": 0}
+    """The counts from pytest's summary line, e.g. {"failed": 1, "passed": 3, "errors": 0}."""
+    counts = {"failed": 0, "passed": 0, "errors": 0}
     # subtle: only pytest's closing line counts; a test's own output may say "3 passed".
     for line in reversed(output.splitlines()):
         if re.search(r"\bin [\d.]+s\b", line):
@@ -94,6 +96,12 @@ def count_results(output):
                 counts["errors" if word.startswith("error") else word] += int(number)
             break
     return counts
+
+
+def independent_tests(root):
+    """The verdict from outside the loop: a fresh pytest run, with its counts."""
+    result = run_pytest(root)
+    return {**result, **count_results(result["output"])}
 
 
 class RepoTools(ToolBox):

@@ -1,0 +1,93 @@
+"""How a run looks in a terminal: the transcript as it happens, and the closing summary.
+
+`Transcript.show(event)` prints one loop event: streamed thinking and text as they
+arrive, each tool call with its arguments, a one-line summary of each result, the stop.
+record_run.py and replay.py print through it, so a live run and its replay read the same.
+
+Not here: colour, cursor tricks or anything a plain pipe or `NO_COLOR` terminal can't show.
+"""
+
+import json
+import sys
+
+from agent_loop import (
+    MODEL_DONE,
+    MODEL_START,
+    STOPPED,
+    TEXT_DELTA,
+    THINKING_DELTA,
+    TOOL_RESULT,
+    TOOL_START,
+)
+from repo_tools import count_results
+
+
+def test_line(result):
+    """'1 failed · 3 passed' for an independent test run or a run_tests result."""
+    if result is None:
+        return "not run"
+    if result.get("exit_code") is None:
+        return "timed out"
+    counts = count_results(result.get("output", ""))
+    parts = [f"{n} {word}" for word, n in counts.items() if n]
+    return " · ".join(parts) or f"exit code {result['exit_code']}"
+
+
+def result_line(name, result):
+    if "error" in result:
+        return f"error: {result['error']}"
+    if name == "read_file":
+        return f"{len(result['text'].splitlines())} lines of {result['path']}"
+    if name == "replace_text":
+        return f"replaced {result['replaced']} occurrence in {result['path']}"
+    if name == "run_tests":
+        return f"exit {result['exit_code']} ({test_line(result)})"
+    return json.dumps(result)[:100]
+
+
+class Transcript:
+    def __init__(self, out=sys.stdout):
+        self.out = out
+        self.streaming = None  # "thinking" or "text" while a delta line is open
+        self.model_calls = 0
+        self.tool_calls = 0
+
+    def _print(self, text="", end="\n"):
+        self.out.write(text + end)
+        self.out.flush()
+
+    def _close_stream(self):
+        if self.streaming:
+            self._print()
+            self.streaming = None
+
+    def show(self, event):
+        kind = event["type"]
+        if kind == MODEL_START:
+            self.model_calls += 1
+        elif kind in (THINKING_DELTA, TEXT_DELTA):
+            label = "thinking" if kind == THINKING_DELTA else "says"
+            if self.streaming != label:
+                self._close_stream()
+                self._print(f"turn {event['turn']} {label}: ", end="")
+                self.streaming = label
+            self._print(event["text"].replace("\n", "\n  "), end="")
+        elif kind == MODEL_DONE:
+            self._close_stream()
+        elif kind == TOOL_START:
+            self._close_stream()
+            self.tool_calls += 1
+            arguments = json.dumps(event["arguments"], ensure_ascii=False)
+            self._print(f"turn {event['turn']}: {event['name']} {arguments}")
+        elif kind == TOOL_RESULT:
+            self._print(f"  -> {result_line(event['name'], event['result'])}")
+        elif kind == STOPPED:
+            self._close_stream()
+            self.stop_line(event)
+
+    def stop_line(self, stop):
+        self._close_stream()
+        calls = f"{self.model_calls} model calls, {self.tool_calls} tool calls"
+        self._print(f"Stop: {stop['reason']} after {calls}")
+        if stop.get("error"):
+            self._print(f"  model error: {stop['error']}")

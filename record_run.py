@@ -1,0 +1,152 @@
+"""CLI: record one live attempt of a local model at repairing the sample repository.
+
+In order: check that the server answers and has the model (reading its digest); copy
+`sample_repo/` to a temporary directory and run its tests independently; run the loop,
+printing every step as it happens and keeping every streamed chunk; run the tests
+independently again; save everything to one JSON file that replay.py can check offline.
+
+Not here: judging the model. The exit code reports the independent final tests only.
+"""
+
+import argparse
+import datetime
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+from agent_loop import INTERRUPTED, STOPPED, SYSTEM_PROMPT, TASK, agent_events
+from console import Transcript, test_line
+from local_model import DEFAULT_MODEL, READ_TIMEOUT, LocalModel, ModelError, default_host
+from recording import FORMAT, RECORDINGS, RecordingChat, save, sha256_file, transcript
+from repo_tools import SOURCE_FILE, TEST_FILE, RepoTools, copy_sample, independent_tests
+
+EXIT_PASSED, EXIT_FAILED, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        description="Record a live attempt of a local Ollama model at repairing sample_repo/.",
+        epilog="exit codes: 0 the independent final tests pass; 1 they fail (or the test "
+        "file changed); 2 set-up error (server down, model missing, output exists); "
+        "130 interrupted with Ctrl-C (what happened so far is saved)",
+    )
+    parser.add_argument(
+        "--model", default=DEFAULT_MODEL, help="Ollama model name (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--host",
+        default=default_host(),
+        help="Ollama server (default: $OLLAMA_HOST, else http://127.0.0.1:11434; now %(default)s)",
+    )
+    parser.add_argument(
+        "--max-turns", type=int, default=12, help="model requests at most (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=READ_TIMEOUT,
+        help="seconds to wait for the server's next bytes (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--deadline",
+        type=float,
+        default=None,
+        help="total wall-clock budget of the loop in seconds (default: none)",
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="recording to write (default: a new file recordings/MODEL-TIMESTAMP.json)",
+    )
+    parser.add_argument("--force", action="store_true", help="overwrite --output if it exists")
+    args = parser.parse_args(argv)
+    if args.max_turns < 1:
+        parser.error("--max-turns must be at least 1")
+    if args.output is None:
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
+        args.output = RECORDINGS / f"{re.sub(r'[^A-Za-z0-9.-]+', '-', args.model)}-{stamp}.json"
+    return args
+
+
+def record_attempt(chat, model_info, output, max_turns, deadline=None, out=sys.stdout):
+    """Run one recorded attempt with `chat`; save it to `output`; return the exit code."""
+    with tempfile.TemporaryDirectory(prefix="agent-lab-") as scratch:
+        repo = copy_sample(scratch)
+        tests_sha256, source_sha256 = sha256_file(repo / TEST_FILE), sha256_file(repo / SOURCE_FILE)
+        starting = independent_tests(repo)
+        print(f"Starting tests: {test_line(starting)}", file=out, flush=True)
+        recorder, events, view = RecordingChat(chat), [], Transcript(out)
+        loop = agent_events(recorder, RepoTools(repo), TASK, max_turns, deadline=deadline)
+        final = None
+        try:
+            for event in loop:
+                events.append(event)
+                view.show(event)
+            final = independent_tests(repo)
+        except KeyboardInterrupt:
+            loop.close()  # closes the model stream; a running test group was killed already
+        stop = events[-1] if events and events[-1]["type"] == STOPPED else None
+        if stop is None:
+            stop = {"type": STOPPED, "turn": events[-1]["turn"] if events else 1}
+            stop["reason"] = INTERRUPTED
+            view.stop_line(stop)
+        recording = {
+            "format": FORMAT,
+            "source": "live",
+            "description": f"Live attempt by {model_info['name']}, recorded with record_run.py "
+            f"on {datetime.date.today().isoformat()}.",
+            "model": model_info,
+            "task": TASK,
+            "system": SYSTEM_PROMPT,
+            "max_turns": max_turns,
+            "deadline": deadline,
+            "model_calls": recorder.calls,
+            "messages": transcript(TASK, SYSTEM_PROMPT, events),
+            "events": events,
+            "stop": stop,
+            "starting_tests": starting,
+            "final_tests": final,
+            "tests_sha256": tests_sha256,
+            "source_sha256": source_sha256,
+            "tests_unchanged": sha256_file(repo / TEST_FILE) == tests_sha256,
+            "final_source": (repo / SOURCE_FILE).read_text(encoding="utf-8"),
+            "workdir": str(repo),
+        }
+    save(output, recording)
+    print(f"Independent final tests: {test_line(final)}", file=out)
+    print(f"Saved: {output}", file=out)
+    if final is None:
+        print("interrupted: the final tests were not run", file=out)
+        return EXIT_INTERRUPTED
+    if not recording["tests_unchanged"]:
+        print("warning: the test file changed during the run; the result does not count", file=out)
+        return EXIT_FAILED
+    return EXIT_PASSED if final["exit_code"] == 0 else EXIT_FAILED
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.output.exists() and not args.force:
+        return fail(f"{args.output} exists; choose another --output or add --force")
+    model = LocalModel(model=args.model, host=args.host, timeout=args.timeout)
+    try:
+        info = model.describe()
+    except ModelError as error:
+        return fail(str(error))
+    print(f"Model: {args.model} (live, {info['digest']})  |  Recording: {args.output}")
+    return record_attempt(model, info, args.output, args.max_turns, args.deadline)
+
+
+def fail(message):
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_SETUP
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # before the loop started: nothing worth saving was made
+        print("\ninterrupted: nothing was recorded", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)

@@ -1,0 +1,185 @@
+"""Recordings: what a run saves, how it is saved and read back, and the two chat wrappers.
+
+`RecordingChat` wraps a live `chat` and keeps every chunk it yields, per model call, with
+how the stream ended. `ReplayChat` plays those calls back to the loop: the same chunks, an
+error re-raised at the same point, a stream that ended without `done` ending there again.
+`load` refuses a file that is not a recording, naming the field that is wrong; `save`
+writes atomically, so a crash mid-save leaves any earlier file intact.
+
+Not here: talking to a model (local_model.py), comparing a replay with its recording
+(replay.py), printing (console.py). This module imports neither the SDK nor the network.
+"""
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from agent_loop import MODEL_DONE, TOOL_RESULT, conversation_start
+
+FORMAT = "agent-loop-recording/1"
+SOURCES = ("live", "scripted", "fault-injection")
+RECORDINGS = Path(__file__).resolve().parent / "recordings"
+
+# How a saved model call ended, when it did not end with a `done` chunk.
+ENDED_DONE, ENDED_WITHOUT_DONE, ENDED_ERROR, ENDED_CLOSED = (
+    "done",
+    "without_done",
+    "error",
+    "closed",
+)
+
+
+class RecordingError(Exception):
+    """A file that cannot be replayed; the message names the file and what is wrong."""
+
+
+class RecordedModelError(Exception):
+    """A model call that failed when it was recorded, failing again at the same point."""
+
+
+class ReplayExhausted(Exception):
+    """The loop asked for a model call that the recording does not hold."""
+
+
+def sha256_file(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def transcript(task, system, events, history=None):
+    """The conversation a run built: its start plus every message the loop appended."""
+    appended = [e["message"] for e in events if e["type"] in (MODEL_DONE, TOOL_RESULT)]
+    return conversation_start(task, system, history) + appended
+
+
+def normalise(text, root):
+    """`text` with what legitimately differs between runs replaced: timings, temp paths."""
+    if root:
+        text = text.replace(str(root), "<repo>")
+    text = re.sub(r"\bin \d+(\.\d+)?s\b", "in <t>s", text)  # pytest's "4 passed in 0.03s"
+    return re.sub(r"\b\d+(\.\d+)?s \(\d+:\d+:\d+\)", "<t>s", text)  # "in 61.2s (0:01:01)"
+
+
+def save(path, recording):
+    """Write `recording` as indented UTF-8 JSON, atomically (temp file, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            json.dump(recording, file, indent=2, ensure_ascii=False)
+            file.write("\n")
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temporary, 0o644)  # mkstemp makes it private; a recording is shared data
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+# field -> the types it may hold; checked in this order, and named in the error
+REQUIRED = {
+    "format": str,
+    "source": str,
+    "description": str,
+    "model": dict,
+    "task": str,
+    "system": str,
+    "max_turns": int,
+    "model_calls": list,
+    "messages": list,
+    "events": list,
+    "stop": dict,
+    "starting_tests": dict,
+    "final_tests": (dict, type(None)),
+    "tests_sha256": str,
+    "source_sha256": str,
+}
+
+
+def load(path):
+    """Read and check a recording; RecordingError names the file and the wrong field."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise RecordingError(f"{path}: cannot be read ({error.strerror})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise RecordingError(f"{path}: not a JSON recording ({error})") from None
+    if not isinstance(data, dict):
+        raise RecordingError(f"{path}: not a recording (expected a JSON object)")
+    if data.get("format") != FORMAT:
+        raise RecordingError(
+            f"{path}: field 'format' must be {FORMAT!r}, got {data.get('format')!r}"
+        )
+    for field, kind in REQUIRED.items():
+        if field not in data:
+            raise RecordingError(f"{path}: field {field!r} is missing")
+        if not isinstance(data[field], kind) or isinstance(data[field], bool):
+            raise RecordingError(f"{path}: field {field!r} has the wrong type")
+    if data["source"] not in SOURCES:
+        raise RecordingError(f"{path}: field 'source' must be one of {', '.join(SOURCES)}")
+    if not isinstance(data["stop"].get("reason"), str):
+        raise RecordingError(f"{path}: field 'stop.reason' is missing")
+    for number, saved in enumerate(data["model_calls"], 1):
+        where = f"{path}: field 'model_calls[{number}]"
+        if not isinstance(saved, dict) or not isinstance(saved.get("chunks"), list):
+            raise RecordingError(f"{where}.chunks' must be a list")
+        if not isinstance(saved.get("request_length"), int):
+            raise RecordingError(f"{where}.request_length' must be an int")
+        if saved.get("ended") not in (ENDED_DONE, ENDED_WITHOUT_DONE, ENDED_ERROR, ENDED_CLOSED):
+            raise RecordingError(f"{where}.ended' must say how the stream ended")
+    return data
+
+
+class RecordingChat:
+    """Wraps a live `chat`, keeping every chunk of every call as it was yielded."""
+
+    def __init__(self, chat):
+        self.chat = chat
+        self.calls = []
+
+    def __call__(self, messages, tools):
+        saved = {"request_length": len(messages), "chunks": [], "ended": ENDED_WITHOUT_DONE}
+        self.calls.append(saved)
+        return self._stream(saved, messages, tools)
+
+    def _stream(self, saved, messages, tools):
+        try:
+            for chunk in self.chat(messages, tools):
+                saved["chunks"].append(chunk)
+                if isinstance(chunk, dict) and chunk.get("done") is True:
+                    saved["ended"] = ENDED_DONE
+                yield chunk
+        except Exception as error:
+            saved["ended"], saved["error"] = ENDED_ERROR, str(error) or type(error).__name__
+            raise
+        except BaseException:  # the loop closed the stream early, or Ctrl-C
+            if saved["ended"] != ENDED_DONE:
+                saved["ended"] = ENDED_CLOSED
+            raise
+
+
+class ReplayChat:
+    """Plays saved model calls back, one per request, keeping each request it was sent."""
+
+    def __init__(self, model_calls):
+        self.model_calls = model_calls
+        self.requests = []
+
+    def __call__(self, messages, tools):
+        self.requests.append(messages)
+        number = len(self.requests)
+        if number > len(self.model_calls):
+            raise ReplayExhausted(
+                f"the loop asked for model call {number}, but only "
+                f"{len(self.model_calls)} were recorded"
+            )
+        return self._stream(self.model_calls[number - 1])
+
+    def _stream(self, saved):
+        yield from saved["chunks"]
+        if saved["ended"] == ENDED_ERROR:
+            raise RecordedModelError(saved.get("error", "recorded model error"))

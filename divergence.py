@@ -1,0 +1,112 @@
+"""Where a replay differs from its recording, said precisely enough to act on.
+
+Each function compares one aspect (the event sequence, the tool calls, the requests sent
+to the model) and returns sentences such as "tool call 3 (model call 3, replace_text):
+arguments.new: expected ..., got ...". Before comparing, what legitimately differs
+between two runs is taken out: timings are dropped, and temporary paths and pytest's
+durations are normalised.
+
+Not here: running anything. replay.py runs the loop and hands the results over.
+"""
+
+import json
+
+from agent_loop import MODEL_START, TOOL_RESULT, TOOL_START
+from recording import normalise
+
+TIMING_KEYS = ("seconds", "first_chunk_seconds")  # differ on every run; never compared
+
+
+def comparable(value, root):
+    """`value` with timings dropped and run-specific text normalised, for comparison."""
+    if isinstance(value, dict):
+        return {k: comparable(v, root) for k, v in value.items() if k not in TIMING_KEYS}
+    if isinstance(value, list):
+        return [comparable(v, root) for v in value]
+    return normalise(value, root) if isinstance(value, str) else value
+
+
+def short(value, limit=160):
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def first_difference(want, have, path=""):
+    """(path, expected, got) of the first leaf where two JSON values differ, or None."""
+    if isinstance(want, dict) and isinstance(have, dict):
+        for key in {**want, **have}:
+            found = first_difference(want.get(key), have.get(key), f"{path}.{key}")
+            if found:
+                return found
+        return None
+    if isinstance(want, list) and isinstance(have, list):
+        for index in range(max(len(want), len(have))):
+            a = want[index] if index < len(want) else None
+            b = have[index] if index < len(have) else None
+            found = first_difference(a, b, f"{path}[{index}]")
+            if found:
+                return found
+        return None
+    return None if want == have else (path.lstrip(".") or "value", want, have)
+
+
+def _difference(want, have, path=""):
+    where, a, b = first_difference(want, have, path)
+    return f"{where}: expected {short(a)}, got {short(b)}"
+
+
+def _model_call(events, position):
+    return sum(e["type"] == MODEL_START for e in events[: position + 1])
+
+
+def event_divergence(expected, got, expected_root, got_root):
+    """The first event where the replay differs from the recording, or None."""
+    for position, (want, have) in enumerate(zip(expected, got, strict=False)):
+        want, have = comparable(want, expected_root), comparable(have, got_root)
+        if want != have:
+            call = _model_call(expected, position)
+            return f"event {position + 1} (model call {call}, {want['type']}): " + _difference(
+                want, have
+            )
+    if len(expected) != len(got):
+        position = min(len(expected), len(got))
+        unmatched = got[position] if len(got) > position else expected[position]
+        return (
+            f"event {position + 1}: {len(expected)} events recorded, {len(got)} replayed "
+            f"(first unmatched: {short(comparable(unmatched, None))})"
+        )
+    return None
+
+
+def tool_divergences(expected, got, expected_root, got_root):
+    """One sentence per tool call whose name, arguments or result differ."""
+    problems = []
+    pairs = [
+        [(i, e) for i, e in enumerate(events) if e["type"] in (TOOL_START, TOOL_RESULT)]
+        for events in (expected, got)
+    ]
+    for (position, want), (_, have) in zip(*pairs, strict=False):
+        want, have = comparable(want, expected_root), comparable(have, got_root)
+        if want != have:
+            number = sum(e["type"] == TOOL_START for e in expected[: position + 1])
+            call = _model_call(expected, position)
+            kind = "call" if want["type"] == TOOL_START else "result"
+            label = f"tool call {number} (model call {call}, {want['name']}) {kind}"
+            problems.append(f"{label}: {_difference(want, have)}")
+    return problems
+
+
+def request_divergences(recording, requests, got_root):
+    """The first request that differs from the recorded one, and a count mismatch."""
+    problems, saved_calls = [], recording["model_calls"]
+    for number, (saved, sent) in enumerate(zip(saved_calls, requests, strict=False), 1):
+        want = comparable(
+            recording["messages"][: saved["request_length"]], recording.get("workdir")
+        )
+        have = comparable(sent, got_root)
+        if want != have:
+            problems.append(f"model call {number}: {_difference(want, have, 'request')}")
+            break  # every later request carries the same difference
+    if len(requests) != len(saved_calls):
+        problems.append(f"model calls: {len(saved_calls)} recorded, {len(requests)} made")
+    return problems

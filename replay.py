@@ -1,0 +1,156 @@
+"""CLI: replay saved recordings offline and check that each one still happens the same way.
+
+For each recording: refuse it if it is not a recording or the sample changed since; copy
+`sample_repo/` to a fresh temporary directory; feed the saved model calls to the real loop
+(an error or a missing `done` replays as such); let the real tools act and run the real
+tests independently; then compare, event by event and request by request, with what was
+recorded, and say precisely where anything differs.
+
+Not here: a model, the network or the ollama SDK. Timings are shown, never compared.
+"""
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from agent_loop import DEADLINE, INTERRUPTED, STOPPED, agent_events
+from console import Transcript, test_line
+from divergence import event_divergence, request_divergences, tool_divergences
+from recording import RECORDINGS, RecordingError, ReplayChat, load, sha256_file
+from repo_tools import (
+    SAMPLE_REPO,
+    SOURCE_FILE,
+    TEST_FILE,
+    RepoTools,
+    copy_sample,
+    independent_tests,
+)
+
+REPRODUCED, DIVERGED, CANNOT_REPLAY = 0, 1, 2
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        description="Replay saved recordings offline through the real loop, tools and tests.",
+        epilog="exit codes: 0 every recording reproduces; 1 at least one diverges; "
+        "2 at least one cannot be replayed (not a recording, or the sample changed); "
+        "the highest applies. 130 on Ctrl-C.",
+    )
+    parser.add_argument(
+        "recordings",
+        nargs="*",
+        type=Path,
+        metavar="RECORDING",
+        help="recording files (default: every recordings/*.json)",
+    )
+    parser.add_argument(
+        "--transcript",
+        action="store_true",
+        help="also print each request's messages exactly as the model received them",
+    )
+    return parser.parse_args(argv)
+
+
+def check_sample(recording, path):
+    for field, name in (("tests_sha256", TEST_FILE), ("source_sha256", SOURCE_FILE)):
+        if sha256_file(SAMPLE_REPO / name) != recording[field]:
+            raise RecordingError(
+                f"{path}: sample_repo/{name} is not the file this recording was made with "
+                f"({field} differs); replay it with the sample it was recorded on"
+            )
+
+
+def shown(path):
+    """`path` relative to the current directory when it is under it: shorter to read."""
+    try:
+        return Path(path).resolve().relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
+def replay_one(path, show_requests=False, out=sys.stdout):
+    """Replay one recording; print what happens; return REPRODUCED, DIVERGED or CANNOT_REPLAY."""
+    try:
+        recording = load(path)
+        check_sample(recording, path)
+    except RecordingError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return CANNOT_REPLAY
+    model = recording["model"].get("name", "?")
+    print(f"Model: {model} ({recording['source']})  |  Recording: {shown(path)}", file=out)
+    print(f"  {recording['description']}", file=out)
+    print(f"Starting tests (recorded): {test_line(recording['starting_tests'])}", file=out)
+    # An interrupted or deadline-stopped run is replayed up to where it was stopped: what the
+    # clock or the user did then cannot be replayed, everything before it can.
+    cut_short = recording["stop"]["reason"] in (INTERRUPTED, DEADLINE)
+    expected = [e for e in recording["events"] if not (cut_short and e["type"] == STOPPED)]
+    with tempfile.TemporaryDirectory(prefix="agent-lab-replay-") as scratch:
+        repo = copy_sample(scratch)
+        chat, view, events = ReplayChat(recording["model_calls"]), Transcript(out), []
+        task, turns, system = recording["task"], recording["max_turns"], recording["system"]
+        loop = agent_events(chat, RepoTools(repo), task, turns, system=system)
+        # subtle: stop *before* asking for the next event; asking could run one more tool.
+        while not (cut_short and len(events) == len(expected)):
+            event = next(loop, None)
+            if event is None:
+                break
+            events.append(event)
+            view.show(event)
+        loop.close()
+        if cut_short:
+            view.stop_line(recording["stop"])
+        final = independent_tests(repo) if recording["final_tests"] is not None else None
+        final_source = (repo / SOURCE_FILE).read_text(encoding="utf-8")
+    print(f"Independent final tests: {test_line(final)}", file=out)
+    if show_requests:
+        for number, request in enumerate(chat.requests, 1):
+            print(f"--- request {number}: {len(request)} messages, as sent ---", file=out)
+            print(json.dumps(request, indent=2, ensure_ascii=False), file=out)
+    recorded_root = recording.get("workdir")
+    problems = [event_divergence(expected, events, recorded_root, repo)]
+    problems += tool_divergences(expected, events, recorded_root, repo)
+    problems += request_divergences(recording, chat.requests, repo)
+    if "final_source" in recording and recording["final_source"] != final_source:
+        problems.append(f"resulting {SOURCE_FILE} differs from the recorded one")
+    if final is not None and final["exit_code"] != recording["final_tests"]["exit_code"]:
+        recorded_exit = recording["final_tests"]["exit_code"]
+        problems.append(
+            f"final tests: expected exit code {recorded_exit}, got {final['exit_code']}"
+        )
+    problems = [p for p in problems if p]
+    if not problems:
+        print("reproduced", file=out)
+        return REPRODUCED
+    print(f"DIVERGED ({len(problems)}):", file=out)
+    for problem in problems:
+        print(f"  {problem}", file=out)
+    return DIVERGED
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    paths = args.recordings or sorted(RECORDINGS.glob("*.json"))
+    if not paths:
+        print(f"error: no recordings given and none in {RECORDINGS}", file=sys.stderr)
+        return CANNOT_REPLAY
+    outcomes = []
+    for number, path in enumerate(paths):
+        if number:
+            print()
+        outcomes.append(replay_one(path, args.transcript))
+    print(
+        f"\nReplayed {len(paths)} recording(s): {outcomes.count(REPRODUCED)} reproduced, "
+        f"{outcomes.count(DIVERGED)} diverged, "
+        f"{outcomes.count(CANNOT_REPLAY)} could not be replayed"
+    )
+    return max(outcomes)
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # the test process group was killed on the way out
+        print("\ninterrupted", file=sys.stderr)
+        sys.exit(130)

@@ -1,0 +1,116 @@
+"""Regenerate the shipped recordings in recordings/ from hand-written (scripted) chunks.
+
+Each recording is made by the real recorder (`record_run.py`, run as a subprocess) through
+the real `ollama` SDK over real HTTP, against ollama_test_server.py on 127.0.0.1 serving
+chunks written below by hand. Afterwards the file is marked `"source": "scripted"`, the
+stand-in server's digest and version are removed, and a description says how it was made.
+
+    python3 lab.py run make_recordings.py
+
+Not a model's output: no model was involved. To record a real attempt, see README.md.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from ollama_test_server import OllamaTestServer, call, chunk, reply
+from recording import RECORDINGS, save
+
+HERE = Path(__file__).resolve().parent
+FAULTY_LINE = 'parts = path.split("/")'
+FIXED_LINE = 'parts = path.replace("\\\\", "/").split("/")'
+
+
+def streamed(text, field="content", size=12):
+    """`text` cut into pieces of about `size` characters, one chunk each, as a model streams."""
+    pieces = [text[i : i + size] for i in range(0, len(text), size)]
+    return [chunk(**{field: piece}) for piece in pieces]
+
+
+def tool_turn(thinking, *calls):
+    """One scripted turn: streamed thinking, then the calls, then Ollama's final chunk."""
+    return reply(*streamed(thinking, "thinking"), chunk(tool_calls=list(calls)), chunk(done=True))
+
+
+def final_turn(text):
+    return reply(*streamed(text), chunk(done=True))
+
+
+REPAIR = [
+    tool_turn(
+        "I should read the code before changing anything.", call("read_file", path="path_rules.py")
+    ),
+    tool_turn(
+        "Now the tests, to see what is expected.",
+        call("read_file", path="tests/test_path_rules.py"),
+    ),
+    tool_turn(
+        "The Windows path uses backslashes, but the code splits on '/' only. "
+        "Normalise the separators before splitting.",
+        call("replace_text", old=FAULTY_LINE, new=FIXED_LINE),
+    ),
+    tool_turn("Run the tests to check the fix.", call("run_tests")),
+    final_turn(
+        "I changed path_rules.py to turn backslashes into forward slashes before splitting "
+        "the path. run_tests returned exit code 0: 4 passed."
+    ),
+]
+
+BOUNDED = [tool_turn("Let me read the code first.", call("read_file", path="path_rules.py"))]
+
+CLAIMS_SUCCESS = [final_turn("I fixed the path handling and all the tests pass now.")]
+
+SHIPPED = [
+    (
+        "repair.json",
+        REPAIR,
+        12,
+        "A scripted successful repair: read path_rules.py, read the tests, replace the faulty "
+        "line, run the tests (exit 0), then a short final message. Chunks written by hand, "
+        "following the sequence of the published recorded gemma4:e2b attempt.",
+    ),
+    (
+        "bounded-max-turns-1.json",
+        BOUNDED,
+        1,
+        "A scripted attempt with --max-turns 1: the one read_file runs, then the loop stops "
+        "with max_turns before a second request; the final tests still fail.",
+    ),
+    (
+        "claims-success-without-edit.json",
+        CLAIMS_SUCCESS,
+        12,
+        "A scripted final message that claims success without any edit: the loop stops with "
+        "assistant_finished, and the independent final tests still fail.",
+    ),
+]
+
+HOW = (
+    " Made by make_recordings.py: the real record_run.py, through the real ollama SDK, "
+    "against the local Ollama-protocol test server (no model)."
+)
+
+
+def make(name, replies, max_turns, description):
+    output = RECORDINGS / name
+    with OllamaTestServer(replies) as server:
+        command = [sys.executable, str(HERE / "record_run.py"), "--host", server.host]
+        command += ["--max-turns", str(max_turns), "--output", str(output), "--force"]
+        finished = subprocess.run(command, capture_output=True, text=True)
+    if finished.returncode not in (0, 1):
+        sys.exit(f"error: record_run.py failed for {name}:\n{finished.stdout}{finished.stderr}")
+    recording = json.loads(output.read_text(encoding="utf-8"))
+    recording["source"] = "scripted"
+    recording["description"] = description + HOW
+    for stand_in in ("digest", "server_version", "host"):
+        recording["model"].pop(stand_in, None)
+    save(output, recording)
+    stop = recording["stop"]["reason"]
+    print(f"{output.relative_to(HERE)}: stop {stop}, exit {finished.returncode}")
+
+
+if __name__ == "__main__":
+    for shipped in SHIPPED:
+        make(*shipped)

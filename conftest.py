@@ -11,3 +11,16 @@ def unused_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def sample_repo_is_never_modified():
+    """Every run works on a copy: after the whole suite, sample_repo/ is byte-identical."""
+    from repo_tools import SAMPLE_REPO
+
+    def snapshot():
+        return {p: p.read_bytes() for p in sorted(SAMPLE_REPO.rglob("*")) if p.is_file()}
+
+    before = snapshot()
+    yield
+    assert snapshot() == before, "the suite changed sample_repo/"

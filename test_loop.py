@@ -443,6 +443,7 @@ def test_adapter_sends_the_request_ollama_expects(repo):
     assert second["messages"][2]["tool_calls"] == [
         {"function": {"name": "read_file", "arguments": {"path": "path_rules.py"}}}
     ]  # the SDK dropped the server's id and index
+    assert "content" not in second["messages"][2]  # and the empty content
     tool = second["messages"][3]
     assert tool["role"] == "tool" and tool["tool_name"] == "read_file"
     assert json.loads(tool["content"])["text"] == (repo / "path_rules.py").read_text()

@@ -1,0 +1,301 @@
+"""Offline tests that replay the shipped recordings, the failure cases and the two CLIs.
+
+Replays run the real loop, the real tools and real pytest on temporary copies. The
+recorder is run as a subprocess through the real SDK against ollama_test_server.py.
+"""
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from agent_loop import INCOMPLETE_MODEL_TURN, TOOL_START, agent_events
+from ollama_test_server import OllamaTestServer, call, chunk, reply
+from recording import ENDED_WITHOUT_DONE, RECORDINGS, ReplayChat, load, save, sha256_file
+from replay import CANNOT_REPLAY, DIVERGED, REPRODUCED, replay_one
+from repo_tools import SAMPLE_REPO, TEST_FILE, RepoTools, copy_sample
+
+HERE = Path(__file__).resolve().parent
+SHIPPED = sorted(RECORDINGS.glob("*.json"))
+
+
+def replay(path, **options):
+    out = io.StringIO()
+    return replay_one(path, out=out, **options), out.getvalue()
+
+
+def altered(tmp_path, change, name="altered.json"):
+    """A copy of the repair recording with `change(recording)` applied."""
+    recording = load(RECORDINGS / "repair.json")
+    change(recording)
+    save(tmp_path / name, recording)
+    return tmp_path / name
+
+
+def run_cli(*args, **options):
+    command = [sys.executable, str(HERE / args[0]), *map(str, args[1:])]
+    return subprocess.run(command, capture_output=True, text=True, cwd=HERE, **options)
+
+
+# --- the shipped recordings ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_shipped_recording_reproduces(path):
+    outcome, output = replay(path)
+    assert outcome == REPRODUCED, output
+    assert load(path)["source"] == "scripted"  # none of them is a model's output
+    assert "digest" not in load(path)["model"]
+
+
+def test_repair_goes_from_one_failure_to_four_passed_with_tests_unchanged():
+    # covers: the scripted repair, 5 model calls and 4 tool calls, verified independently
+    recording = load(RECORDINGS / "repair.json")
+    assert (recording["starting_tests"]["failed"], recording["starting_tests"]["passed"]) == (1, 3)
+    assert recording["final_tests"]["passed"] == 4 and recording["final_tests"]["exit_code"] == 0
+    assert recording["tests_sha256"] == sha256_file(SAMPLE_REPO / TEST_FILE)
+    assert recording["tests_unchanged"] is True
+    assert len(recording["model_calls"]) == 5
+    assert [e["name"] for e in recording["events"] if e["type"] == TOOL_START] == [
+        "read_file",
+        "read_file",
+        "replace_text",
+        "run_tests",
+    ]
+    outcome, output = replay(RECORDINGS / "repair.json")
+    assert outcome == REPRODUCED
+    assert "Independent final tests: 4 passed" in output
+
+
+def test_bounded_run_executes_its_one_read_then_stops_at_max_turns():
+    # covers: --max-turns 1; the read completes, no second request is made
+    recording = load(RECORDINGS / "bounded-max-turns-1.json")
+    assert recording["max_turns"] == 1 and len(recording["model_calls"]) == 1
+    assert recording["stop"]["reason"] == "max_turns"
+    assert [e["name"] for e in recording["events"] if e["type"] == "tool_result"] == ["read_file"]
+    assert recording["final_tests"]["exit_code"] == 1
+    outcome, output = replay(RECORDINGS / "bounded-max-turns-1.json")
+    assert outcome == REPRODUCED and "1 failed" in output
+
+
+def test_claimed_success_stays_failing():
+    # covers: a final message is not a verdict; the independent tests are
+    recording = load(RECORDINGS / "claims-success-without-edit.json")
+    assert recording["stop"]["reason"] == "assistant_finished"
+    assert "tests pass" in recording["messages"][-1]["content"]
+    assert recording["final_tests"]["exit_code"] == 1
+
+
+def test_fault_injection_first_stream_without_done_runs_no_tool(tmp_path):
+    recording = load(RECORDINGS / "repair.json")
+    first = recording["model_calls"][0]
+    first["chunks"] = [c for c in first["chunks"] if not c.get("done")]
+    first["ended"] = ENDED_WITHOUT_DONE
+    repo = copy_sample(tmp_path)
+    before = (repo / "path_rules.py").read_bytes()
+    chat = ReplayChat(recording["model_calls"])
+    events = list(agent_events(chat, RepoTools(repo), recording["task"]))
+    assert events[-1]["reason"] == INCOMPLETE_MODEL_TURN
+    assert [e for e in events if e["type"] == TOOL_START] == []
+    assert len(chat.requests) == 1 and (repo / "path_rules.py").read_bytes() == before
+
+
+# --- divergences and refusals ------------------------------------------------------------------
+
+
+def test_altered_tool_argument_is_reported_with_model_call_and_tool_call(tmp_path):
+    def change(recording):
+        third = recording["model_calls"][2]["chunks"]
+        for c in third:
+            for tool_call in c["message"].get("tool_calls", []):
+                tool_call["function"]["arguments"]["new"] = 'parts = path.split("\\\\")'
+
+    outcome, output = replay(altered(tmp_path, change))
+    assert outcome == DIVERGED
+    assert "tool call 3 (model call 3, replace_text) call: arguments.new: expected" in output
+    assert "model call 4: request[6].tool_calls[0].function.arguments.new" in output
+    assert "final tests: expected exit code 0, got 1" in output
+
+
+def test_extra_model_call_is_a_divergence_not_a_crash(tmp_path):
+    def change(recording):
+        recording["model_calls"].pop()  # the final answer is gone
+
+    outcome, output = replay(altered(tmp_path, change))
+    assert outcome == DIVERGED
+    assert "model calls: 4 recorded, 5 made" in output
+
+
+def test_sample_hash_mismatch_is_refused(tmp_path, capsys):
+    outcome, _ = replay(altered(tmp_path, lambda r: r.update(tests_sha256="0" * 64)))
+    assert outcome == CANNOT_REPLAY
+    assert "tests/test_path_rules.py is not the file this recording was made with" in (
+        capsys.readouterr().err
+    )
+
+
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        ("not json at all", "not a JSON recording"),
+        ("[1, 2]", "expected a JSON object"),
+        ('{"format": "something-else/1"}', "field 'format' must be"),
+        ('{"format": "agent-loop-recording/1"}', "field 'source' is missing"),
+    ],
+)
+def test_malformed_recording_exits_2_with_one_clear_line(tmp_path, content, expected):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    finished = run_cli("replay.py", bad)
+    assert finished.returncode == 2
+    error = finished.stderr.strip()
+    assert len(error.splitlines()) == 1 and error.startswith("error: ") and expected in error
+
+
+def test_recording_with_wrong_shape_names_the_field(tmp_path, capsys):
+    path = altered(tmp_path, lambda r: r["model_calls"][1].pop("chunks"))
+    outcome, _ = replay(path)
+    assert outcome == CANNOT_REPLAY
+    assert "model_calls[2].chunks' must be a list" in capsys.readouterr().err
+
+
+def test_highest_exit_code_applies_across_recordings(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    finished = run_cli("replay.py", RECORDINGS / "repair.json", bad)
+    assert finished.returncode == 2
+    assert "1 reproduced, 0 diverged, 1 could not be replayed" in finished.stdout
+
+
+def test_transcript_prints_each_request_as_the_model_received_it():
+    outcome, output = replay(RECORDINGS / "bounded-max-turns-1.json", show_requests=True)
+    assert outcome == REPRODUCED
+    assert "--- request 1: 2 messages, as sent ---" in output
+    assert '"role": "system"' in output
+
+
+# --- record_run.py end to end, through the real SDK over real HTTP ------------------------------
+
+REPAIR_SCRIPT = [
+    reply(
+        chunk(thinking="Look first."),
+        chunk(tool_calls=[call("read_file", path="path_rules.py")]),
+        chunk(done=True),
+    ),
+    reply(
+        chunk(
+            tool_calls=[
+                call(
+                    "replace_text",
+                    old='path.split("/")',
+                    new='path.replace("\\\\", "/").split("/")',
+                ),
+                call("run_tests", index=1),
+            ]
+        ),
+        chunk(done=True),
+    ),
+    reply(chunk("Fixed; run_tests exit 0."), chunk(done=True)),
+]
+
+
+def test_recorder_writes_a_recording_that_replays_to_the_same_outcome(tmp_path):
+    output = tmp_path / "live.json"
+    with OllamaTestServer(REPAIR_SCRIPT) as server:
+        finished = run_cli("record_run.py", "--host", server.host, "--output", output)
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    assert "Starting tests: 1 failed · 3 passed" in finished.stdout
+    assert "turn 2: replace_text" in finished.stdout
+    assert "Independent final tests: 4 passed" in finished.stdout
+    recording = load(output)
+    assert recording["source"] == "live" and recording["model"]["digest"].startswith("sha256:")
+    assert recording["model"]["server_version"] == "0.0.0-test"
+    assert [c["request_length"] for c in recording["model_calls"]] == [2, 4, 7]
+    assert not any("OLLAMA" in key for key in json.dumps(recording).split('"'))  # no env values
+    outcome, replayed = replay(output)
+    assert outcome == REPRODUCED, replayed
+
+
+def test_recorded_mid_stream_error_replays_to_the_same_error(tmp_path):
+    output = tmp_path / "error.json"
+    broken = reply(chunk(thinking="Let me"), {"error": "model runner has unexpectedly stopped"})
+    with OllamaTestServer([REPAIR_SCRIPT[0], broken]) as server:
+        finished = run_cli("record_run.py", "--host", server.host, "--output", output)
+    assert finished.returncode == 1  # the final tests fail: nothing was repaired
+    recording = load(output)
+    assert recording["stop"]["reason"] == "model_error"
+    assert recording["model_calls"][1]["ended"] == "error"
+    outcome, replayed = replay(output)
+    assert outcome == REPRODUCED, replayed
+    assert "model runner has unexpectedly stopped" in replayed
+
+
+def test_recorder_refuses_to_overwrite_without_force(tmp_path):
+    output = tmp_path / "exists.json"
+    output.write_text("keep me")
+    finished = run_cli("record_run.py", "--host", "http://127.0.0.1:9", "--output", output)
+    assert finished.returncode == 2 and "--force" in finished.stderr
+    assert output.read_text() == "keep me"
+
+
+def test_recorder_with_server_down_exits_2_and_writes_nothing(tmp_path, unused_port):
+    output = tmp_path / "none.json"
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    host = f"http://127.0.0.1:{unused_port}"
+    finished = run_cli("record_run.py", "--host", host, "--output", output, env=env)
+    assert finished.returncode == 2
+    assert (
+        finished.stderr.startswith("error: cannot reach Ollama")
+        and "ollama serve" in finished.stderr
+    )
+    assert "Traceback" not in finished.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no recording, no temporary copy
+
+
+def test_recorder_with_model_missing_exits_2_and_writes_nothing(tmp_path):
+    output = tmp_path / "none.json"
+    with OllamaTestServer() as server:
+        options = ["--host", server.host, "--model", "nope:1b", "--output", output]
+        finished = run_cli("record_run.py", *options)
+    assert finished.returncode == 2
+    assert "ollama pull nope:1b" in finished.stderr and not output.exists()
+
+
+def test_ctrl_c_mid_stream_saves_an_interrupted_recording_and_exits_130(tmp_path):
+    output = tmp_path / "interrupted.json"
+    gate = threading.Event()  # holds the second stream open until the test lets go
+    script = [REPAIR_SCRIPT[0], reply(chunk(thinking="Now I will"), chunk(" edit"), gate=gate)]
+    with OllamaTestServer(script) as server:
+        command = [sys.executable, str(HERE / "record_run.py"), "--host", server.host]
+        process = subprocess.Popen(
+            [*command, "--output", str(output)],
+            cwd=HERE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            until = time.monotonic() + 20
+            while len(server.chat_bodies()) < 2 and time.monotonic() < until:
+                time.sleep(0.05)
+            time.sleep(0.3)  # the first chunk of the held stream has reached the recorder
+            process.send_signal(signal.SIGINT)
+            stdout, stderr = process.communicate(timeout=20)
+        finally:
+            gate.set()
+            process.kill()
+    assert process.returncode == 130, stdout + stderr
+    assert "Traceback" not in stderr
+    assert f"Saved: {output}" in stdout
+    recording = load(output)
+    assert recording["stop"]["reason"] == "interrupted" and recording["final_tests"] is None
+    assert recording["model_calls"][1]["ended"] == "closed"
+    outcome, replayed = replay(output)  # replays up to the point of interruption
+    assert outcome == REPRODUCED, replayed

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from agent_loop import INTERRUPTED, STOPPED, SYSTEM_PROMPT, TASK, agent_events
 from console import Transcript, test_line
+from isolation import IsolationUnavailable, isolation_prefix
 from local_model import DEFAULT_MODEL, READ_TIMEOUT, LocalModel, ModelError, default_host
 from recording import FORMAT, RECORDINGS, RecordingChat, save, sha256_file, transcript
 from repo_tools import SOURCE_FILE, TEST_FILE, RepoTools, copy_sample, independent_tests
@@ -61,6 +62,12 @@ def parse_args(argv):
         help="recording to write (default: a new file recordings/MODEL-TIMESTAMP.json)",
     )
     parser.add_argument("--force", action="store_true", help="overwrite --output if it exists")
+    parser.add_argument(
+        "--isolate",
+        action="store_true",
+        help="run the tests without network and read-only outside the copy (bubblewrap, "
+        "else unshare for the network alone); refuse if neither works",
+    )
     args = parser.parse_args(argv)
     if args.max_turns < 1:
         parser.error("--max-turns must be at least 1")
@@ -70,21 +77,24 @@ def parse_args(argv):
     return args
 
 
-def record_attempt(chat, model_info, output, max_turns, deadline=None, out=sys.stdout):
+def record_attempt(
+    chat, model_info, output, max_turns, deadline=None, isolate=False, out=sys.stdout
+):
     """Run one recorded attempt with `chat`; save it to `output`; return the exit code."""
     with tempfile.TemporaryDirectory(prefix="agent-lab-") as scratch:
         repo = copy_sample(scratch)
         tests_sha256, source_sha256 = sha256_file(repo / TEST_FILE), sha256_file(repo / SOURCE_FILE)
-        starting = independent_tests(repo)
+        starting = independent_tests(repo, isolate)
         print(f"Starting tests: {test_line(starting)}", file=out, flush=True)
         recorder, events, view = RecordingChat(chat), [], Transcript(out)
-        loop = agent_events(recorder, RepoTools(repo), TASK, max_turns, deadline=deadline)
+        tools = RepoTools(repo, isolate=isolate)
+        loop = agent_events(recorder, tools, TASK, max_turns, deadline=deadline)
         final = None
         try:
             for event in loop:
                 events.append(event)
                 view.show(event)
-            final = independent_tests(repo)
+            final = independent_tests(repo, isolate)
         except KeyboardInterrupt:
             loop.close()  # closes the model stream; a running test group was killed already
         stop = events[-1] if events and events[-1]["type"] == STOPPED else None
@@ -102,6 +112,7 @@ def record_attempt(chat, model_info, output, max_turns, deadline=None, out=sys.s
             "system": SYSTEM_PROMPT,
             "max_turns": max_turns,
             "deadline": deadline,
+            "isolation": isolation_prefix(repo)[1] if isolate else None,
             "model_calls": recorder.calls,
             "messages": transcript(TASK, SYSTEM_PROMPT, events),
             "events": events,
@@ -130,13 +141,18 @@ def main(argv=None):
     args = parse_args(argv)
     if args.output.exists() and not args.force:
         return fail(f"{args.output} exists; choose another --output or add --force")
+    if args.isolate:
+        try:
+            print(f"Isolation: {isolation_prefix(RECORDINGS)[1]}")
+        except IsolationUnavailable as error:
+            return fail(str(error))
     model = LocalModel(model=args.model, host=args.host, timeout=args.timeout)
     try:
         info = model.describe()
     except ModelError as error:
         return fail(str(error))
     print(f"Model: {args.model} (live, {info['digest']})  |  Recording: {args.output}")
-    return record_attempt(model, info, args.output, args.max_turns, args.deadline)
+    return record_attempt(model, info, args.output, args.max_turns, args.deadline, args.isolate)
 
 
 def fail(message):

@@ -18,6 +18,7 @@ from pathlib import Path
 from agent_loop import DEADLINE, INTERRUPTED, STOPPED, agent_events
 from console import Transcript, test_line
 from divergence import event_divergence, request_divergences, tool_divergences
+from isolation import IsolationUnavailable, isolation_prefix
 from recording import RECORDINGS, RecordingError, ReplayChat, load, sha256_file
 from repo_tools import (
     SAMPLE_REPO,
@@ -46,6 +47,12 @@ def parse_args(argv):
         help="recording files (default: every recordings/*.json)",
     )
     parser.add_argument(
+        "--isolate",
+        action="store_true",
+        help="run the tests without network and read-only outside the copy (see "
+        "isolation.py); refuse if this machine cannot",
+    )
+    parser.add_argument(
         "--transcript",
         action="store_true",
         help="also print each request's messages exactly as the model received them",
@@ -70,7 +77,7 @@ def shown(path):
         return path
 
 
-def replay_one(path, show_requests=False, out=sys.stdout):
+def replay_one(path, show_requests=False, isolate=False, out=sys.stdout):
     """Replay one recording; print what happens; return REPRODUCED, DIVERGED or CANNOT_REPLAY."""
     try:
         recording = load(path)
@@ -90,7 +97,7 @@ def replay_one(path, show_requests=False, out=sys.stdout):
         repo = copy_sample(scratch)
         chat, view, events = ReplayChat(recording["model_calls"]), Transcript(out), []
         task, turns, system = recording["task"], recording["max_turns"], recording["system"]
-        loop = agent_events(chat, RepoTools(repo), task, turns, system=system)
+        loop = agent_events(chat, RepoTools(repo, isolate=isolate), task, turns, system=system)
         # subtle: stop *before* asking for the next event; asking could run one more tool.
         while not (cut_short and len(events) == len(expected)):
             event = next(loop, None)
@@ -101,7 +108,7 @@ def replay_one(path, show_requests=False, out=sys.stdout):
         loop.close()
         if cut_short:
             view.stop_line(recording["stop"])
-        final = independent_tests(repo) if recording["final_tests"] is not None else None
+        final = independent_tests(repo, isolate) if recording["final_tests"] is not None else None
         final_source = (repo / SOURCE_FILE).read_text(encoding="utf-8")
     print(f"Independent final tests: {test_line(final)}", file=out)
     if show_requests:
@@ -132,6 +139,12 @@ def replay_one(path, show_requests=False, out=sys.stdout):
 def main(argv=None):
     args = parse_args(argv)
     paths = args.recordings or sorted(RECORDINGS.glob("*.json"))
+    if args.isolate:
+        try:
+            print(f"Isolation: {isolation_prefix(RECORDINGS)[1]}")
+        except IsolationUnavailable as error:
+            print(f"error: {error}", file=sys.stderr)
+            return CANNOT_REPLAY
     if not paths:
         print(f"error: no recordings given and none in {RECORDINGS}", file=sys.stderr)
         return CANNOT_REPLAY
@@ -139,7 +152,7 @@ def main(argv=None):
     for number, path in enumerate(paths):
         if number:
             print()
-        outcomes.append(replay_one(path, args.transcript))
+        outcomes.append(replay_one(path, args.transcript, args.isolate))
     print(
         f"\nReplayed {len(paths)} recording(s): {outcomes.count(REPRODUCED)} reproduced, "
         f"{outcomes.count(DIVERGED)} diverged, "

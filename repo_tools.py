@@ -7,7 +7,8 @@ pytest command with a minimal environment, a time limit and bounded output).
 verification that alone says whether the repository passes.
 
 Not a sandbox: pytest runs model-edited Python with the user's permissions. The
-allowlist limits what the model can ask for, not what the code it writes can do.
+allowlist limits what the model can ask for, not what the code it writes can do;
+`isolate=True` narrows that where the OS allows (see isolation.py).
 """
 
 import os
@@ -16,8 +17,10 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+from isolation import isolation_prefix
 from tool_guard import ToolBox, ToolError, function_schema
 
 SAMPLE_REPO = Path(__file__).resolve().parent / "sample_repo"
@@ -53,15 +56,17 @@ def _kill_group(process):
         pass  # the whole group is already gone
 
 
-def run_pytest(root, timeout=TEST_TIMEOUT):
+def run_pytest(root, timeout=TEST_TIMEOUT, isolate=False):
     """Run the sample's tests in `root`; return {"exit_code", "output"} (output bounded).
 
     The tests run in their own process group, and the group is killed when the run ends
     for any reason (finished, timed out, or Ctrl-C in the harness): a test that forks a
-    child holding the output pipe can neither hang the harness nor outlive it.
+    child holding the output pipe can neither hang the harness nor outlive it. With
+    `isolate`, the run also gets no network and a read-only world (see isolation.py).
     """
+    prefix = isolation_prefix(root)[0] if isolate else []
     process = subprocess.Popen(
-        [sys.executable, *PYTEST_COMMAND],
+        [*prefix, sys.executable, *PYTEST_COMMAND],
         cwd=root,
         env=_minimal_env(),
         stdin=subprocess.DEVNULL,
@@ -98,10 +103,11 @@ def count_results(output):
     return counts
 
 
-def independent_tests(root):
+def independent_tests(root, isolate=False):
     """The verdict from outside the loop: a fresh pytest run, with its counts."""
-    result = run_pytest(root)
-    return {**result, **count_results(result["output"])}
+    started = time.monotonic()
+    result = run_pytest(root, isolate=isolate)
+    return {**result, **count_results(result["output"]), "seconds": time.monotonic() - started}
 
 
 class RepoTools(ToolBox):
@@ -121,9 +127,10 @@ class RepoTools(ToolBox):
         function_schema("run_tests", "Run the repository's tests with pytest.", {}),
     ]
 
-    def __init__(self, root, test_timeout=TEST_TIMEOUT):
+    def __init__(self, root, test_timeout=TEST_TIMEOUT, isolate=False):
         self.root = Path(root).resolve()
         self.test_timeout = test_timeout
+        self.isolate = isolate  # run_tests without network, read-only outside root
 
     def handlers(self):
         return {
@@ -175,4 +182,4 @@ class RepoTools(ToolBox):
         return {"path": EDITABLE, "replaced": 1}
 
     def run_tests(self):
-        return run_pytest(self.root, timeout=self.test_timeout)
+        return run_pytest(self.root, timeout=self.test_timeout, isolate=self.isolate)

@@ -1,0 +1,122 @@
+"""A seeded, reproducible fuzz test of the loop's invariants over thousands of random streams.
+
+Each seed builds a short conversation of random turns: content, thinking and tool calls
+split over random chunks; sometimes truncated, with `done` missing, repeated or cut by
+`length`; sometimes an exception or a junk value in the middle. Whatever happens, the loop
+must hold its promises (see `check`). A failure names its seed; `check(seed)` replays it.
+"""
+
+import random
+
+import pytest
+
+from agent_loop import STOPPED, TASK, TOOL_RESULT, TOOL_START, agent_events
+from scripted_model import ScriptedChat
+from tool_guard import ToolBox, function_schema
+
+SEEDS = range(10000)
+JUNK = [
+    "text",
+    7,
+    None,
+    ["list"],
+    {"message": "no"},
+    {"message": {"content": 5}},
+    {"message": {"thinking": [1]}},
+    {"message": {"tool_calls": "read"}},
+    {"message": {"tool_calls": [7]}},
+]
+ARGUMENTS = [{}, {"text": "hi"}, {"text": 3}, {"x": "y"}, "{", '{"text": "a"}', None, [1], 2]
+
+
+class CountingTools(ToolBox):
+    """Two harmless tools that log each run, so a test can see exactly what ran."""
+
+    schemas = [
+        function_schema("echo", "Echo the text back.", {"text": "Text to echo"}),
+        function_schema("ping", "Answer pong.", {}),
+    ]
+
+    def __init__(self):
+        self.ran = []
+
+    def handlers(self):
+        return {"echo": self.echo, "ping": self.ping}
+
+    def echo(self, text):
+        self.ran.append("echo")
+        return {"text": text}
+
+    def ping(self):
+        self.ran.append("ping")
+        return {"pong": True}
+
+
+def random_turn(rng):
+    """(chunks, facts): one random stream and what a correct loop may do with it."""
+    calls = [
+        {"function": {"name": rng.choice(["echo", "ping", "nope", None, 3]),
+                      "arguments": rng.choice(ARGUMENTS)}}
+        for _ in range(rng.choice([0, 0, 1, 2, 3]))
+    ]  # fmt: skip
+    pieces = [("content", "c" * rng.randint(1, 3)) for _ in range(rng.randint(0, 4))]
+    pieces += [("thinking", "t") for _ in range(rng.randint(0, 3))]
+    pieces += [("tool_calls", [c]) for c in calls]
+    rng.shuffle(pieces)
+    chunks = [
+        {"message": {"role": "assistant", key: value}, "done": False} for key, value in pieces
+    ]
+    reason = rng.choice(["stop", "stop", "stop", "length", None])
+    done = {"message": {"role": "assistant", "content": ""}, "done": True, "done_reason": reason}
+    ending = rng.random()
+    if ending < 0.6:
+        chunks.append(done)
+    elif ending < 0.7:
+        chunks += [done, dict(done, done_reason="stop")]  # a repeated done
+    elif ending < 0.8 and chunks:
+        chunks = chunks[: rng.randrange(len(chunks))]  # truncated, no done
+    broken = rng.random() < 0.15
+    if broken:
+        bad = rng.choice(JUNK + [ConnectionResetError("cut"), ValueError("bad line")])
+        chunks.insert(rng.randint(0, len(chunks)), bad)
+    dones = [c for c in chunks if isinstance(c, dict) and c.get("done") is True]
+    runnable = not broken and bool(dones) and dones[-1]["done_reason"] != "length"
+    return chunks, {"calls": len(calls), "runnable": runnable}
+
+
+def check(seed):
+    rng = random.Random(seed)
+    max_turns = rng.randint(1, 4)
+    turns = [random_turn(rng) for _ in range(rng.randint(1, 5))]
+    chat, tools = ScriptedChat([chunks for chunks, _ in turns]), CountingTools()
+    events = list(agent_events(chat, tools, TASK, max_turns=max_turns))
+
+    stops = [e for e in events if e["type"] == STOPPED]
+    assert len(stops) == 1 and events[-1] is stops[0], "exactly one stop, last"
+    assert len(chat.requests) <= max_turns, "at most max_turns requests"
+    assert all(chat.closed), "every stream closed"
+    starts = [(e["turn"], e["index"]) for e in events if e["type"] == TOOL_START]
+    results = [(e["turn"], e["index"]) for e in events if e["type"] == TOOL_RESULT]
+    assert starts == results, "each tool_start has one tool_result, in order"
+    for turn in {t for t, _ in starts}:
+        facts = turns[turn - 1][1]
+        assert facts["runnable"], f"a tool ran from turn {turn}, which was not complete"
+        assert sum(t == turn for t, _ in starts) == facts["calls"], "every call ran once"
+    for number, request in enumerate(chat.requests[1:], 2):
+        sent_back = sum(m["role"] == "tool" for m in request)
+        assert sent_back == sum(t < number for t, _ in results), "one tool message per result"
+    assert len(tools.ran) <= len(starts), "no tool runs outside a tool_start"
+
+
+def test_loop_invariants_hold_on_thousands_of_random_streams():
+    for seed in SEEDS:
+        try:
+            check(seed)
+        except Exception as error:  # report the seed, so the case can be replayed
+            pytest.fail(f"fuzz seed {seed}: {error!r}; replay with test_fuzz.check({seed})")
+
+
+def test_bad_max_turns_is_the_only_exception():
+    for bad in (0, -3, True, 2.0, "2", None):
+        with pytest.raises(ValueError):
+            agent_events(ScriptedChat([]), CountingTools(), TASK, max_turns=bad)

@@ -1,0 +1,316 @@
+"""Offline tests of what the harness survives: malformed chunks, deadlines, Ctrl-C anywhere,
+hostile edits, isolated test runs, and files that are damaged or too big.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import isolation
+from agent_loop import DEADLINE, MODEL_DONE, MODEL_ERROR, TASK, TOOL_START, agent_events
+from ollama_test_server import OllamaTestServer, call, chunk, reply
+from recording import RECORDINGS, load, save
+from replay import REPRODUCED, replay_one
+from repo_tools import READ_LIMIT, RepoTools, copy_sample, run_pytest
+from scripted_model import ScriptedChat
+
+HERE = Path(__file__).resolve().parent
+HOSTILE_OLD = '"""Path rules for a small CI helper'
+HOSTILE_NEW = (
+    "import subprocess, sys, time\n"
+    "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+    "time.sleep(60)\n" + HOSTILE_OLD
+)
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return copy_sample(tmp_path)
+
+
+def run(script, repo, **options):
+    chat = ScriptedChat(script)
+    return chat, list(agent_events(chat, RepoTools(repo), TASK, **options))
+
+
+# --- malformed chunks -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "bad, named",
+    [
+        ("not a chunk", "expected an object, got str"),
+        (None, "expected an object, got NoneType"),
+        ({"message": ["content"]}, "'message' is not an object"),
+        ({"message": {"content": 42}}, "message 'content' is not text"),
+        ({"message": {"thinking": {"a": 1}}}, "message 'thinking' is not text"),
+        ({"message": {"tool_calls": {"function": {}}}}, "'tool_calls' is not a list"),
+        ({"message": {"tool_calls": ["read_file"]}}, "not an object with a 'function'"),
+        ({"message": {"tool_calls": [{"name": "run_tests"}]}}, "not an object with a 'function'"),
+    ],
+)
+def test_malformed_chunk_is_a_model_error_naming_it_and_runs_no_tool(repo, bad, named):
+    script = [[chunk(tool_calls=[call("run_tests")]), bad, chunk(done=True)]]
+    chat, events = run(script, repo)
+    assert events[-1]["reason"] == MODEL_ERROR
+    assert named in events[-1]["error"]
+    assert [e for e in events if e["type"] == TOOL_START] == []
+    assert chat.closed == [True]
+
+
+@pytest.mark.parametrize("arguments", [None, 7, 2.5, True, ["a"], "", "[1]", "{bad"])
+def test_arguments_of_any_type_become_an_error_result(repo, arguments):
+    script = [
+        [
+            chunk(
+                tool_calls=[{"function": {"name": "read_file", "arguments": arguments}}], done=True
+            )
+        ],
+        [chunk("ok", done=True)],
+    ]
+    chat, events = run(script, repo)
+    assert events[-1]["reason"] == "assistant_finished"
+    assert "error" in json.loads(chat.requests[1][-1]["content"])
+
+
+def test_a_call_with_a_non_text_name_is_an_error_result(repo):
+    script = [
+        [chunk(tool_calls=[{"function": {"name": ["run_tests"], "arguments": {}}}], done=True)],
+        [chunk("ok", done=True)],
+    ]
+    chat, _ = run(script, repo)
+    assert "unknown tool" in json.loads(chat.requests[1][-1]["content"])["error"]
+
+
+# --- deadline ---------------------------------------------------------------------------------
+
+
+class Clock:
+    """A clock that advances one second each time it is read."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        self.now += 1.0
+        return self.now
+
+
+def test_deadline_stops_mid_stream_closes_it_and_runs_no_tool(repo):
+    long_turn = [chunk("x") for _ in range(50)] + [chunk(tool_calls=[call("run_tests")], done=True)]
+    chat = ScriptedChat([long_turn])
+    events = list(agent_events(chat, RepoTools(repo), TASK, deadline=10, clock=Clock()))
+    assert events[-1]["type"] == "stopped" and events[-1]["reason"] == DEADLINE
+    assert chat.handed_out < 51 and chat.closed == [True]
+    assert [e for e in events if e["type"] == TOOL_START] == []
+
+
+def test_deadline_is_checked_before_each_request(repo):
+    reads = [[chunk(tool_calls=[call("read_file", path="path_rules.py")], done=True)]] * 20
+    chat = ScriptedChat(reads)
+    events = list(
+        agent_events(chat, RepoTools(repo), TASK, max_turns=20, deadline=12, clock=Clock())
+    )
+    assert events[-1]["reason"] == DEADLINE
+    assert 1 <= len(chat.requests) < 20
+    assert sum(e["type"] == MODEL_DONE for e in events) == len(chat.requests)
+
+
+def cli(*args, env=None):
+    command = [sys.executable, str(HERE / args[0]), *map(str, args[1:])]
+    return subprocess.run(command, capture_output=True, text=True, cwd=HERE, env=env)
+
+
+def test_recorder_deadline_keeps_everything_and_replays(tmp_path):
+    output = tmp_path / "deadline.json"
+    read = reply(chunk(tool_calls=[call("read_file", path="path_rules.py")]), chunk(done=True))
+    slow = reply(chunk("Let me"), chunk(" think"), chunk(" more", done=True), pause_after_first=1.5)
+    with OllamaTestServer([read, slow]) as server:
+        finished = cli("record_run.py", "--host", server.host, "--deadline", 1, "--output", output)
+    assert finished.returncode == 1, finished.stdout + finished.stderr
+    recording = load(output)
+    assert recording["stop"]["reason"] == DEADLINE
+    assert recording["model_calls"][1]["ended"] == "closed"
+    assert recording["final_tests"]["exit_code"] == 1
+    outcome = replay_one(output, out=open(os.devnull, "w"))
+    assert outcome == REPRODUCED
+
+
+# --- Ctrl-C anywhere, and nothing left running -------------------------------------------------
+
+
+def processes_under(directory):
+    """PIDs of running processes whose working directory is inside `directory`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cwd = os.readlink(entry / "cwd")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if cwd.startswith(str(directory)) and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def interrupt_when(process, lines, marker, settle=1.0):
+    """Send SIGINT once `marker` has been printed (and `settle` seconds more)."""
+    until = time.monotonic() + 30
+    while not any(marker in line for line in lines) and time.monotonic() < until:
+        time.sleep(0.05)
+    time.sleep(settle)
+    process.send_signal(signal.SIGINT)
+    return process.wait(timeout=30)
+
+
+def start(args, tmp_path):
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # the temporary copy lands in tmp_path
+    process = subprocess.Popen(
+        [sys.executable, *map(str, args)],
+        cwd=HERE,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines = []
+    threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True).start()
+    return process, lines
+
+
+def test_ctrl_c_during_a_test_run_kills_it_and_saves_interrupted(tmp_path):
+    output = tmp_path / "out" / "interrupted.json"
+    hostile = reply(
+        chunk(tool_calls=[call("replace_text", old=HOSTILE_OLD, new=HOSTILE_NEW)]),
+        chunk(tool_calls=[call("run_tests", index=1)], done=True),
+    )
+    with OllamaTestServer([hostile]) as server:
+        args = [HERE / "record_run.py", "--host", server.host, "--output", output]
+        process, lines = start(args, tmp_path)
+        try:
+            code = interrupt_when(process, lines, "run_tests {}")
+        finally:
+            process.kill()
+    assert code == 130
+    assert "Traceback" not in process.stderr.read()
+    assert processes_under(tmp_path) == []  # pytest and its sleeping grandchild are gone
+    recording = load(output)
+    assert recording["stop"]["reason"] == "interrupted" and recording["final_tests"] is None
+    assert recording["events"][-1]["type"] == TOOL_START  # the run that was interrupted
+
+
+def test_ctrl_c_during_a_replayed_test_run_exits_130_and_leaves_nothing(tmp_path):
+    recording = load(RECORDINGS / "repair.json")
+    for c in recording["model_calls"][2]["chunks"]:
+        for tool_call in c["message"].get("tool_calls", []):
+            tool_call["function"]["arguments"] = {"old": HOSTILE_OLD, "new": HOSTILE_NEW}
+    save(tmp_path / "hostile.json", recording)
+    process, lines = start([HERE / "replay.py", tmp_path / "hostile.json"], tmp_path)
+    try:
+        code = interrupt_when(process, lines, "run_tests {}")
+    finally:
+        process.kill()
+    assert code == 130
+    assert "Traceback" not in process.stderr.read()
+    assert processes_under(tmp_path) == []
+
+
+# --- isolated test runs ------------------------------------------------------------------------
+
+
+def isolation_or_skip():
+    try:
+        return isolation.isolation_prefix("/")[1]
+    except isolation.IsolationUnavailable:
+        if os.environ.get("CI"):
+            raise  # CI installs bubblewrap: there, missing isolation is a failure
+        pytest.skip("no isolation mechanism on this machine")
+
+
+@pytest.fixture
+def escape_attempts(repo, tmp_path):
+    """A copy whose extra tests try to reach a local server and to write outside the copy."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    outside = tmp_path / "outside.txt"
+    (repo / "tests" / "test_escape.py").write_text(
+        "import socket, pathlib\n"
+        "def test_network():\n"
+        f"    socket.create_connection(('127.0.0.1', {listener.getsockname()[1]}), timeout=2)\n"
+        "def test_write_outside():\n"
+        f"    pathlib.Path({str(outside)!r}).write_text('escaped')\n"
+    )
+    yield repo, outside
+    listener.close()
+
+
+def test_without_isolation_tests_reach_the_network_and_write_outside(escape_attempts):
+    repo, outside = escape_attempts
+    output = run_pytest(repo)["output"]
+    assert "1 failed, 5 passed" in output  # only the sample's own failure
+    assert outside.read_text() == "escaped"
+
+
+def test_with_isolation_network_and_outside_writes_fail(escape_attempts):
+    enforced = isolation_or_skip()
+    repo, outside = escape_attempts
+    result = RepoTools(repo, isolate=True).invoke("run_tests", {})
+    assert "FAILED tests/test_escape.py::test_network" in result["output"]
+    if enforced.startswith("bubblewrap"):
+        assert "FAILED tests/test_escape.py::test_write_outside" in result["output"]
+        assert not outside.exists()
+    assert "3 passed" in result["output"]  # the sample's passing tests still run
+
+
+def test_isolation_refuses_clearly_where_nothing_works(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # neither bwrap nor unshare can be found
+    isolation._mechanism.cache_clear()
+    try:
+        with pytest.raises(isolation.IsolationUnavailable, match="apt-get install bubblewrap"):
+            isolation.isolation_prefix(tmp_path)
+        env = {**os.environ, "PATH": str(tmp_path)}
+        finished = cli("replay.py", "--isolate", env=env)
+        assert finished.returncode == 2
+        assert finished.stderr.startswith("error: --isolate needs bubblewrap")
+    finally:
+        isolation._mechanism.cache_clear()
+
+
+def test_replay_with_isolation_reproduces():
+    isolation_or_skip()
+    assert replay_one(RECORDINGS / "repair.json", isolate=True, out=open(os.devnull, "w")) == 0
+
+
+# --- files and data ----------------------------------------------------------------------------
+
+
+def test_a_crash_mid_save_leaves_the_old_recording_intact(tmp_path):
+    path = tmp_path / "keep.json"
+    save(path, {"format": "old"})
+    with pytest.raises(TypeError):
+        save(path, {"format": "new", "broken": object()})  # json.dump fails halfway
+    assert json.loads(path.read_text()) == {"format": "old"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.json"]  # no temp file left
+
+
+def test_recordings_hold_no_environment_values():
+    secrets = [v for k, v in os.environ.items() if len(v) > 8 and k not in ("PWD", "HOME")]
+    for path in RECORDINGS.glob("*.json"):
+        text = path.read_text()
+        assert not [v for v in secrets if v in text and v not in str(HERE)], path.name
+
+
+def test_read_file_of_a_huge_file_is_bounded(repo):
+    (repo / "path_rules.py").write_text("x = 1\n" * 100_000)
+    result = RepoTools(repo).invoke("read_file", {"path": "path_rules.py"})
+    assert len(result["text"]) < READ_LIMIT + 100
+    assert "cut: the file has 600000 characters" in result["text"]

@@ -10,6 +10,7 @@ Not here: judging the model. The exit code reports the independent final tests o
 
 import argparse
 import datetime
+import os
 import re
 import sys
 import tempfile
@@ -19,6 +20,12 @@ from agent_loop import INTERRUPTED, STOPPED, SYSTEM_PROMPT, TASK, agent_events
 from console import Transcript, test_line
 from isolation import IsolationUnavailable, isolation_prefix
 from local_model import DEFAULT_MODEL, READ_TIMEOUT, LocalModel, ModelError, default_host
+from openai_model import (
+    DEFAULT_BASE_URL,
+    OpenAICompatibleModel,
+    OpenAIModelError,
+    chunks_from_events,
+)
 from recording import FORMAT, RECORDINGS, RecordingChat, save, sha256_file, transcript
 from repo_tools import SOURCE_FILE, TEST_FILE, RepoTools, copy_sample, independent_tests
 
@@ -27,18 +34,25 @@ EXIT_PASSED, EXIT_FAILED, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(
-        description="Record a live attempt of a local Ollama model at repairing sample_repo/.",
+        description="Record a live attempt of a local model at repairing sample_repo/, "
+        "through Ollama (default) or an OpenAI-compatible server (llama-server, vLLM, LM Studio).",
         epilog="exit codes: 0 the independent final tests pass; 1 they fail (or the test "
         "file changed); 2 set-up error (server down, model missing, output exists); "
         "130 interrupted with Ctrl-C (what happened so far is saved)",
     )
     parser.add_argument(
-        "--model", default=DEFAULT_MODEL, help="Ollama model name (default: %(default)s)"
+        "--api",
+        choices=("ollama", "openai"),
+        default="ollama",
+        help="the server's wire: Ollama's /api/chat, or OpenAI-compatible "
+        "/chat/completions (default: %(default)s)",
     )
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="model name (default: %(default)s)")
     parser.add_argument(
         "--host",
-        default=default_host(),
-        help="Ollama server (default: $OLLAMA_HOST, else http://127.0.0.1:11434; now %(default)s)",
+        default=None,
+        help="server address (default for ollama: $OLLAMA_HOST, else http://127.0.0.1:11434; "
+        f"for openai: {DEFAULT_BASE_URL}, the API root ending in /v1)",
     )
     parser.add_argument(
         "--max-turns", type=int, default=12, help="model requests at most (default: %(default)s)"
@@ -71,6 +85,8 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     if args.max_turns < 1:
         parser.error("--max-turns must be at least 1")
+    if args.host is None:
+        args.host = default_host() if args.api == "ollama" else DEFAULT_BASE_URL
     if args.output is None:
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
         args.output = RECORDINGS / f"{re.sub(r'[^A-Za-z0-9.-]+', '-', args.model)}-{stamp}.json"
@@ -78,15 +94,15 @@ def parse_args(argv):
 
 
 def record_attempt(
-    chat, model_info, output, max_turns, deadline=None, isolate=False, out=sys.stdout
+    recorder, model_info, output, max_turns, deadline=None, isolate=False, out=sys.stdout
 ):
-    """Run one recorded attempt with `chat`; save it to `output`; return the exit code."""
+    """Run one attempt through `recorder` (a RecordingChat); save it; return the exit code."""
     with tempfile.TemporaryDirectory(prefix="agent-lab-") as scratch:
         repo = copy_sample(scratch)
         tests_sha256, source_sha256 = sha256_file(repo / TEST_FILE), sha256_file(repo / SOURCE_FILE)
         starting = independent_tests(repo, isolate)
         print(f"Starting tests: {test_line(starting)}", file=out, flush=True)
-        recorder, events, view = RecordingChat(chat), [], Transcript(out)
+        events, view = [], Transcript(out)
         tools = RepoTools(repo, isolate=isolate)
         loop = agent_events(recorder, tools, TASK, max_turns, deadline=deadline)
         final = None
@@ -108,6 +124,7 @@ def record_attempt(
             "description": f"Live attempt by {model_info['name']}, recorded with record_run.py "
             f"on {datetime.date.today().isoformat()}.",
             "model": model_info,
+            "api": model_info.get("api", "ollama"),
             "task": TASK,
             "system": SYSTEM_PROMPT,
             "max_turns": max_turns,
@@ -146,13 +163,20 @@ def main(argv=None):
             print(f"Isolation: {isolation_prefix(RECORDINGS)[1]}")
         except IsolationUnavailable as error:
             return fail(str(error))
-    model = LocalModel(model=args.model, host=args.host, timeout=args.timeout)
+    if args.api == "openai":
+        api_key = os.environ.get("OPENAI_API_KEY")  # sent to the server, never recorded
+        model = OpenAICompatibleModel(args.model, args.host, api_key, args.timeout)
+        recorder = RecordingChat(model.stream_events, assemble=chunks_from_events)
+    else:
+        model = LocalModel(model=args.model, host=args.host, timeout=args.timeout)
+        recorder = RecordingChat(model)
     try:
         info = model.describe()
-    except ModelError as error:
+    except (ModelError, OpenAIModelError) as error:
         return fail(str(error))
-    print(f"Model: {args.model} (live, {info['digest']})  |  Recording: {args.output}")
-    return record_attempt(model, info, args.output, args.max_turns, args.deadline, args.isolate)
+    identity = info.get("digest") or info.get("base_url")
+    print(f"Model: {args.model} (live, {identity})  |  Recording: {args.output}")
+    return record_attempt(recorder, info, args.output, args.max_turns, args.deadline, args.isolate)
 
 
 def fail(message):

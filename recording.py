@@ -21,6 +21,7 @@ from agent_loop import MODEL_DONE, TOOL_RESULT, conversation_start
 
 FORMAT = "agent-loop-recording/1"
 SOURCES = ("live", "scripted", "fault-injection")
+APIS = ("ollama", "openai")
 RECORDINGS = Path(__file__).resolve().parent / "recordings"
 
 # How a saved model call ended, when it did not end with a `done` chunk.
@@ -123,10 +124,13 @@ def load(path):
         raise RecordingError(f"{path}: field 'source' must be one of {', '.join(SOURCES)}")
     if not isinstance(data["stop"].get("reason"), str):
         raise RecordingError(f"{path}: field 'stop.reason' is missing")
+    if data.get("api", "ollama") not in APIS:
+        raise RecordingError(f"{path}: field 'api' must be one of {', '.join(APIS)}")
+    key = "events" if data.get("api") == "openai" else "chunks"  # raw events are assembled
     for number, saved in enumerate(data["model_calls"], 1):
         where = f"{path}: field 'model_calls[{number}]"
-        if not isinstance(saved, dict) or not isinstance(saved.get("chunks"), list):
-            raise RecordingError(f"{where}.chunks' must be a list")
+        if not isinstance(saved, dict) or not isinstance(saved.get(key), list):
+            raise RecordingError(f"{where}.{key}' must be a list")
         if not isinstance(saved.get("request_length"), int):
             raise RecordingError(f"{where}.request_length' must be an int")
         if saved.get("ended") not in (ENDED_DONE, ENDED_WITHOUT_DONE, ENDED_ERROR, ENDED_CLOSED):
@@ -135,21 +139,36 @@ def load(path):
 
 
 class RecordingChat:
-    """Wraps a live `chat`, keeping every chunk of every call as it was yielded."""
+    """Wraps a live model, keeping every item of every call as the wire adapter yielded it.
 
-    def __init__(self, chat):
-        self.chat = chat
+    For Ollama, `source` is the chat itself and its chunks are kept. For a wire whose raw
+    events must be assembled into chunks (OpenAI-compatible servers), `source` yields the
+    raw events, which are kept, and `assemble` turns them into the loop's chunks, so that
+    replay can run the very same assembly code again.
+    """
+
+    def __init__(self, source, assemble=None):
+        self.source, self.assemble = source, assemble
+        self.key = "events" if assemble else "chunks"
         self.calls = []
 
     def __call__(self, messages, tools):
-        saved = {"request_length": len(messages), "chunks": [], "ended": ENDED_WITHOUT_DONE}
+        saved = {"request_length": len(messages), self.key: [], "ended": ENDED_WITHOUT_DONE}
         self.calls.append(saved)
-        return self._stream(saved, messages, tools)
+        return self._watch(saved, self._keep(saved, self.source(messages, tools)))
 
-    def _stream(self, saved, messages, tools):
+    def _keep(self, saved, items):
         try:
-            for chunk in self.chat(messages, tools):
-                saved["chunks"].append(chunk)
+            for item in items:
+                saved[self.key].append(item)
+                yield item
+        finally:
+            items.close()  # subtle: closing a generator does not close what it iterates
+
+    def _watch(self, saved, raw):
+        stream = self.assemble(raw) if self.assemble else raw
+        try:
+            for chunk in stream:
                 if isinstance(chunk, dict) and chunk.get("done") is True:
                     saved["ended"] = ENDED_DONE
                 yield chunk
@@ -160,13 +179,20 @@ class RecordingChat:
             if saved["ended"] != ENDED_DONE:
                 saved["ended"] = ENDED_CLOSED
             raise
+        finally:
+            stream.close()
+            raw.close()
 
 
 class ReplayChat:
-    """Plays saved model calls back, one per request, keeping each request it was sent."""
+    """Plays saved model calls back, one per request, keeping each request it was sent.
 
-    def __init__(self, model_calls):
-        self.model_calls = model_calls
+    A saved call that ended in an error raises it again right after its last saved item,
+    inside the raw stream, so an assembler sees the failure where the live one did.
+    """
+
+    def __init__(self, model_calls, assemble=None):
+        self.model_calls, self.assemble = model_calls, assemble
         self.requests = []
 
     def __call__(self, messages, tools):
@@ -177,9 +203,12 @@ class ReplayChat:
                 f"the loop asked for model call {number}, but only "
                 f"{len(self.model_calls)} were recorded"
             )
-        return self._stream(self.model_calls[number - 1])
+        saved = self.model_calls[number - 1]
+        if self.assemble:
+            return self.assemble(self._raw(saved, saved["events"]))
+        return self._raw(saved, saved["chunks"])
 
-    def _stream(self, saved):
-        yield from saved["chunks"]
+    def _raw(self, saved, items):
+        yield from items
         if saved["ended"] == ENDED_ERROR:
             raise RecordedModelError(saved.get("error", "recorded model error"))

@@ -69,6 +69,15 @@ def check_sample(recording, path):
             )
 
 
+def assembler(recording):
+    """The adapter's own normaliser for a wire whose raw events were recorded, else None."""
+    if recording.get("api") == "openai":
+        from openai_model import chunks_from_events  # only when needed: standard library only
+
+        return chunks_from_events
+    return None
+
+
 def shown(path):
     """`path` relative to the current directory when it is under it: shorter to read."""
     try:
@@ -95,7 +104,8 @@ def replay_one(path, show_requests=False, isolate=False, out=sys.stdout):
     expected = [e for e in recording["events"] if not (cut_short and e["type"] == STOPPED)]
     with tempfile.TemporaryDirectory(prefix="agent-lab-replay-") as scratch:
         repo = copy_sample(scratch)
-        chat, view, events = ReplayChat(recording["model_calls"]), Transcript(out), []
+        chat = ReplayChat(recording["model_calls"], assembler(recording))
+        view, events = Transcript(out), []
         task, turns, system = recording["task"], recording["max_turns"], recording["system"]
         loop = agent_events(chat, RepoTools(repo, isolate=isolate), task, turns, system=system)
         # subtle: stop *before* asking for the next event; asking could run one more tool.

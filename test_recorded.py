@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import openai_test_server as openai
 from agent_loop import INCOMPLETE_MODEL_TURN, TOOL_START, agent_events
 from ollama_test_server import OllamaTestServer, call, chunk, reply
 from recording import ENDED_WITHOUT_DONE, RECORDINGS, ReplayChat, load, save, sha256_file
@@ -299,3 +300,49 @@ def test_ctrl_c_mid_stream_saves_an_interrupted_recording_and_exits_130(tmp_path
     assert recording["model_calls"][1]["ended"] == "closed"
     outcome, replayed = replay(output)  # replays up to the point of interruption
     assert outcome == REPRODUCED, replayed
+
+
+# --- the OpenAI-compatible wire: recorded raw events, replayed through the same normaliser -----
+
+ARGUMENT_PIECES = ['{"ol', 'd": "parts = path.split(\\"/\\")", "new": "parts = path.rep', (
+    'lace(\\"\\\\\\\\\\", \\"/\\").split(\\"/\\")"}')]  # fmt: skip
+
+
+def record_openai(tmp_path):
+    output = tmp_path / "openai.json"
+    fragments = [openai.tool_call(0, name="replace_text", call_id="call_a")]
+    fragments += [openai.tool_call(0, piece) for piece in ARGUMENT_PIECES]
+    script = [
+        openai.reply(openai.reasoning("Fix the split."), *fragments,
+                     openai.tool_call(1, "{}", name="run_tests"), openai.finish("tool_calls")),
+        openai.reply(openai.content("Fixed: "), openai.content("4 passed."), openai.finish()),
+    ]  # fmt: skip
+    with openai.OpenAITestServer(script) as server:
+        options = ["--api", "openai", "--host", server.base_url, "--model", openai.TEST_MODEL]
+        options += ["--output", output]
+        finished = run_cli("record_run.py", *options)
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    return output
+
+
+def test_openai_recording_replays_through_the_adapters_normaliser(tmp_path):
+    recording = load(record_openai(tmp_path))
+    assert recording["api"] == "openai" and "chunks" not in recording["model_calls"][0]
+    raw = recording["model_calls"][0]["events"]
+    assert [e["choices"][0]["delta"].get("tool_calls") is not None for e in raw].count(True) == 5
+    outcome, output = replay(tmp_path / "openai.json")
+    assert outcome == REPRODUCED, output
+    assert "Independent final tests: 4 passed" in output
+
+
+def test_openai_altered_argument_fragment_is_a_divergence(tmp_path):
+    path = record_openai(tmp_path)
+    recording = load(path)
+    for event in recording["model_calls"][0]["events"]:
+        for fragment in event["choices"][0]["delta"].get("tool_calls") or []:
+            arguments = fragment.get("function", {}).get("arguments", "")
+            fragment.setdefault("function", {})["arguments"] = arguments.replace("rep", "rap")
+    save(path, recording)
+    outcome, output = replay(path)
+    assert outcome == DIVERGED
+    assert "tool call 1 (model call 1, replace_text) call: arguments.new: expected" in output

@@ -1,0 +1,189 @@
+"""A real HTTP server on 127.0.0.1 that speaks OpenAI's chat-completions wire from a script.
+
+Tests use it to drive `OpenAICompatibleModel` over real HTTP without a model:
+`POST /v1/chat/completions` answers Server-Sent Events from a queue of scripted replies, the
+way llama.cpp's `llama-server` does (a chunked body of `data: {json}` lines, each followed
+by a blank line, ending with `data: [DONE]`); `GET /v1/models` lists the models it pretends
+to serve. Every request is kept (method, path, headers, parsed JSON body), so a test can
+assert the exact JSON the adapter sent. A reply can also fail on purpose: an HTTP error
+status with an OpenAI-style error body, an error event mid-stream, a missing `[DONE]`, a
+cut connection, or a stall.
+
+Not a model and not llama-server: every event it sends was written by hand with the helpers
+below. It serves only 127.0.0.1 and stops with its context manager.
+"""
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+TEST_MODEL = "test-model"
+API_ROOT = "/v1"
+
+
+def event(delta=None, finish_reason=None, **extra):
+    """One `data:` object of the stream, shaped as llama-server writes it."""
+    choice = {"index": 0, "delta": delta or {}, "finish_reason": finish_reason}
+    line = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0}
+    return {**line, "model": TEST_MODEL, "choices": [choice], **extra}
+
+
+def content(text):
+    """A piece of the answer's text."""
+    return event({"content": text})
+
+
+def reasoning(text, field="reasoning_content"):
+    """A piece of reasoning text; llama-server and vLLM call it `reasoning_content`."""
+    return event({field: text})
+
+
+def tool_call(index, arguments="", name=None, call_id=None):
+    """One fragment of tool call `index`: with `name`, the call's first fragment (id + name);
+    without, only a piece of its `arguments` JSON text."""
+    fragment = {"index": index, "function": {"arguments": arguments}}
+    if name is not None:
+        fragment["id"] = call_id or f"srv-call-{index}"  # the server's id; the adapter drops it
+        fragment["type"] = "function"
+        fragment["function"]["name"] = name
+    return event({"tool_calls": [fragment]})
+
+
+def finish(reason="stop", usage=None):
+    """The event that ends a turn: an empty delta with its `finish_reason`."""
+    extra = {"usage": usage} if usage is not None else {}
+    return event({}, finish_reason=reason, **extra)
+
+
+def error_event(message, code=500):
+    """An error reported after the stream began, as llama-server sends it."""
+    return {"error": {"code": code, "message": message, "type": "server_error"}}
+
+
+def reply(*events, status=200, end="done", pause_after_first=0.0, gate=None):
+    """A scripted answer to one POST /v1/chat/completions.
+
+    Each event is a dict (sent as `data: {json}` and a blank line) or a str (sent as it is,
+    for comments and odd fields). `status` other than 200 answers
+    `{"error": {"message": events[0]}}` with that status before any stream. `end` is "done"
+    (`data: [DONE]`, then a clean end), "no-done" (a clean end without `[DONE]`) or "cut"
+    (the connection drops mid-body). `pause_after_first` stalls after the first event;
+    `gate` (a threading.Event) holds the rest of the stream until a test sets it.
+    """
+    return {
+        "events": events,
+        "status": status,
+        "end": end,
+        "pause": pause_after_first,
+        "gate": gate,
+    }
+
+
+class OpenAITestServer:
+    def __init__(self, replies=(), models=(TEST_MODEL,)):
+        self.replies = list(replies)
+        self.models = list(models)
+        self.requests = []  # {"method", "path", "headers", "body"}, in arrival order
+        self.events_sent = 0  # stream events written so far, over all replies
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}{API_ROOT}"
+
+    def chat_bodies(self):
+        return [r["body"] for r in self.requests if r["path"] == API_ROOT + "/chat/completions"]
+
+    def __enter__(self):
+        # A short poll interval: shutdown() waits up to that long, once per test.
+        serve = {"target": self._server.serve_forever, "kwargs": {"poll_interval": 0.05}}
+        threading.Thread(**serve, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _next_reply(self, body):
+        with self._lock:
+            if body.get("model") not in self.models:
+                return reply(f"model '{body.get('model')}' not found", status=404)
+            if not self.replies:
+                return reply("the test server has no scripted reply left", status=500)
+            return self.replies.pop(0)
+
+
+def _error_body(status, message):
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    return {"error": {"code": status, "message": message, "type": kind}}
+
+
+def _handler_for(server):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):  # keep test output quiet
+            pass
+
+        def _keep(self, body):
+            entry = {"method": self.command, "path": self.path, "headers": dict(self.headers)}
+            server.requests.append({**entry, "body": body})
+
+        def do_GET(self):
+            self._keep(None)
+            if self.path == API_ROOT + "/models":
+                models = [
+                    {"id": name, "object": "model", "owned_by": "test"} for name in server.models
+                ]
+                self._send_json(200, {"object": "list", "data": models})
+            else:
+                self._send_json(404, _error_body(404, "File Not Found"))
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            self._keep(body)
+            if self.path != API_ROOT + "/chat/completions":
+                self._send_json(404, _error_body(404, "File Not Found"))
+                return
+            script = server._next_reply(body)
+            if script["status"] != 200:
+                self._send_json(
+                    script["status"], _error_body(script["status"], script["events"][0])
+                )
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            try:
+                for number, item in enumerate(script["events"]):
+                    text = item if isinstance(item, str) else f"data: {json.dumps(item)}\n\n"
+                    server.events_sent += 1  # counted first: the client may read it at once
+                    self._send_chunk(text.encode())
+                    if number == 0 and script["pause"]:
+                        time.sleep(script["pause"])
+                    if number == 0 and script["gate"] is not None:
+                        script["gate"].wait(10)
+                if script["end"] == "cut":
+                    self.close_connection = True  # no terminating chunk: a cut body
+                    return
+                if script["end"] == "done":
+                    self._send_chunk(b"data: [DONE]\n\n")
+                self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client hung up; nothing to tell it
+
+        def _send_chunk(self, data):
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+        def _send_json(self, status, payload):
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler

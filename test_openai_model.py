@@ -1,0 +1,393 @@
+"""Offline tests of the OpenAI-compatible adapter, through the real loop over real HTTP.
+
+`OpenAICompatibleModel` talks to openai_test_server.py on 127.0.0.1, which streams
+hand-written Server-Sent Events the way llama-server does; the loop runs the real tools on a
+temporary copy of sample_repo/. The pure halves (`chunks_from_events`, `request_body`) are
+also tested directly, since replay runs recorded events through them without any HTTP.
+"""
+
+import json
+import threading
+
+import pytest
+
+import openai_model
+from agent_loop import (
+    ASSISTANT_FINISHED,
+    INCOMPLETE_MODEL_TURN,
+    MODEL_DONE,
+    MODEL_ERROR,
+    SYSTEM_PROMPT,
+    TASK,
+    TEXT_DELTA,
+    THINKING_DELTA,
+    TOOL_RESULT,
+    TOOL_START,
+    agent_events,
+)
+from openai_model import OpenAICompatibleModel, chunks_from_events, request_body
+from openai_test_server import (
+    TEST_MODEL,
+    OpenAITestServer,
+    content,
+    error_event,
+    finish,
+    reasoning,
+    reply,
+    tool_call,
+)
+from repo_tools import RepoTools, copy_sample
+
+FAULTY_LINE = 'parts = path.split("/")'
+FIXED_LINE = 'parts = path.replace("\\\\", "/").split("/")'
+READ_CODE = '{"path": "path_rules.py"}'
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return copy_sample(tmp_path)
+
+
+def run_chat(repo, *replies, timeout=openai_model.READ_TIMEOUT):
+    with OpenAITestServer(replies) as server:
+        chat = OpenAICompatibleModel(TEST_MODEL, server.base_url, timeout=timeout)
+        return server, list(agent_events(chat, RepoTools(repo), TASK))
+
+
+def of_type(events, kind):
+    return [event for event in events if event["type"] == kind]
+
+
+# --- one turn from events -----------------------------------------------------------------------
+
+
+def test_content_split_across_events_is_streamed_and_assembled(repo):
+    # A comment line (a keep-alive) between events must be skipped, not parsed.
+    _, events = run_chat(repo, reply(content("Hel"), ": keep-alive\n\n", content("lo."), finish()))
+    assert [e["text"] for e in of_type(events, TEXT_DELTA)] == ["Hel", "lo."]
+    assert of_type(events, MODEL_DONE)[0]["message"] == {"role": "assistant", "content": "Hello."}
+    assert events[-1]["reason"] == ASSISTANT_FINISHED
+
+
+def test_first_text_delta_arrives_before_the_server_sends_the_rest(repo):
+    gate = threading.Event()
+    script = reply(content("Hel"), content("lo"), finish(), gate=gate)
+    with OpenAITestServer([script]) as server:
+        events = agent_events(
+            OpenAICompatibleModel(TEST_MODEL, server.base_url), RepoTools(repo), TASK
+        )
+        assert next(events)["type"] == "model_start"
+        assert next(events) == {"type": TEXT_DELTA, "turn": 1, "text": "Hel"}
+        assert server.events_sent == 1  # the server is still holding the rest
+        gate.set()
+        assert list(events)[-1]["reason"] == ASSISTANT_FINISHED
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+def test_reasoning_text_becomes_thinking(repo, field):
+    script = reply(reasoning("Let me ", field), reasoning("think.", field), content("Hi"), finish())
+    _, events = run_chat(repo, script)
+    assert [e["text"] for e in of_type(events, THINKING_DELTA)] == ["Let me ", "think."]
+    message = of_type(events, MODEL_DONE)[0]["message"]
+    assert message == {"role": "assistant", "content": "Hi", "thinking": "Let me think."}
+
+
+# The replace_text arguments that repair the sample, as JSON text the way a model might write
+# it (backslashes as \u005c escapes), cut where a naive per-fragment parse would break.
+REPAIR_PIECES = [
+    '{"ol',  # inside a key
+    'd": "parts = pa',  # inside a string
+    r'th.split(\"/\")", "new": "parts = path.replace(\"\u00',  # inside a \uXXXX escape
+    "5c\\",  # between a backslash and the escape it starts
+    r'u005c\", \"/\").split(\"/\")"}',
+]
+
+
+def test_call_arguments_split_inside_a_key_a_string_and_an_escape(repo):
+    fragments = [tool_call(0, name="replace_text")]
+    fragments += [tool_call(0, piece) for piece in REPAIR_PIECES]
+    script = [
+        reply(*fragments, tool_call(1, "{}", name="run_tests"), finish("tool_calls")),
+        reply(content("Fixed."), finish()),
+    ]
+    _, events = run_chat(repo, *script)
+    starts = of_type(events, TOOL_START)
+    assert starts[0]["arguments"] == {"old": FAULTY_LINE, "new": FIXED_LINE}
+    assert FIXED_LINE in (repo / "path_rules.py").read_text()
+    tests = of_type(events, TOOL_RESULT)[1]["result"]
+    assert tests["exit_code"] == 0 and "4 passed" in tests["output"]
+
+
+def test_two_calls_interleaved_by_index_are_assembled_separately(repo):
+    script = [
+        reply(
+            tool_call(0, name="read_file"),
+            tool_call(1, name="read_file"),
+            tool_call(1, '{"path": "tests/'),
+            tool_call(0, '{"pa'),
+            tool_call(1, 'test_path_rules.py"}'),
+            tool_call(0, 'th": "path_rules.py"}'),
+            finish("tool_calls"),
+        ),
+        reply(content("Read both."), finish()),
+    ]
+    _, events = run_chat(repo, *script)
+    calls = [(e["index"], e["arguments"]) for e in of_type(events, TOOL_START)]
+    assert calls == [(0, {"path": "path_rules.py"}), (1, {"path": "tests/test_path_rules.py"})]
+    results = [e["result"]["path"] for e in of_type(events, TOOL_RESULT)]
+    assert results == ["path_rules.py", "tests/test_path_rules.py"]
+
+
+def test_length_finish_is_an_incomplete_turn_and_runs_no_tool(repo):
+    edit = json.dumps({"old": FAULTY_LINE, "new": "pass"})
+    before = (repo / "path_rules.py").read_bytes()
+    server, events = run_chat(
+        repo, reply(tool_call(0, edit, name="replace_text"), finish("length"))
+    )
+    assert events[-1]["reason"] == INCOMPLETE_MODEL_TURN
+    assert of_type(events, TOOL_START) == []
+    assert (repo / "path_rules.py").read_bytes() == before
+    assert len(server.chat_bodies()) == 1
+
+
+def test_stream_ending_without_finish_reason_is_an_incomplete_turn(repo):
+    edit = json.dumps({"old": FAULTY_LINE, "new": "pass"})
+    before = (repo / "path_rules.py").read_bytes()
+    _, events = run_chat(repo, reply(tool_call(0, edit, name="replace_text")))  # [DONE], no finish
+    assert events[-1]["reason"] == INCOMPLETE_MODEL_TURN
+    assert of_type(events, TOOL_START) == []
+    assert (repo / "path_rules.py").read_bytes() == before
+
+
+def test_cut_connection_before_finish_reason_is_reported_and_runs_no_tool(repo):
+    edit = json.dumps({"old": FAULTY_LINE, "new": "pass"})
+    before = (repo / "path_rules.py").read_bytes()
+    cut = reply(tool_call(0, edit, name="replace_text"), content("more"), end="cut")
+    server, events = run_chat(repo, cut)
+    assert events[-1]["reason"] == MODEL_ERROR
+    assert events[-1]["error"].startswith(f"the connection to {server.base_url} was cut")
+    assert of_type(events, TOOL_START) == []
+    assert (repo / "path_rules.py").read_bytes() == before
+
+
+def test_missing_done_marker_after_a_finish_reason_still_completes_the_turn(repo):
+    # Decision: finish_reason, not [DONE], marks a complete turn; a clean end without
+    # [DONE] (some servers never send it) loses nothing.
+    script = [
+        reply(tool_call(0, READ_CODE, name="read_file"), finish("tool_calls"), end="no-done"),
+        reply(content("Read it."), finish(), end="no-done"),
+    ]
+    _, events = run_chat(repo, *script)
+    assert [e["name"] for e in of_type(events, TOOL_RESULT)] == ["read_file"]
+    assert events[-1]["reason"] == ASSISTANT_FINISHED
+
+
+def test_usage_is_kept_as_the_loops_token_counters(repo):
+    usage = {"prompt_tokens": 321, "completion_tokens": 12, "total_tokens": 333}
+    # As vLLM and OpenAI send it: usage on its own event, after the finish, with no choices.
+    script = reply(content("Hi"), finish(), {"choices": [], "usage": usage})
+    _, events = run_chat(repo, script)
+    counters = of_type(events, MODEL_DONE)[0]["model_counters"]
+    assert counters == {"prompt_eval_count": 321, "eval_count": 12}
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("", {}),  # a call without parameters, as some servers send it
+        ('{"path": "a.py"}', {"path": "a.py"}),
+        ('{"path": "a.py"', '{"path": "a.py"'),  # does not parse: the raw text goes on
+        ('["a.py"]', '["a.py"]'),  # parses, but not to an object: the raw text goes on
+    ],
+)
+def test_assembled_arguments_are_an_object_or_the_raw_text(text, expected):
+    events = [tool_call(0, text, name="read_file"), finish("tool_calls")]
+    final = list(chunks_from_events(events))[-1]
+    assert final["message"]["tool_calls"][0]["function"]["arguments"] == expected
+
+
+def test_fragments_without_index_start_a_call_at_each_new_id():
+    def piece(arguments, call_id=None):
+        fragment = {"function": {"arguments": arguments}}
+        if call_id:
+            fragment.update(id=call_id, function={"name": "read_file", "arguments": arguments})
+        return {"choices": [{"delta": {"tool_calls": [fragment]}, "finish_reason": None}]}
+
+    events = [piece('{"path"', "a"), piece(': "x"}'), piece('{"path": "y"}', "b"), finish()]
+    calls = list(chunks_from_events(events))[-1]["message"]["tool_calls"]
+    assert [c["function"]["arguments"] for c in calls] == [{"path": "x"}, {"path": "y"}]
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+
+def test_http_400_with_an_error_body_is_reported_with_status_and_message(repo):
+    message = "the request exceeds the available context size, try increasing it"
+    server, events = run_chat(repo, reply(message, status=400))
+    assert events[-1]["reason"] == MODEL_ERROR
+    expected = openai_model.HTTP_ERROR.format(base_url=server.base_url, status=400, detail=message)
+    assert events[-1]["error"] == expected
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        error_event("out of memory"),  # current llama-server, vLLM: a data event
+        'error: {"code": 500, "message": "out of memory", "type": "server_error"}\n\n',  # older
+    ],
+)
+def test_error_event_mid_stream_is_reported_and_runs_no_tool(repo, error):
+    script = reply(tool_call(0, "{}", name="run_tests"), error, finish("tool_calls"))
+    _, events = run_chat(repo, script)
+    assert events[-1]["reason"] == MODEL_ERROR
+    assert events[-1]["error"] == openai_model.STREAM_ERROR.format(detail="out of memory")
+    assert of_type(events, TOOL_START) == []
+
+
+def test_refused_connection_says_to_start_the_server(repo, unused_port):
+    base_url = f"http://127.0.0.1:{unused_port}/v1"
+    chat = OpenAICompatibleModel(TEST_MODEL, base_url)
+    events = list(agent_events(chat, RepoTools(repo), TASK))
+    assert events[-1]["reason"] == MODEL_ERROR
+    assert events[-1]["error"].startswith(f"cannot reach an OpenAI-compatible server at {base_url}")
+    assert "is the server running there?" in events[-1]["error"]
+
+
+def test_stalled_server_is_stopped_by_the_read_timeout(repo):
+    stalled = reply(content("Thinking"), content("..."), finish(), pause_after_first=2)
+    _, events = run_chat(repo, stalled, timeout=0.3)
+    assert events[-1]["reason"] == MODEL_ERROR
+    assert "sent nothing for 0.3 s" in events[-1]["error"]
+
+
+def test_preflight_lists_models_or_says_what_to_do(unused_port):
+    with OpenAITestServer(models=["qwen3-0.6b", TEST_MODEL]) as server:
+        info = OpenAICompatibleModel(TEST_MODEL, server.base_url).describe()
+        assert info["api"] == "openai" and info["base_url"] == server.base_url
+        assert info["server_models"] == ["qwen3-0.6b", TEST_MODEL]
+        with pytest.raises(openai_model.OpenAIModelError, match="lists: qwen3-0.6b, test-model"):
+            OpenAICompatibleModel("other-7b", server.base_url).describe()
+        without_v1 = server.base_url.removesuffix("/v1")
+        with pytest.raises(openai_model.OpenAIModelError, match=r"HTTP 404.*ending in /v1"):
+            OpenAICompatibleModel(TEST_MODEL, without_v1).describe()
+    with pytest.raises(openai_model.OpenAIModelError, match="is the server running there"):
+        OpenAICompatibleModel(TEST_MODEL, f"127.0.0.1:{unused_port}/v1").describe()
+
+
+# --- the conversation sent back -----------------------------------------------------------------
+
+
+def test_second_request_carries_ids_string_arguments_and_matching_tool_call_ids(repo):
+    script = [
+        reply(
+            reasoning("Both files first."),
+            tool_call(0, READ_CODE, name="read_file", call_id="srv-a"),
+            tool_call(1, '{"path": "tests/test_path_rules.py"}', name="read_file", call_id="srv-b"),
+            finish("tool_calls"),
+        ),
+        reply(content("Read both."), finish()),
+    ]
+    with OpenAITestServer(script) as server:
+        chat = OpenAICompatibleModel(TEST_MODEL, server.base_url, api_key="sk-local")
+        events = list(agent_events(chat, RepoTools(repo), TASK))
+    first, second = server.chat_bodies()
+    results = [e["message"]["content"] for e in of_type(events, TOOL_RESULT)]
+    assert second["messages"] == [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": TASK},
+        {
+            "role": "assistant",
+            "content": "",  # never null; the thinking is not sent back
+            "tool_calls": [
+                {
+                    "id": "t0001c000",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": READ_CODE},
+                },
+                {
+                    "id": "t0001c001",
+                    "type": "function",
+                    "function": {
+                        "name": "read_file",
+                        "arguments": '{"path": "tests/test_path_rules.py"}',
+                    },
+                },
+            ],
+        },
+        {"role": "tool", "tool_call_id": "t0001c000", "content": results[0]},
+        {"role": "tool", "tool_call_id": "t0001c001", "content": results[1]},
+    ]
+    assert json.loads(results[0])["text"] == (repo / "path_rules.py").read_text()
+    assert first["messages"] == second["messages"][:2]
+    for body in (first, second):
+        assert body["model"] == TEST_MODEL and body["stream"] is True
+        assert {k: body[k] for k in ("temperature", "seed", "max_tokens")} == openai_model.SAMPLING
+        assert [t["function"]["name"] for t in body["tools"]] == [
+            "read_file",
+            "replace_text",
+            "run_tests",
+        ]
+    posts = [r for r in server.requests if r["method"] == "POST"]
+    assert all(r["headers"]["Authorization"] == "Bearer sk-local" for r in posts)
+
+
+def test_unparsable_arguments_are_answered_and_sent_back_as_empty_json(repo):
+    broken = '{"path": "path_rules.py"'  # the closing brace never came
+    script = [
+        reply(tool_call(0, broken, name="read_file"), finish("tool_calls")),
+        reply(content("Sorry."), finish()),
+    ]
+    server, events = run_chat(repo, *script)
+    assert of_type(events, TOOL_START)[0]["arguments"] == broken  # the raw text, for the guard
+    error = of_type(events, TOOL_RESULT)[0]["result"]["error"]
+    assert "resend the call with corrected JSON arguments" in error
+    assistant, tool = server.chat_bodies()[1]["messages"][2:]
+    # llama-server answers HTTP 500 to invalid JSON arguments in a call sent back.
+    assert assistant["tool_calls"][0]["function"]["arguments"] == "{}"
+    assert json.loads(tool["content"]) == {"error": error}
+    assert events[-1]["reason"] == ASSISTANT_FINISHED
+
+
+def test_request_body_pairs_results_with_calls_turn_by_turn():
+    read = {"function": {"name": "read_file", "arguments": {"path": "path_rules.py"}}}
+    messages = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "u"},
+        {"role": "assistant", "content": None, "thinking": "hm", "tool_calls": [read, read]},
+        {"role": "tool", "tool_name": "read_file", "content": "r1"},
+        {"role": "tool", "tool_name": "read_file", "content": "r2"},
+        {"role": "assistant", "content": "once more", "tool_calls": [read]},
+        {"role": "tool", "tool_name": "read_file", "content": "r3"},
+    ]
+    body = request_body("m", messages, [])
+    sent = body["messages"]
+    assert [c["id"] for c in sent[2]["tool_calls"]] == ["t0001c000", "t0001c001"]
+    assert [m.get("tool_call_id") for m in sent[3:5]] == ["t0001c000", "t0001c001"]
+    assert sent[5]["tool_calls"][0]["id"] == "t0002c000" and sent[6]["tool_call_id"] == "t0002c000"
+    assert sent[2]["content"] == "" and "thinking" not in sent[2]
+    assert "tools" not in body  # no tools, no key: some servers refuse an empty list
+    assert request_body("m", messages, []) == body  # the same ids every time: replay relies on it
+
+
+# --- replay: raw events through the same normaliser ---------------------------------------------
+
+
+def test_recorded_raw_events_replay_to_the_same_chunks():
+    turn = [
+        reasoning("Reading."),
+        tool_call(0, name="read_file"),
+        tool_call(0, '{"path": "path_'),
+        tool_call(0, 'rules.py"}'),
+        finish("tool_calls"),
+    ]
+    messages = [{"role": "user", "content": TASK}]
+    with OpenAITestServer([reply(*turn), reply(*turn)]) as server:
+        chat = OpenAICompatibleModel(TEST_MODEL, server.base_url)
+        raw = list(chat.stream_events(messages, RepoTools.schemas))  # what a recorder keeps
+        live = list(chat(messages, RepoTools.schemas))
+    assert raw == turn  # the events as the server sent them, [DONE] left out
+    assert list(chunks_from_events(raw)) == live
+    assert live[-1]["done"] is True
+    assert live[-1]["message"]["tool_calls"] == [
+        {"function": {"name": "read_file", "arguments": {"path": "path_rules.py"}}}
+    ]

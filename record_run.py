@@ -28,6 +28,7 @@ from openai_model import (
 )
 from recording import FORMAT, RECORDINGS, RecordingChat, save, sha256_file, transcript
 from repo_tools import SOURCE_FILE, TEST_FILE, RepoTools, copy_sample, independent_tests
+from timeline import timeline
 
 EXIT_PASSED, EXIT_FAILED, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -144,6 +145,8 @@ def record_attempt(
         }
     save(output, recording)
     print(f"Independent final tests: {test_line(final)}", file=out)
+    tests_seconds = starting["seconds"] + (final["seconds"] if final else 0.0)
+    print("\n".join(timeline(events, tests_seconds=tests_seconds)), file=out)
     print(f"Saved: {output}", file=out)
     if final is None:
         print("interrupted: the final tests were not run", file=out)

@@ -28,6 +28,7 @@ from repo_tools import (
     copy_sample,
     independent_tests,
 )
+from timeline import timeline
 
 REPRODUCED, DIVERGED, CANNOT_REPLAY = 0, 1, 2
 
@@ -121,6 +122,8 @@ def replay_one(path, show_requests=False, isolate=False, out=sys.stdout):
         final = independent_tests(repo, isolate) if recording["final_tests"] is not None else None
         final_source = (repo / SOURCE_FILE).read_text(encoding="utf-8")
     print(f"Independent final tests: {test_line(final)}", file=out)
+    today = final["seconds"] if final else None
+    print("\n".join(timeline(events, recording["events"], tests_seconds=today)), file=out)
     if show_requests:
         for number, request in enumerate(chat.requests, 1):
             print(f"--- request {number}: {len(request)} messages, as sent ---", file=out)

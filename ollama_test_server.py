@@ -59,6 +59,7 @@ class OllamaTestServer:
         self.models = dict(models)
         self.version = version
         self.requests = []  # (path, parsed JSON body or None), in arrival order
+        self.first_line_sent = []  # time.perf_counter() when each stream's first line left
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
@@ -122,6 +123,8 @@ def _handler_for(server):
             try:
                 for number, line in enumerate(script["lines"]):
                     self._send_chunk((json.dumps(line) + "\n").encode())
+                    if number == 0:
+                        server.first_line_sent.append(time.perf_counter())
                     if number == 0 and script["pause"]:
                         time.sleep(script["pause"])
                     if number == 0 and script["gate"] is not None:

@@ -40,7 +40,7 @@ def copy_sample(parent):
     return Path(shutil.copytree(SAMPLE_REPO, Path(parent) / "repo", ignore=ignore))
 
 
-def _minimal_env():
+def minimal_env():
     # subtle: the child inherits nothing else, so no API key or token (OLLAMA_API_KEY
     # included) can reach code the model wrote.
     env = {key: os.environ[key] for key in ("PATH", "LANG", "SYSTEMROOT") if key in os.environ}
@@ -68,7 +68,7 @@ def run_pytest(root, timeout=TEST_TIMEOUT, isolate=False):
     process = subprocess.Popen(
         [*prefix, sys.executable, *PYTEST_COMMAND],
         cwd=root,
-        env=_minimal_env(),
+        env=minimal_env(),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

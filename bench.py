@@ -1,0 +1,190 @@
+"""Benchmark: what the harness costs next to the work it cannot avoid, as ratios from one run.
+
+    python3 lab.py run bench.py            (add --quick for fewer repeats)
+
+Each comparison runs both sides interleaved (A, B, A, B, ...) so that both see the same
+machine, and reports min / median / max over the repeats; the ratio uses the minimums
+(the least disturbed runs). Targets are printed beside the figures:
+- assembly: `agent_events` over 10^4, 10^5, 10^6 scripted chunks vs a bare loop that only
+  reads each chunk's content from the same scripted stream and yields one event per piece
+  (≤ 3× at 10^6; growth from 10^5 to 10^6 ≤ 12×, i.e. linear);
+- wire: `LocalModel` + `agent_events` consuming a 20,000-chunk stream from the local
+  Ollama-protocol server vs the raw SDK iterating the same stream (≤ 1.25×), and the extra
+  delay to the first `text_delta` after the server flushed its first line (≤ 5 ms);
+- replay: `replay.py recordings/repair.json` vs the bare pytest runs it must make (the
+  `run_tests` call and the final independent run), with the same minimal environment
+  (≤ 1.3×);
+- the whole test suite's wall time, once.
+
+Not a test: timings on a shared machine are noisy, so nothing here passes or fails CI.
+"""
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import ollama
+
+from agent_loop import TASK, TEXT_DELTA, agent_events
+from local_model import LocalModel
+from ollama_test_server import OllamaTestServer, chunk, reply
+from repo_tools import PYTEST_COMMAND, RepoTools, copy_sample, minimal_env
+from scripted_model import ScriptedChat
+
+HERE = Path(__file__).resolve().parent
+
+
+def interleaved(a, b, repeats):
+    """Run a() and b() alternately; return their lists of durations in seconds."""
+    times_a, times_b = [], []
+    for _ in range(repeats):
+        for run, times in ((a, times_a), (b, times_b)):
+            started = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - started)
+    return times_a, times_b
+
+
+def spread(times, unit=1.0):
+    return "/".join(f"{t * unit:.3g}" for t in (min(times), statistics.median(times), max(times)))
+
+
+def row(name, harness, bare, target, unit=1.0, label="s"):
+    ratio = min(harness) / min(bare)
+    verdict = "ok" if ratio <= target else "OVER"
+    print(
+        f"{name:<28} {spread(harness, unit):>22} {spread(bare, unit):>22}  "
+        f"{ratio:5.2f}x  target <= {target}x  {verdict}  ({label} min/median/max)"
+    )
+    return ratio
+
+
+def bare_loop(chunks):
+    """The least any streaming loop must do: read each content piece, yield an event."""
+    for item in chunks:
+        text = item["message"]["content"]
+        if text:
+            yield {"type": TEXT_DELTA, "text": text}
+
+
+def assembly(repeats, root):
+    print("\nassembly: agent_events vs a bare loop over the same scripted chunks")
+    tools, best = RepoTools(root), {}
+    for size in (10_000, 100_000, 1_000_000):
+        stream = [chunk("x") for _ in range(size - 1)] + [chunk("y", done=True)]
+        turns = repeats if size < 1_000_000 else max(3, repeats // 2)
+
+        def harness(stream=stream):
+            for _ in agent_events(ScriptedChat([stream]), tools, TASK):
+                pass
+
+        def bare(stream=stream):
+            # the same scripted source as the harness reads, so only the loops differ
+            for _ in bare_loop(ScriptedChat([stream])([], [])):
+                pass
+
+        harness_times, bare_times = interleaved(harness, bare, turns)
+        best[size] = min(harness_times)
+        row(f"  {size:>9,} chunks", harness_times, bare_times, 3.0)
+    growth = best[1_000_000] / best[100_000]
+    verdict = "ok" if growth <= 12 else "OVER"
+    print(f"  growth 10^5 -> 10^6: {growth:.1f}x  target <= 12x (linear is 10x)  {verdict}")
+
+
+def wire(repeats):
+    print("\nwire: LocalModel + agent_events vs the raw SDK, 20,000 chunks over loopback HTTP")
+    size = 20_000
+    lines = [chunk("x") for _ in range(size - 1)] + [chunk("y", done=True)]
+    with OllamaTestServer([reply(*lines) for _ in range(2 * repeats)]) as server:
+        client = ollama.Client(host=server.host)
+        model = LocalModel(host=server.host)
+        firsts = {"harness": [], "sdk": []}
+
+        def harness():
+            first = None
+            for event in agent_events(model, RepoTools(HERE), TASK, max_turns=1):
+                if first is None and event["type"] == TEXT_DELTA:
+                    first = time.perf_counter()
+            firsts["harness"].append(first - server.first_line_sent[-1])
+
+        def sdk():
+            first = None
+            stream = client.chat(model="gemma4:e2b", messages=[{"role": "user", "content": TASK}],
+                                 stream=True)  # fmt: skip
+            for _ in stream:
+                first = first or time.perf_counter()
+            firsts["sdk"].append(first - server.first_line_sent[-1])
+
+        harness_times, sdk_times = interleaved(harness, sdk, repeats)
+    row(f"  {size:,} chunks", harness_times, sdk_times, 1.25)
+    extra = (min(firsts["harness"]) - min(firsts["sdk"])) * 1000
+    print(
+        f"  first line -> first text_delta {spread(firsts['harness'], 1000)} ms, "
+        f"-> SDK's first chunk {spread(firsts['sdk'], 1000)} ms (min/median/max); "
+        f"extra {extra:.2f} ms  target <= 5 ms  {'ok' if extra <= 5 else 'OVER'}"
+    )
+
+
+def replay_cost(repeats):
+    print("\nreplay: replay.py recordings/repair.json vs the 2 bare pytest runs it must make")
+    recording = HERE / "recordings" / "repair.json"
+
+    def replay():
+        command = [sys.executable, str(HERE / "replay.py"), str(recording)]
+        subprocess.run(command, check=True, capture_output=True, cwd=HERE)
+
+    def bare():
+        with tempfile.TemporaryDirectory() as scratch:
+            root = copy_sample(scratch)
+            (root / "path_rules.py").write_text(recording_source)
+            for _ in range(2):  # run_tests, then the independent final run
+                command = [sys.executable, *PYTEST_COMMAND]
+                env = minimal_env()
+                subprocess.run(command, cwd=root, env=env, capture_output=True, check=True)
+
+    recording_source = json.loads(recording.read_text())["final_source"]
+    replay_times, bare_times = interleaved(replay, bare, repeats)
+    row("  repair.json", replay_times, bare_times, 1.3)
+
+
+def suite():
+    print("\ntest suite: python -m pytest -q, once")
+    started = time.perf_counter()
+    finished = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=HERE,
+        capture_output=True,
+        text=True,
+    )
+    summary = finished.stdout.strip().splitlines()[-1] if finished.stdout.strip() else "?"
+    print(f"  {time.perf_counter() - started:.1f} s wall: {summary}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats (noisier)")
+    parser.add_argument("--no-suite", action="store_true", help="skip timing the test suite")
+    args = parser.parse_args(argv)
+    repeats = 3 if args.quick else 7
+    print(
+        f"bench.py on {platform.machine()}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}; {repeats} interleaved repeats per comparison"
+    )
+    print(f"{'':<28} {'harness':>22} {'bare':>22}  ratio")
+    with tempfile.TemporaryDirectory() as scratch:
+        assembly(repeats, copy_sample(scratch))
+    wire(repeats)
+    replay_cost(repeats)
+    if not args.no_suite:
+        suite()
+
+
+if __name__ == "__main__":
+    main()

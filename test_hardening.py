@@ -132,9 +132,10 @@ def cli(*args, env=None):
 def test_recorder_deadline_keeps_everything_and_replays(tmp_path):
     output = tmp_path / "deadline.json"
     read = reply(chunk(tool_calls=[call("read_file", path="path_rules.py")]), chunk(done=True))
-    slow = reply(chunk("Let me"), chunk(" think"), chunk(" more", done=True), pause_after_first=1.5)
+    slow = reply(chunk("Let me"), chunk(" think"), chunk(" more", done=True), pause_after_first=1)
     with OllamaTestServer([read, slow]) as server:
-        finished = cli("record_run.py", "--host", server.host, "--deadline", 1, "--output", output)
+        options = ["--host", server.host, "--deadline", 0.5, "--output", output]
+        finished = cli("record_run.py", *options)
     assert finished.returncode == 1, finished.stdout + finished.stderr
     recording = load(output)
     assert recording["stop"]["reason"] == DEADLINE

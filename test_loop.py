@@ -93,7 +93,7 @@ def test_thinking_is_streamed_as_its_own_deltas(repo):
 
 def test_million_chunk_stream_is_assembled_completely(repo):
     # Linear assembly: a quadratic one would take minutes here (bench.py measures the ratio).
-    pieces = [chunk("x") for _ in range(999_999)] + [chunk("y", done=True)]
+    pieces = [chunk("x")] * 999_999 + [chunk("y", done=True)]  # one dict, read 999,999 times
     chat = ScriptedChat([pieces])
     started = time.perf_counter()
     last = None
@@ -520,3 +520,24 @@ def test_base_url_reads_hosts_like_ollama_does():
     assert local_model.base_url("0.0.0.0") == "http://0.0.0.0:11434"
     assert local_model.base_url("localhost:8080") == "http://localhost:8080"
     assert local_model.base_url("http://127.0.0.1:11434/") == "http://127.0.0.1:11434"
+
+
+def test_a_conversation_passed_in_is_continued_not_restarted(repo):
+    history = [
+        {"role": "system", "content": "Answer briefly."},
+        {"role": "user", "content": "first question"},
+        {"role": "assistant", "content": "first answer"},
+    ]
+    chat = ScriptedChat([[chunk("second answer", done=True)]])
+    events = list(
+        agent_events(chat, RepoTools(repo), "second question", system="ignored", history=history)
+    )
+    assert chat.requests[0] == history + [{"role": "user", "content": "second question"}]
+    assert len(history) == 3  # the caller's list is not modified
+    assert events[-1]["reason"] == ASSISTANT_FINISHED
+
+
+def test_system_prompt_is_a_parameter(repo):
+    chat = ScriptedChat([[chunk("ok", done=True)]])
+    list(agent_events(chat, RepoTools(repo), "task", system="You only answer questions."))
+    assert chat.requests[0][0] == {"role": "system", "content": "You only answer questions."}

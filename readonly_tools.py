@@ -75,14 +75,6 @@ class ReadOnlyTools(ToolBox):
     def handlers(self):
         return {"list_dir": self.list_dir, "read_file": self.read_file, "search": self.search}
 
-    def invoke(self, name, arguments):
-        try:
-            return super().invoke(name, arguments)
-        except OSError as error:
-            # The filesystem refused (a name too long, no permission, ...): the model can
-            # read that and try another path; an exception would end the conversation.
-            return {"error": f"{name} failed: {error.strerror or error}"}
-
     # --- confinement ------------------------------------------------------------------------
 
     def _resolve(self, path):

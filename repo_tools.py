@@ -140,7 +140,10 @@ class RepoTools(ToolBox):
         }
 
     def _inside(self, relative):
-        target = (self.root / relative).resolve()
+        try:
+            target = (self.root / relative).resolve()
+        except RuntimeError:  # Python < 3.13 raises this for a symlink loop
+            raise ToolError(f"{relative} cannot be resolved (a symlink loop?)") from None
         if not target.is_relative_to(self.root):
             raise ToolError(f"{relative} leads outside the repository; it cannot be used")
         return target

@@ -99,3 +99,7 @@ class ToolBox:
             return table[name](**checked_arguments(schema, arguments))
         except ToolError as error:
             return {"error": str(error)}
+        except OSError as error:
+            # The file system refused (a directory where a file was, no permission, a name
+            # too long): the model can read that; an exception would end the conversation.
+            return {"error": f"{name} failed: {error.strerror or error}"}

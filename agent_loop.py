@@ -51,6 +51,25 @@ MAX_TURNS = "max_turns"
 DEADLINE = "deadline"
 INTERRUPTED = "interrupted"  # never yielded by the loop: the CLIs record it on Ctrl-C
 
+EVENT_TYPES = (
+    MODEL_START,
+    THINKING_DELTA,
+    TEXT_DELTA,
+    MODEL_DONE,
+    TOOL_START,
+    TOOL_RESULT,
+    STOPPED,
+)
+STOP_REASONS = (
+    ASSISTANT_FINISHED,
+    EMPTY_RESPONSE,
+    INCOMPLETE_MODEL_TURN,
+    MODEL_ERROR,
+    MAX_TURNS,
+    DEADLINE,
+    INTERRUPTED,
+)
+
 
 class MalformedChunk(Exception):
     """The stream yielded something that is not an Ollama-shaped chunk."""

@@ -17,7 +17,14 @@ import re
 import tempfile
 from pathlib import Path
 
-from agent_loop import MODEL_DONE, TOOL_RESULT, conversation_start
+from agent_loop import (
+    EVENT_TYPES,
+    MODEL_DONE,
+    STOP_REASONS,
+    TOOL_RESULT,
+    TOOL_START,
+    conversation_start,
+)
 
 FORMAT = "agent-loop-recording/1"
 SOURCES = ("live", "scripted", "fault-injection")
@@ -122,20 +129,51 @@ def load(path):
             raise RecordingError(f"{path}: field {field!r} has the wrong type")
     if data["source"] not in SOURCES:
         raise RecordingError(f"{path}: field 'source' must be one of {', '.join(SOURCES)}")
-    if not isinstance(data["stop"].get("reason"), str):
-        raise RecordingError(f"{path}: field 'stop.reason' is missing")
+    if data["stop"].get("reason") not in STOP_REASONS:
+        raise RecordingError(
+            f"{path}: field 'stop.reason' must be one of {', '.join(STOP_REASONS)}"
+        )
     if data.get("api", "ollama") not in APIS:
         raise RecordingError(f"{path}: field 'api' must be one of {', '.join(APIS)}")
+    problem = _shape_problem(data)
+    if problem:
+        raise RecordingError(f"{path}: field {problem}")
+    return data
+
+
+def _is_int(value, least=0):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _shape_problem(data):
+    """What is wrong inside a recording's fields, as "'name' must ...", or None."""
+    if not _is_int(data["max_turns"], 1):
+        return "'max_turns' must be a positive int"
+    for field in ("starting_tests", "final_tests"):
+        tests = data[field]
+        if tests is not None and not (
+            "exit_code" in tests and (tests["exit_code"] is None or _is_int(tests["exit_code"]))
+        ):
+            return f"'{field}.exit_code' must be an int or null"
+    if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in data["messages"]):
+        return "'messages' must be objects with a 'role'"
+    for number, event in enumerate(data["events"], 1):
+        if not (isinstance(event, dict) and event.get("type") in EVENT_TYPES):
+            return f"'events[{number}].type' must be one of {', '.join(EVENT_TYPES)}"
+        if not _is_int(event.get("turn"), 1):
+            return f"'events[{number}].turn' must be a positive int"
+        if event["type"] in (TOOL_START, TOOL_RESULT) and not _is_int(event.get("index")):
+            return f"'events[{number}].index' must be an int"
     key = "events" if data.get("api") == "openai" else "chunks"  # raw events are assembled
     for number, saved in enumerate(data["model_calls"], 1):
-        where = f"{path}: field 'model_calls[{number}]"
+        where = f"'model_calls[{number}]"
         if not isinstance(saved, dict) or not isinstance(saved.get(key), list):
-            raise RecordingError(f"{where}.{key}' must be a list")
-        if not isinstance(saved.get("request_length"), int):
-            raise RecordingError(f"{where}.request_length' must be an int")
+            return f"{where}.{key}' must be a list"
+        if not _is_int(saved.get("request_length")):
+            return f"{where}.request_length' must be an int"
         if saved.get("ended") not in (ENDED_DONE, ENDED_WITHOUT_DONE, ENDED_ERROR, ENDED_CLOSED):
-            raise RecordingError(f"{where}.ended' must say how the stream ended")
-    return data
+            return f"{where}.ended' must say how the stream ended"
+    return None
 
 
 class RecordingChat:

@@ -60,6 +60,7 @@ class OllamaTestServer:
         self.version = version
         self.requests = []  # (path, parsed JSON body or None), in arrival order
         self.first_line_sent = []  # time.perf_counter() when each stream's first line left
+        self.hung_up = 0  # streams the client closed before the server had sent them all
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
@@ -134,6 +135,7 @@ def _handler_for(server):
                     return
                 self.wfile.write(b"0\r\n\r\n")
             except (BrokenPipeError, ConnectionResetError):
+                server.hung_up += 1
                 self.close_connection = True  # the client hung up; nothing to tell it
 
         def _send_chunk(self, data):

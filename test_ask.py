@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from ask import ASK_PROMPT
+from conftest import sigint_default
 from ollama_test_server import OllamaTestServer, call, chunk, reply
 from readonly_tools import RESULT_LIMIT, ReadOnlyTools
 from repo_tools import copy_sample
@@ -260,6 +261,7 @@ def spawn():
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            preexec_fn=sigint_default,
             **options,
         )
         started.append(process)

@@ -16,6 +16,7 @@ import pytest
 
 import isolation
 from agent_loop import DEADLINE, MODEL_DONE, MODEL_ERROR, TASK, TOOL_START, agent_events
+from conftest import sigint_default
 from ollama_test_server import OllamaTestServer, call, chunk, reply
 from recording import RECORDINGS, load, save
 from replay import REPRODUCED, replay_one
@@ -178,6 +179,7 @@ def start(args, tmp_path):
         [sys.executable, *map(str, args)],
         cwd=HERE,
         env=env,
+        preexec_fn=sigint_default,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

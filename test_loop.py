@@ -26,6 +26,7 @@ from agent_loop import (
     TOOL_START,
     agent_events,
 )
+from conftest import wait_until_gone
 from local_model import LocalModel
 from ollama_test_server import OllamaTestServer, call, chunk, reply
 from repo_tools import SAMPLE_REPO, RepoTools, copy_sample, count_results, run_pytest
@@ -395,20 +396,6 @@ def test_timed_out_tests_kill_the_grandchild_holding_the_pipe(repo):
     assert "timed out after 2 s" in result["output"]
     pid = int((repo / "grandchild.pid").read_text())
     assert wait_until_gone(pid), f"grandchild {pid} is still running"
-
-
-def wait_until_gone(pid, seconds=5.0):
-    """True once `pid` has exited (a zombie waiting for init to reap it counts as gone)."""
-    until = time.monotonic() + seconds
-    while time.monotonic() < until:
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    return True
-        except FileNotFoundError:
-            return True
-        time.sleep(0.05)
-    return False
 
 
 # --- the Ollama adapter, through the real SDK over real HTTP --------------------------------------

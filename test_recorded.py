@@ -18,6 +18,7 @@ import pytest
 
 import openai_test_server as openai
 from agent_loop import INCOMPLETE_MODEL_TURN, TOOL_START, agent_events
+from conftest import sigint_default
 from ollama_test_server import OllamaTestServer, call, chunk, reply
 from recording import ENDED_WITHOUT_DONE, RECORDINGS, ReplayChat, load, save, sha256_file
 from replay import CANNOT_REPLAY, DIVERGED, REPRODUCED, replay_one
@@ -278,6 +279,7 @@ def test_ctrl_c_mid_stream_saves_an_interrupted_recording_and_exits_130(tmp_path
         process = subprocess.Popen(
             [*command, "--output", str(output)],
             cwd=HERE,
+            preexec_fn=sigint_default,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

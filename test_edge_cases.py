@@ -1,0 +1,344 @@
+"""Edge cases found by a mutation pass: each test fails when the behaviour it names is
+removed (the break it catches is in the comment), where the other tests did not notice.
+The last section holds bugs the pass found, fixed since.
+"""
+
+import io
+import json
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+import record_run
+from agent_loop import (
+    DEADLINE,
+    MODEL_ERROR,
+    MODEL_START,
+    TASK,
+    TEXT_DELTA,
+    TOOL_START,
+    agent_events,
+)
+from conftest import wait_until_gone
+from local_model import LocalModel
+from ollama_test_server import OllamaTestServer, call, chunk, reply
+from recording import RECORDINGS, RecordingChat, load, save
+from replay import CANNOT_REPLAY, DIVERGED, replay_one
+from repo_tools import RepoTools, copy_sample, count_results, run_pytest
+from scripted_model import ScriptedChat
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return copy_sample(tmp_path)
+
+
+def replay(path, **options):
+    out = io.StringIO()
+    return replay_one(path, out=out, **options), out.getvalue()
+
+
+def altered(tmp_path, change, name="altered.json"):
+    """A copy of the repair recording with `change(recording)` applied."""
+    data = load(RECORDINGS / "repair.json")
+    change(data)
+    save(tmp_path / name, data)
+    return tmp_path / name
+
+
+class HeldStream:
+    """A chunk iterator that is not a generator: only an explicit close() closes it."""
+
+    def __init__(self, chunks, on_next=None):
+        self.chunks, self.on_next, self.closed = iter(chunks), on_next, False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.on_next:
+            self.on_next()
+        return next(self.chunks)
+
+    def close(self):
+        self.closed = True
+
+
+# --- the loop ------------------------------------------------------------------------------------
+
+
+def test_loop_closes_a_stream_it_leaves_early(repo):
+    # mutation loop_no_stream_close: drop `stream.close()` in _read_turn's finally.
+    # (ScriptedChat's streams are generators, which CPython closes on garbage collection,
+    # so the existing `chat.closed == [True]` check cannot see a missing close.)
+    streams = []
+
+    def chat(messages, tools):
+        streams.append(HeldStream([chunk("a"), chunk("b"), chunk("c", done=True)]))
+        return streams[-1]
+
+    events = agent_events(chat, RepoTools(repo), TASK)
+    assert next(events)["type"] == MODEL_START
+    assert next(events)["type"] == TEXT_DELTA
+    events.close()  # what record_run.py does on Ctrl-C
+    assert streams[0].closed
+
+
+def test_deadline_stops_mid_stream_runs_no_tool_and_closes_the_stream(repo):
+    # mutation deadline_ignored: `end = None` whatever the deadline.
+    now = [0.0]
+
+    def tick():
+        now[0] += 1.0
+
+    streams = []
+    turn = [chunk(tool_calls=[call("run_tests")]), chunk("x"), chunk("y"), chunk(done=True)]
+
+    def chat(messages, tools):
+        streams.append(HeldStream(turn, on_next=tick))
+        return streams[-1]
+
+    events = list(agent_events(chat, RepoTools(repo), TASK, deadline=2.5, clock=lambda: now[0]))
+    assert events[-1] == {"type": "stopped", "turn": 1, "reason": DEADLINE}
+    assert [e for e in events if e["type"] == TOOL_START] == []
+    assert len(streams) == 1 and streams[0].closed
+
+
+def test_tool_calls_that_are_not_a_list_are_a_model_error(repo):
+    # mutation malformed_chunk_ok: a non-list `tool_calls` is silently treated as no calls.
+    chat = ScriptedChat([[chunk("x", tool_calls="run_tests", done=True)]])
+    events = list(agent_events(chat, RepoTools(repo), TASK))
+    assert events[-1]["reason"] == MODEL_ERROR
+    assert "'tool_calls' is not a list" in events[-1]["error"]
+
+
+# --- RepoTools -----------------------------------------------------------------------------------
+
+
+def test_read_file_output_is_bounded(repo):
+    # mutation read_limit_off: `if len(text) > READ_LIMIT` never true.
+    (repo / "path_rules.py").write_text("#" * 30000)
+    result = RepoTools(repo).invoke("read_file", {"path": "path_rules.py"})
+    assert len(result["text"]) < 20100
+    assert result["text"].endswith("[... cut: the file has 30000 characters]")
+
+
+def test_run_tests_leaves_no_cache_or_bytecode_in_the_copy(repo):
+    # mutations no_dont_write_bytecode (drop PYTHONDONTWRITEBYTECODE) and wrong_pytest_cmd
+    # (drop `-p no:cacheprovider`): the fixed command must leave the copy as it found it.
+    RepoTools(repo).invoke("run_tests", {})
+    assert list(repo.rglob("__pycache__")) == []
+    assert not (repo / ".pytest_cache").exists()
+
+
+def test_ctrl_c_during_run_tests_kills_the_test_process_group(repo):
+    # mutation no_kill_in_finally: run_pytest kills the group only on its own timeout.
+    (repo / "tests" / "test_hang.py").write_text(
+        "import subprocess, sys, time, pathlib\n"
+        "def test_hang():\n"
+        "    child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
+        "    pathlib.Path('grandchild.pid').write_text(str(child.pid))\n"
+        "    time.sleep(30)\n"
+    )
+    main = threading.get_ident()
+
+    def press_ctrl_c():
+        until = time.monotonic() + 20
+        while not (repo / "grandchild.pid").exists() and time.monotonic() < until:
+            time.sleep(0.05)
+        time.sleep(0.2)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    # subtle: a runner started in the background may ignore SIGINT; install Python's own.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    started = time.monotonic()
+    try:
+        threading.Thread(target=press_ctrl_c, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            run_pytest(repo, timeout=60)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    pid = int((repo / "grandchild.pid").read_text())
+    try:
+        assert time.monotonic() - started < 15  # did not wait for the tests to finish
+        assert wait_until_gone(pid), f"grandchild {pid} outlived the interrupted run"
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)  # only matters when the assertion failed
+        except ProcessLookupError:
+            pass
+
+
+def test_count_results_reads_only_pytests_closing_line():
+    # mutation count_first_line: the first line that looks like a summary wins.
+    output = "F....\nprinted by a test: 7 passed in 0.01s\n1 failed, 4 passed in 0.05s\n"
+    assert count_results(output) == {"failed": 1, "passed": 4, "errors": 0}
+
+
+# --- recording and replay -----------------------------------------------------------------------
+
+
+def test_recording_with_a_bool_max_turns_is_refused(tmp_path, capsys):
+    # mutation load_bool_ok: drop the `isinstance(..., bool)` check in load().
+    outcome, _ = replay(altered(tmp_path, lambda r: r.update(max_turns=True)))
+    assert outcome == CANNOT_REPLAY
+    assert "field 'max_turns' has the wrong type" in capsys.readouterr().err
+
+
+def test_source_hash_mismatch_is_refused(tmp_path, capsys):
+    # mutation no_source_hash_check: check_sample compares only the test file.
+    outcome, _ = replay(altered(tmp_path, lambda r: r.update(source_sha256="0" * 64)))
+    assert outcome == CANNOT_REPLAY
+    error = capsys.readouterr().err
+    assert "sample_repo/path_rules.py is not the file this recording was made with" in error
+
+
+def test_different_resulting_source_is_a_divergence(tmp_path):
+    # mutation no_final_source_cmp: the final_source comparison is skipped.
+    def change(data):
+        data["final_source"] += "# not what the replay produces\n"
+
+    outcome, output = replay(altered(tmp_path, change))
+    assert outcome == DIVERGED
+    assert "resulting path_rules.py differs from the recorded one" in output
+    assert "DIVERGED (1):" in output  # nothing else differs
+
+
+def test_recorder_does_not_count_a_run_that_rewrote_the_test_file(tmp_path):
+    # mutation rr_ignore_test_hash: `if not recording["tests_unchanged"]` never true.
+    # Model-written code runs under run_tests and replaces the tests with one that passes.
+    rewrite = (
+        "import pathlib as _p\n"
+        "_p.Path(__file__).with_name('tests').joinpath('test_path_rules.py')"
+        ".write_text('def test_ok():\\n    pass\\n')\n\n\n"
+        "def python_sources("
+    )
+    edit = call("replace_text", old="def python_sources(", new=rewrite)
+    script = [
+        [chunk(tool_calls=[edit, call("run_tests", index=1)], done=True)],
+        [chunk("All tests pass.", done=True)],
+    ]
+    out = io.StringIO()
+    output = tmp_path / "r.json"
+    code = record_run.record_attempt(
+        RecordingChat(ScriptedChat(script)), {"name": "scripted"}, output, 4, out=out
+    )
+    saved = load(output)
+    assert saved["final_tests"]["exit_code"] == 0  # the rewritten tests pass...
+    assert saved["tests_unchanged"] is False
+    assert code == record_run.EXIT_FAILED  # ...and the run does not count
+    assert "the test file changed" in out.getvalue()
+
+
+def test_model_call_without_an_end_is_refused(tmp_path, capsys):
+    # mutation load_no_ended_check: load() does not check `ended`; the replay then fails
+    # inside ReplayChat (KeyError -> model_error -> "diverged") instead of exit 2.
+    outcome, _ = replay(altered(tmp_path, lambda r: r["model_calls"][0].pop("ended")))
+    assert outcome == CANNOT_REPLAY
+    assert "model_calls[1].ended' must say how the stream ended" in capsys.readouterr().err
+
+
+def test_altered_event_alone_is_a_divergence(tmp_path):
+    # mutation no_event_cmp: replay.py skips event_divergence (tools and requests still match).
+    outcome, output = replay(
+        altered(tmp_path, lambda r: r["events"][-1].update(reason="max_turns"))
+    )
+    assert outcome == DIVERGED
+    assert (
+        '(model call 5, stopped): reason: expected "max_turns", got "assistant_finished"' in output
+    )
+
+
+def test_missing_recorded_event_is_a_divergence(tmp_path):
+    # mutation only_common_events: event_divergence ignores a difference in length.
+    outcome, output = replay(altered(tmp_path, lambda r: r["events"].pop()))
+    assert outcome == DIVERGED
+    assert "51 events recorded, 52 replayed" in output
+
+
+def test_extra_model_call_names_the_call_that_was_not_recorded(tmp_path):
+    # mutation replay_exhausted_quiet: ReplayChat fails with a bare IndexError instead.
+    outcome, output = replay(altered(tmp_path, lambda r: r["model_calls"].pop()))
+    assert outcome == DIVERGED
+    assert "the loop asked for model call 5, but only 4 were recorded" in output
+
+
+class CtrlCOnce(io.StringIO):
+    """A terminal where Ctrl-C is pressed while `word` is being printed."""
+
+    def __init__(self, word):
+        super().__init__()
+        self.word, self.pressed = word, False
+
+    def write(self, text):
+        if not self.pressed and self.word in text:
+            self.pressed = True
+            raise KeyboardInterrupt
+        return super().write(text)
+
+
+def test_ctrl_c_between_chunks_saves_the_stream_as_closed(tmp_path):
+    # mutation rr_no_loop_close_on_ctrlc: record_attempt does not close the loop on Ctrl-C,
+    # so the half-read stream is still open (and saved as "without_done") when it saves.
+    chat = ScriptedChat([[chunk("Reading "), chunk("the file"), chunk(done=True)]])
+    out, output = CtrlCOnce("Reading"), tmp_path / "r.json"
+    code = record_run.record_attempt(RecordingChat(chat), {"name": "scripted"}, output, 4, out=out)
+    assert code == record_run.EXIT_INTERRUPTED
+    saved = load(output)
+    assert saved["stop"]["reason"] == "interrupted" and saved["final_tests"] is None
+    assert saved["model_calls"][0]["ended"] == "closed"
+    assert chat.closed == [True]
+
+
+def test_adapter_left_early_hangs_up_so_the_server_stops_sending():
+    # What closing the stream is for: the server notices and stops generating.
+    gate = threading.Event()
+    lines = [chunk("a")] + [chunk("b")] * 500 + [chunk(done=True)]
+    with OllamaTestServer([reply(*lines, gate=gate)]) as server:
+        stream = LocalModel(host=server.host)([{"role": "user", "content": "hi"}], [])
+        assert next(stream)["message"]["content"] == "a"
+        stream.close()
+        gate.set()  # the server now tries to send the other 501 lines
+        until = time.monotonic() + 5
+        while not server.hung_up and time.monotonic() < until:
+            time.sleep(0.05)
+    assert server.hung_up == 1
+
+
+# --- bugs the mutation pass found (fixed) -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda r: r.update(max_turns=0),
+        lambda r: r.update(final_tests={}),
+        lambda r: r.update(events=[1, 2]),
+    ],
+    ids=["max_turns-0", "final_tests-without-exit_code", "events-not-objects"],
+)
+def test_mistyped_recording_is_refused_not_a_traceback(tmp_path, change, capsys):
+    outcome, _ = replay(altered(tmp_path, change))
+    assert outcome == CANNOT_REPLAY
+    assert "field '" in capsys.readouterr().err
+
+
+def test_tool_that_hits_an_os_error_is_answered_not_raised(repo):
+    # Code the model wrote, run by run_tests, turns path_rules.py into a directory.
+    turn_it_into_a_directory = (
+        "import pathlib as _p\n_f = _p.Path(__file__); _f.unlink(); _f.mkdir()\n\n\n"
+        "def python_sources("
+    )
+    edit = call("replace_text", old="def python_sources(", new=turn_it_into_a_directory)
+    script = [
+        [chunk(tool_calls=[edit, call("run_tests", index=1)], done=True)],
+        [chunk(tool_calls=[call("read_file", path="path_rules.py")], done=True)],
+        [chunk("done", done=True)],
+    ]
+    chat = ScriptedChat(script)
+    events = list(agent_events(chat, RepoTools(repo), TASK))
+    assert events[-1]["reason"] == "assistant_finished"
+    assert "error" in json.loads(chat.requests[2][-1]["content"])

@@ -59,7 +59,7 @@ class OllamaTestServer:
         self.models = dict(models)
         self.version = version
         self.requests = []  # (path, parsed JSON body or None), in arrival order
-        self.first_line_sent = []  # time.perf_counter() when each stream's first line left
+        self.first_line_sent = []  # time.perf_counter() as each stream's first line is sent
         self.hung_up = 0  # streams the client closed before the server had sent them all
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -123,9 +123,9 @@ def _handler_for(server):
             self.end_headers()
             try:
                 for number, line in enumerate(script["lines"]):
-                    self._send_chunk((json.dumps(line) + "\n").encode())
-                    if number == 0:
+                    if number == 0:  # taken just before the write, so no reader can beat it
                         server.first_line_sent.append(time.perf_counter())
+                    self._send_chunk((json.dumps(line) + "\n").encode())
                     if number == 0 and script["pause"]:
                         time.sleep(script["pause"])
                     if number == 0 and script["gate"] is not None:

@@ -25,28 +25,16 @@ from agent_loop import (
 from conftest import wait_until_gone
 from local_model import LocalModel
 from ollama_test_server import OllamaTestServer, call, chunk, reply
-from recording import RECORDINGS, RecordingChat, load, save
-from replay import CANNOT_REPLAY, DIVERGED, replay_one
+from recording import RecordingChat, load
+from replay import CANNOT_REPLAY, DIVERGED
 from repo_tools import RepoTools, copy_sample, count_results, run_pytest
 from scripted_model import ScriptedChat
+from test_recorded import altered, replay
 
 
 @pytest.fixture
 def repo(tmp_path):
     return copy_sample(tmp_path)
-
-
-def replay(path, **options):
-    out = io.StringIO()
-    return replay_one(path, out=out, **options), out.getvalue()
-
-
-def altered(tmp_path, change, name="altered.json"):
-    """A copy of the repair recording with `change(recording)` applied."""
-    data = load(RECORDINGS / "repair.json")
-    change(data)
-    save(tmp_path / name, data)
-    return tmp_path / name
 
 
 class HeldStream:

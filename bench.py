@@ -3,8 +3,9 @@
     python3 lab.py run bench.py            (add --quick for fewer repeats)
 
 Each comparison runs both sides interleaved (A, B, A, B, ...) so that both see the same
-machine, and reports min / median / max over the repeats; the ratio uses the minimums
-(the least disturbed runs). Targets are printed beside the figures:
+machine, with the garbage collector paused during each run (as `timeit` does), and
+reports min / median / max over the repeats; the ratio uses the minimums (the least
+disturbed runs). Targets are printed beside the figures:
 - assembly: `agent_events` over 10^4, 10^5, 10^6 scripted chunks vs a bare loop that only
   reads each chunk's content from the same scripted stream and yields one event per piece
   (≤ 3× at 10^6; growth from 10^5 to 10^6 ≤ 12×, i.e. linear);
@@ -20,6 +21,7 @@ Not a test: timings on a shared machine are noisy, so nothing here passes or fai
 """
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -46,9 +48,14 @@ def interleaved(a, b, repeats):
     times_a, times_b = [], []
     for _ in range(repeats):
         for run, times in ((a, times_a), (b, times_b)):
-            started = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - started)
+            gc.collect()
+            gc.disable()  # as timeit does: a collection landing in one run is noise
+            try:
+                started = time.perf_counter()
+                run()
+                times.append(time.perf_counter() - started)
+            finally:
+                gc.enable()
     return times_a, times_b
 
 
@@ -56,12 +63,15 @@ def spread(times, unit=1.0):
     return "/".join(f"{t * unit:.3g}" for t in (min(times), statistics.median(times), max(times)))
 
 
-def row(name, harness, bare, target, unit=1.0, label="s"):
+def row(name, harness, bare, target):
+    """One comparison: the ratio of the minimums is judged; the median of the ratios of
+    neighbouring runs is shown beside it, as a check on how noisy the machine was."""
     ratio = min(harness) / min(bare)
+    paired = statistics.median(h / b for h, b in zip(harness, bare, strict=True))
     verdict = "ok" if ratio <= target else "OVER"
     print(
-        f"{name:<28} {spread(harness, unit):>22} {spread(bare, unit):>22}  "
-        f"{ratio:5.2f}x  target <= {target}x  {verdict}  ({label} min/median/max)"
+        f"{name:<20} {spread(harness):>22} {spread(bare):>22}  {ratio:5.2f}x "
+        f"(pairs {paired:.2f}x)  target <= {target}x  {verdict}"
     )
     return ratio
 
@@ -177,7 +187,7 @@ def main(argv=None):
         f"bench.py on {platform.machine()}, {os.cpu_count()} cores, Python "
         f"{platform.python_version()}; {repeats} interleaved repeats per comparison"
     )
-    print(f"{'':<28} {'harness':>22} {'bare':>22}  ratio")
+    print(f"{'seconds, min/median/max':<20} {'harness':>22} {'bare':>22}  ratio of minimums")
     with tempfile.TemporaryDirectory() as scratch:
         assembly(repeats, copy_sample(scratch))
     wire(repeats)

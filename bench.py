@@ -89,18 +89,24 @@ def assembly(repeats, root):
     tools, best = RepoTools(root), {}
     for size in (10_000, 100_000, 1_000_000):
         stream = [chunk("x") for _ in range(size - 1)] + [chunk("y", done=True)]
-        turns = repeats if size < 1_000_000 else max(3, repeats // 2)
+        # subtle: a 10^4-chunk run takes milliseconds, where one disturbance decides the
+        # minimum; each measurement repeats it until it covers 10^5 chunks.
+        inner = max(1, 100_000 // size)
 
-        def harness(stream=stream):
-            for _ in agent_events(ScriptedChat([stream]), tools, TASK):
-                pass
+        def harness(stream=stream, inner=inner):
+            for _ in range(inner):
+                for _ in agent_events(ScriptedChat([stream]), tools, TASK):
+                    pass
 
-        def bare(stream=stream):
-            # the same scripted source as the harness reads, so only the loops differ
-            for _ in bare_loop(ScriptedChat([stream])([], [])):
-                pass
+        def bare(stream=stream, inner=inner):
+            for _ in range(inner):
+                # the same scripted source as the harness reads, so only the loops differ
+                for _ in bare_loop(ScriptedChat([stream])([], [])):
+                    pass
 
-        harness_times, bare_times = interleaved(harness, bare, turns)
+        harness_times, bare_times = interleaved(harness, bare, repeats)
+        harness_times = [t / inner for t in harness_times]
+        bare_times = [t / inner for t in bare_times]
         best[size] = min(harness_times)
         row(f"  {size:>9,} chunks", harness_times, bare_times, 3.0)
     growth = best[1_000_000] / best[100_000]

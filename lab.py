@@ -4,7 +4,7 @@
     python3 lab.py test [PYTEST ARGS ...]   the test suite
     python3 lab.py run SCRIPT [ARGS ...]    any lab script, e.g. record_run.py --help
     python3 lab.py lint                     ruff check and ruff format --check
-    python3 lab.py lock                     regenerate requirements-lock.txt
+    python3 lab.py lock [PYTHON3.10]        regenerate requirements-lock.txt
 
 Only the standard library is used here, so a machine with nothing but python3 (3.10 or
 newer) can run it. The environment lives in `.venv/` and is installed from
@@ -15,6 +15,7 @@ Not here: anything the lab itself does; this file only prepares and delegates.
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -45,23 +46,45 @@ def ensure_venv():
     return venv_python()
 
 
-def lock():
-    """Install the direct dependencies, newest versions, into a scratch venv; pin what came."""
+def frozen(python, pins=()):
+    """{name: "name==version"} that `pip install` of DIRECT brings into a scratch venv of
+    `python` (a path to an interpreter), with `pins` held fixed where they apply."""
     with tempfile.TemporaryDirectory() as scratch:
-        venv.EnvBuilder(with_pip=True).create(scratch)
-        python = str(venv_python(Path(scratch)))
-        subprocess.run([python, "-m", "pip", "install", "-q", *DIRECT], check=True)
-        frozen = subprocess.run(
-            [python, "-m", "pip", "freeze"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
+        subprocess.run([python, "-m", "venv", scratch], check=True)
+        scratch_python = str(venv_python(Path(scratch)))
+        pip = [scratch_python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+        subprocess.run([*pip, *DIRECT, *pins], check=True)
+        listed = subprocess.run(
+            [scratch_python, "-m", "pip", "freeze"], check=True, capture_output=True, text=True
+        ).stdout.split()
+    return {line.split("==")[0].lower(): line for line in listed}
+
+
+def runs(python):
+    try:
+        return subprocess.run([python, "-c", "pass"], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+def lock(older=None):
+    """Pin what installing DIRECT brings on this Python, plus, given a Python 3.10 (or one
+    found as python3.10), what 3.10 needs on top (pytest's backports), marked for it alone."""
+    pins = frozen(sys.executable)
+    lines = sorted(pins.values(), key=str.lower)
+    older = older or shutil.which("python3.10")
+    older = older if older and runs(older) else None
+    if older and sys.version_info >= (3, 11):
+        extra = frozen(older, pins=lines)
+        lines += [f'{extra[n]} ; python_version < "3.11"' for n in sorted(set(extra) - set(pins))]
+    else:
+        print("note: no python3.10 found; backports for Python 3.10 are not pinned")
     header = (
-        "# The pinned environment of the lab. Regenerate with: python3 lab.py lock\n"
-        f"# Made from: {' '.join(DIRECT)} on Python {sys.version.split()[0]}.\n"
+        "# The pinned environment of the lab. Regenerate with: python3 lab.py lock [PYTHON3.10]\n"
+        f"# Made from: {' '.join(DIRECT)} on Python {sys.version.split()[0]}"
+        + (" and 3.10 (for the marked lines).\n" if older else ".\n")
     )
-    LOCK.write_text(header + frozen)
+    LOCK.write_text(header + "\n".join(lines) + "\n")
     print(f"wrote {LOCK.name}")
 
 
@@ -81,7 +104,7 @@ def main(argv):
         return 2
     job, rest = argv[0], argv[1:]
     if job == "lock":
-        lock()
+        lock(*rest[:1])
         return 0
     try:
         python = str(ensure_venv())

@@ -137,7 +137,8 @@ def parse_args(argv):
 
 def make_chat(api, model, host):
     if api == "openai":
-        return OpenAICompatibleModel(model, host or OPENAI_HOST)
+        # As in record_run.py: a key for servers started with one, sent but never shown.
+        return OpenAICompatibleModel(model, host or OPENAI_HOST, os.environ.get("OPENAI_API_KEY"))
     return LocalModel(model, host or default_host())
 
 

@@ -143,7 +143,11 @@ def record_attempt(
             "final_source": (repo / SOURCE_FILE).read_text(encoding="utf-8"),
             "workdir": str(repo),
         }
-    save(output, recording)
+    try:
+        save(output, recording)
+    except OSError as error:
+        print(f"error: the recording could not be saved to {output}: {error}", file=sys.stderr)
+        return EXIT_SETUP
     print(f"Independent final tests: {test_line(final)}", file=out)
     tests_seconds = starting["seconds"] + (final["seconds"] if final else 0.0)
     print("\n".join(timeline(events, tests_seconds=tests_seconds)), file=out)
@@ -161,6 +165,8 @@ def main(argv=None):
     args = parse_args(argv)
     if args.output.exists() and not args.force:
         return fail(f"{args.output} exists; choose another --output or add --force")
+    if not writable(args.output):
+        return fail(f"{args.output} cannot be written here; choose another --output")
     if args.isolate:
         try:
             print(f"Isolation: {isolation_prefix(RECORDINGS)[1]}")
@@ -180,6 +186,20 @@ def main(argv=None):
     identity = info.get("digest") or info.get("base_url")
     print(f"Model: {args.model} (live, {identity})  |  Recording: {args.output}")
     return record_attempt(recorder, info, args.output, args.max_turns, args.deadline, args.isolate)
+
+
+def writable(path):
+    """Whether `path` could be created: its nearest existing folder takes a new folder.
+
+    Checked before anything runs, so a live attempt is never lost for want of a place."""
+    folder = Path(path).absolute().parent
+    while not folder.exists():
+        folder = folder.parent
+    try:  # subtle: os.access says yes to root everywhere; only trying tells the truth
+        with tempfile.TemporaryDirectory(dir=folder, prefix=".agent-lab-check-"):
+            return True
+    except OSError:
+        return False
 
 
 def fail(message):

@@ -247,6 +247,17 @@ def test_recorder_refuses_to_overwrite_without_force(tmp_path):
     assert output.read_text() == "keep me"
 
 
+def test_recorder_refuses_an_output_it_could_not_write_before_running(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    finished = run_cli(
+        "record_run.py", "--host", "http://127.0.0.1:9", "--output", blocker / "r.json"
+    )
+    assert finished.returncode == 2
+    assert finished.stderr.startswith("error: ") and "cannot be written here" in finished.stderr
+    assert "cannot reach Ollama" not in finished.stderr  # refused before asking the server
+
+
 def test_recorder_with_server_down_exits_2_and_writes_nothing(tmp_path, unused_port):
     output = tmp_path / "none.json"
     env = {**os.environ, "TMPDIR": str(tmp_path)}

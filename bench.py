@@ -34,8 +34,8 @@ from pathlib import Path
 
 import ollama
 
-from agent_loop import TASK, TEXT_DELTA, agent_events
-from local_model import LocalModel
+from agent_loop import TASK, TEXT_DELTA, agent_events, conversation_start
+from local_model import OPTIONS, LocalModel
 from ollama_test_server import OllamaTestServer, chunk, reply
 from repo_tools import PYTEST_COMMAND, RepoTools, copy_sample, minimal_env
 from scripted_model import ScriptedChat
@@ -132,8 +132,16 @@ def wire(repeats):
 
         def sdk():
             first = None
-            stream = client.chat(model="gemma4:e2b", messages=[{"role": "user", "content": TASK}],
-                                 stream=True)  # fmt: skip
+            # the very request LocalModel makes, so only the harness around it differs
+            stream = client.chat(
+                model="gemma4:e2b",
+                messages=conversation_start(TASK),
+                tools=RepoTools.schemas,
+                stream=True,
+                think=True,
+                keep_alive=0,
+                options=OPTIONS,
+            )
             for _ in stream:
                 first = first or time.perf_counter()
             firsts["sdk"].append(first - server.first_line_sent[-1])
@@ -146,6 +154,8 @@ def wire(repeats):
         f"-> SDK's first chunk {spread(firsts['sdk'], 1000)} ms (min/median/max); "
         f"extra {extra:.2f} ms  target <= 5 ms  {'ok' if extra <= 5 else 'OVER'}"
     )
+    if extra < 0:
+        print("  (a negative extra is noise between the two sides: the harness adds no time)")
 
 
 def replay_cost(repeats):
@@ -184,8 +194,14 @@ def suite():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats (noisier)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="exit code: 0 whenever it ran to the end; a missed target is marked OVER, "
+        "not failed (a benchmark on a shared machine is not a test)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="3 repeats instead of 7 (faster, noisier)"
+    )
     parser.add_argument("--no-suite", action="store_true", help="skip timing the test suite")
     args = parser.parse_args(argv)
     repeats = 3 if args.quick else 7

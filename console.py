@@ -33,6 +33,10 @@ def test_line(result):
     return " · ".join(parts) or f"exit code {result['exit_code']}"
 
 
+def plural(count, noun):
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
 def result_line(name, result):
     if "error" in result:
         return f"error: {result['error']}"
@@ -87,7 +91,7 @@ class Transcript:
 
     def stop_line(self, stop):
         self._close_stream()
-        calls = f"{self.model_calls} model calls, {self.tool_calls} tool calls"
+        calls = f"{plural(self.model_calls, 'model call')}, {plural(self.tool_calls, 'tool call')}"
         self._print(f"Stop: {stop['reason']} after {calls}")
         if stop.get("error"):
             self._print(f"  model error: {stop['error']}")

@@ -38,7 +38,9 @@ def ensure_venv():
     wanted = hashlib.sha256(LOCK.read_bytes()).hexdigest()
     if STAMP.exists() and STAMP.read_text().strip() == wanted and venv_python().exists():
         return venv_python()
-    print(f"setting up {VENV.name}/ from {LOCK.name} (once; takes a minute) ...", flush=True)
+    print(
+        f"setting up {VENV.name}/ from {LOCK.name} (once, or when the lock changes) ...", flush=True
+    )
     venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
     pip = [str(venv_python()), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
     subprocess.run([*pip, "-r", str(LOCK)], check=True)
@@ -88,15 +90,15 @@ def lock(older=None):
     print(f"wrote {LOCK.name}")
 
 
+def script(name):
+    """A lab script by name, or a path as given (relative to where the user stands)."""
+    given = Path(name)
+    return str(given if given.exists() or given.is_absolute() else HERE / given)
+
+
 def main(argv):
-    jobs = {
-        "replay": ["replay.py"],
-        "test": ["-m", "pytest", "-q"],
-        "run": [],
-        "lint": None,
-        "lock": None,
-    }
-    if not argv or argv[0] not in jobs:
+    jobs = ("replay", "test", "run", "lint", "lock")
+    if not argv or argv[0] not in jobs or (argv[0] == "run" and len(argv) < 2):
         print(__doc__.split("\n\n")[1].rstrip(), file=sys.stderr)
         return 2
     if sys.version_info < (3, 10):  # noqa: UP036 -- this runs on whatever python3 is there
@@ -114,11 +116,16 @@ def main(argv):
             file=sys.stderr,
         )
         return 2
-    os.chdir(HERE)
-    if job == "lint":
-        checks = [["check", "."], ["format", "--check", "."]]
-        return max(subprocess.run([python, "-m", "ruff", *c]).returncode for c in checks)
-    return subprocess.run([python, *jobs[job], *rest]).returncode
+    # subtle: scripts run where the user stands, so their relative paths (a recording,
+    # --root, --output) mean what the user meant; only the suite and the linters need HERE.
+    if job == "replay":
+        return subprocess.run([python, str(HERE / "replay.py"), *rest]).returncode
+    if job == "run":
+        return subprocess.run([python, script(rest[0]), *rest[1:]]).returncode
+    if job == "test":
+        return subprocess.run([python, "-m", "pytest", "-q", *rest], cwd=HERE).returncode
+    checks = [["check", "."], ["format", "--check", "."]]
+    return max(subprocess.run([python, "-m", "ruff", *c], cwd=HERE).returncode for c in checks)
 
 
 if __name__ == "__main__":

@@ -53,7 +53,11 @@ def base_url(host):
 
 
 class LocalModel:
-    """`chat(messages, tools)` for a model served by Ollama; yields chunk dicts."""
+    """`chat(messages, tools)` for a model served by Ollama; yields chunk dicts.
+
+    `host` defaults to `$OLLAMA_HOST` when set, else http://127.0.0.1:11434, as Ollama's
+    own clients do; `timeout` is the longest wait for the server's next bytes.
+    """
 
     def __init__(self, model=DEFAULT_MODEL, host=None, timeout=READ_TIMEOUT):
         self.model = model

@@ -29,13 +29,17 @@ def streamed(text, field="content", size=12):
     return [chunk(**{field: piece}) for piece in pieces]
 
 
+# No model, so no counters: the final chunks carry none rather than made-up figures.
+DONE = chunk(done=True, counters=False)
+
+
 def tool_turn(thinking, *calls):
     """One scripted turn: streamed thinking, then the calls, then Ollama's final chunk."""
-    return reply(*streamed(thinking, "thinking"), chunk(tool_calls=list(calls)), chunk(done=True))
+    return reply(*streamed(thinking, "thinking"), chunk(tool_calls=list(calls)), DONE)
 
 
 def final_turn(text):
-    return reply(*streamed(text), chunk(done=True))
+    return reply(*streamed(text), DONE)
 
 
 REPAIR = [

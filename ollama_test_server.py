@@ -20,8 +20,14 @@ TEST_MODEL = "gemma4:e2b"
 STAND_IN_DIGEST = "sha256:" + "0" * 60 + "7e57"
 
 
-def chunk(content="", thinking=None, tool_calls=None, done=False, done_reason=None, **extra):
-    """One line of Ollama's /api/chat stream, shaped as the server writes it."""
+def chunk(
+    content="", thinking=None, tool_calls=None, done=False, done_reason=None, counters=True, **extra
+):
+    """One line of Ollama's /api/chat stream, shaped as the server writes it.
+
+    A final (`done`) line carries made-up counters unless `counters=False`: they exist to
+    test that the harness keeps them, and measure nothing.
+    """
     message = {"role": "assistant", "content": content}
     if thinking is not None:
         message["thinking"] = thinking
@@ -31,7 +37,8 @@ def chunk(content="", thinking=None, tool_calls=None, done=False, done_reason=No
     line["done"] = done
     if done:
         line["done_reason"] = done_reason or "stop"
-        line.update({"total_duration": 1000, "eval_count": 10, "prompt_eval_count": 100})
+        if counters:
+            line.update({"total_duration": 1000, "eval_count": 10, "prompt_eval_count": 100})
     line.update(extra)
     return line
 

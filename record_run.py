@@ -33,6 +33,16 @@ from timeline import timeline
 EXIT_PASSED, EXIT_FAILED, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
+def positive_seconds(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         description="Record a live attempt of a local model at repairing sample_repo/, "
@@ -60,15 +70,17 @@ def parse_args(argv):
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=positive_seconds,
         default=READ_TIMEOUT,
         help="seconds to wait for the server's next bytes (default: %(default)s)",
     )
     parser.add_argument(
         "--deadline",
-        type=float,
+        type=positive_seconds,
         default=None,
-        help="total wall-clock budget of the loop in seconds (default: none)",
+        help="total wall-clock budget of the loop in seconds, checked before each request and "
+        "between chunks: a stalled read waits up to --timeout, a test run up to 15 s "
+        "(default: none)",
     )
     parser.add_argument(
         "--output",
@@ -137,6 +149,7 @@ def record_attempt(
             "stop": stop,
             "starting_tests": starting,
             "final_tests": final,
+            "interrupted": final is None,  # Ctrl-C in the loop or in the final tests
             "tests_sha256": tests_sha256,
             "source_sha256": source_sha256,
             "tests_unchanged": sha256_file(repo / TEST_FILE) == tests_sha256,
@@ -156,13 +169,18 @@ def record_attempt(
         print("interrupted: the final tests were not run", file=out)
         return EXIT_INTERRUPTED
     if not recording["tests_unchanged"]:
-        print("warning: the test file changed during the run; the result does not count", file=out)
+        print(
+            "error: the test file changed during the run; the result does not count",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
     return EXIT_PASSED if final["exit_code"] == 0 else EXIT_FAILED
 
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.output.is_dir():
+        return fail(f"{args.output} is a folder; give --output a file name")
     if args.output.exists() and not args.force:
         return fail(f"{args.output} exists; choose another --output or add --force")
     if not writable(args.output):
@@ -172,17 +190,19 @@ def main(argv=None):
             print(f"Isolation: {isolation_prefix(RECORDINGS)[1]}")
         except IsolationUnavailable as error:
             return fail(str(error))
-    if args.api == "openai":
-        api_key = os.environ.get("OPENAI_API_KEY")  # sent to the server, never recorded
-        model = OpenAICompatibleModel(args.model, args.host, api_key, args.timeout)
-        recorder = RecordingChat(model.stream_events, assemble=chunks_from_events)
-    else:
-        model = LocalModel(model=args.model, host=args.host, timeout=args.timeout)
-        recorder = RecordingChat(model)
     try:
+        if args.api == "openai":
+            api_key = os.environ.get("OPENAI_API_KEY")  # sent to the server, never recorded
+            model = OpenAICompatibleModel(args.model, args.host, api_key, args.timeout)
+            recorder = RecordingChat(model.stream_events, assemble=chunks_from_events)
+        else:
+            model = LocalModel(model=args.model, host=args.host, timeout=args.timeout)
+            recorder = RecordingChat(model)
         info = model.describe()
     except (ModelError, OpenAIModelError) as error:
         return fail(str(error))
+    except ValueError as error:  # a --host that is not a URL
+        return fail(f"--host {args.host}: {error}")
     identity = info.get("digest") or info.get("base_url")
     print(f"Model: {args.model} (live, {identity})  |  Recording: {args.output}")
     return record_attempt(recorder, info, args.output, args.max_turns, args.deadline, args.isolate)
@@ -213,3 +233,6 @@ if __name__ == "__main__":
     except KeyboardInterrupt:  # before the loop started: nothing worth saving was made
         print("\ninterrupted: nothing was recorded", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
+    except BrokenPipeError:  # the reader stopped reading (`| head`): not worth a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(EXIT_SETUP)

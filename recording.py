@@ -19,8 +19,10 @@ from pathlib import Path
 
 from agent_loop import (
     EVENT_TYPES,
+    INTERRUPTED,
     MODEL_DONE,
     STOP_REASONS,
+    STOPPED,
     TOOL_RESULT,
     TOOL_START,
     conversation_start,
@@ -149,21 +151,29 @@ def _shape_problem(data):
     """What is wrong inside a recording's fields, as "'name' must ...", or None."""
     if not _is_int(data["max_turns"], 1):
         return "'max_turns' must be a positive int"
+    if data["final_tests"] is None and not (
+        data["stop"]["reason"] == INTERRUPTED or data.get("interrupted") is True
+    ):
+        return "'final_tests' may be null only in a recording of an interrupted run"
     for field in ("starting_tests", "final_tests"):
         tests = data[field]
-        if tests is not None and not (
+        if tests is None:
+            continue
+        if not (
             "exit_code" in tests and (tests["exit_code"] is None or _is_int(tests["exit_code"]))
         ):
             return f"'{field}.exit_code' must be an int or null"
+        if not isinstance(tests.get("output"), str):
+            return f"'{field}.output' must be text"
     if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in data["messages"]):
         return "'messages' must be objects with a 'role'"
     for number, event in enumerate(data["events"], 1):
-        if not (isinstance(event, dict) and event.get("type") in EVENT_TYPES):
-            return f"'events[{number}].type' must be one of {', '.join(EVENT_TYPES)}"
-        if not _is_int(event.get("turn"), 1):
-            return f"'events[{number}].turn' must be a positive int"
-        if event["type"] in (TOOL_START, TOOL_RESULT) and not _is_int(event.get("index")):
-            return f"'events[{number}].index' must be an int"
+        problem = _event_problem(event)
+        if problem:
+            return f"'events[{number}]{problem}"
+    events = data["events"]
+    if events and events[-1]["type"] == STOPPED and events[-1] != data["stop"]:
+        return "'stop' must be the last event"
     key = "events" if data.get("api") == "openai" else "chunks"  # raw events are assembled
     for number, saved in enumerate(data["model_calls"], 1):
         where = f"'model_calls[{number}]"
@@ -173,6 +183,26 @@ def _shape_problem(data):
             return f"{where}.request_length' must be an int"
         if saved.get("ended") not in (ENDED_DONE, ENDED_WITHOUT_DONE, ENDED_ERROR, ENDED_CLOSED):
             return f"{where}.ended' must say how the stream ended"
+    return None
+
+
+def _event_problem(event):
+    """What is wrong with one recorded event, as ".field' must ...", or None."""
+    if not (isinstance(event, dict) and event.get("type") in EVENT_TYPES):
+        return f".type' must be one of {', '.join(EVENT_TYPES)}"
+    if not _is_int(event.get("turn"), 1):
+        return ".turn' must be a positive int"
+    if event["type"] in (TOOL_START, TOOL_RESULT):
+        if not _is_int(event.get("index")) or "name" not in event:
+            return ".index' and '.name' are needed on a tool event"
+    if event["type"] == MODEL_DONE and not isinstance(event.get("message"), dict):
+        return ".message' must be an object"
+    if event["type"] == STOPPED and event.get("reason") not in STOP_REASONS:
+        return f".reason' must be one of {', '.join(STOP_REASONS)}"
+    for timing in ("seconds", "first_chunk_seconds"):
+        value = event.get(timing)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            return f".{timing}' must be a number"
     return None
 
 

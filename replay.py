@@ -11,6 +11,7 @@ Not here: a model, the network or the ollama SDK. Timings are shown, never compa
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -56,7 +57,8 @@ def parse_args(argv):
     parser.add_argument(
         "--transcript",
         action="store_true",
-        help="also print each request's messages exactly as the model received them",
+        help="also print every request: its messages as the loop passed them to the adapter "
+        "(for an OpenAI-compatible recording, the exact JSON body)",
     )
     return parser.parse_args(argv)
 
@@ -77,6 +79,30 @@ def assembler(recording):
 
         return chunks_from_events
     return None
+
+
+def print_requests(recording, requests, out):
+    """Each request of the replay, as close to the wire as the recording's API allows."""
+
+    def show(value):
+        print(json.dumps(value, indent=2, ensure_ascii=False), file=out)
+
+    if recording.get("api") == "openai":
+        from openai_model import request_body
+
+        for number, messages in enumerate(requests, 1):
+            print(f"--- request {number}: the body of POST /chat/completions ---", file=out)
+            show(request_body(recording["model"].get("name", "?"), messages, RepoTools.schemas))
+        return
+    print("--- the tool schemas, sent with every request ---", file=out)
+    show(RepoTools.schemas)
+    for number, messages in enumerate(requests, 1):
+        print(
+            f"--- request {number}: {len(messages)} messages, as the loop passed them to the "
+            "adapter (the SDK leaves out empty fields) ---",
+            file=out,
+        )
+        show(messages)
 
 
 def shown(path):
@@ -125,9 +151,7 @@ def replay_one(path, show_requests=False, isolate=False, out=sys.stdout):
     today = final["seconds"] if final else None
     print("\n".join(timeline(events, recording["events"], tests_seconds=today)), file=out)
     if show_requests:
-        for number, request in enumerate(chat.requests, 1):
-            print(f"--- request {number}: {len(request)} messages, as sent ---", file=out)
-            print(json.dumps(request, indent=2, ensure_ascii=False), file=out)
+        print_requests(recording, chat.requests, out)
     recorded_root = recording.get("workdir")
     problems = [event_divergence(expected, events, recorded_root, repo)]
     problems += tool_divergences(expected, events, recorded_root, repo)
@@ -180,3 +204,6 @@ if __name__ == "__main__":
     except KeyboardInterrupt:  # the test process group was killed on the way out
         print("\ninterrupted", file=sys.stderr)
         sys.exit(130)
+    except BrokenPipeError:  # the reader stopped reading (`| head`): not worth a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)

@@ -195,7 +195,7 @@ def test_different_resulting_source_is_a_divergence(tmp_path):
     assert "DIVERGED (1):" in output  # nothing else differs
 
 
-def test_recorder_does_not_count_a_run_that_rewrote_the_test_file(tmp_path):
+def test_recorder_does_not_count_a_run_that_rewrote_the_test_file(tmp_path, capsys):
     # mutation rr_ignore_test_hash: `if not recording["tests_unchanged"]` never true.
     # Model-written code runs under run_tests and replaces the tests with one that passes.
     rewrite = (
@@ -218,7 +218,7 @@ def test_recorder_does_not_count_a_run_that_rewrote_the_test_file(tmp_path):
     assert saved["final_tests"]["exit_code"] == 0  # the rewritten tests pass...
     assert saved["tests_unchanged"] is False
     assert code == record_run.EXIT_FAILED  # ...and the run does not count
-    assert "the test file changed" in out.getvalue()
+    assert "the test file changed" in capsys.readouterr().err
 
 
 def test_model_call_without_an_end_is_refused(tmp_path, capsys):
@@ -231,9 +231,11 @@ def test_model_call_without_an_end_is_refused(tmp_path, capsys):
 
 def test_altered_event_alone_is_a_divergence(tmp_path):
     # mutation no_event_cmp: replay.py skips event_divergence (tools and requests still match).
-    outcome, output = replay(
-        altered(tmp_path, lambda r: r["events"][-1].update(reason="max_turns"))
-    )
+    def change(recording):
+        recording["events"][-1]["reason"] = "max_turns"
+        recording["stop"] = recording["events"][-1]  # kept consistent, or load refuses it
+
+    outcome, output = replay(altered(tmp_path, change))
     assert outcome == DIVERGED
     assert (
         '(model call 5, stopped): reason: expected "max_turns", got "assistant_finished"' in output
@@ -299,14 +301,34 @@ def test_adapter_left_early_hangs_up_so_the_server_stops_sending():
 # --- bugs the mutation pass found (fixed) -----------------------------------------------------
 
 
+def tool_result(recording):
+    return next(e for e in recording["events"] if e["type"] == "tool_result")
+
+
 @pytest.mark.parametrize(
     "change",
     [
         lambda r: r.update(max_turns=0),
         lambda r: r.update(final_tests={}),
+        lambda r: r.update(final_tests=None),  # only an interrupted run may skip them
         lambda r: r.update(events=[1, 2]),
+        lambda r: tool_result(r).pop("name"),
+        lambda r: tool_result(r).update(seconds="x"),
+        lambda r: r["events"][-2].update(seconds="x"),
+        lambda r: r["starting_tests"].update(output=5),
+        lambda r: r["stop"].update(reason="max_turns"),  # disagrees with the last event
     ],
-    ids=["max_turns-0", "final_tests-without-exit_code", "events-not-objects"],
+    ids=[
+        "max_turns-0",
+        "final_tests-without-exit_code",
+        "final_tests-null-not-interrupted",
+        "events-not-objects",
+        "tool-event-without-name",
+        "seconds-not-a-number",
+        "model-done-seconds-not-a-number",
+        "tests-output-not-text",
+        "stop-not-the-last-event",
+    ],
 )
 def test_mistyped_recording_is_refused_not_a_traceback(tmp_path, change, capsys):
     outcome, _ = replay(altered(tmp_path, change))

@@ -105,7 +105,8 @@ def check(seed):
     for number, request in enumerate(chat.requests[1:], 2):
         sent_back = sum(m["role"] == "tool" for m in request)
         assert sent_back == sum(t < number for t, _ in results), "one tool message per result"
-    assert len(tools.ran) <= len(starts), "no tool runs outside a tool_start"
+    results_ok = [e for e in events if e["type"] == TOOL_RESULT and "error" not in e["result"]]
+    assert len(tools.ran) == len(results_ok), "a tool ran exactly when its result says so"
 
 
 def test_loop_invariants_hold_on_thousands_of_random_streams():

@@ -5,7 +5,6 @@ recorder is run as a subprocess through the real SDK against ollama_test_server.
 """
 
 import io
-import json
 import os
 import signal
 import subprocess
@@ -179,7 +178,8 @@ def test_highest_exit_code_applies_across_recordings(tmp_path):
 def test_transcript_prints_each_request_as_the_model_received_it():
     outcome, output = replay(RECORDINGS / "bounded-max-turns-1.json", show_requests=True)
     assert outcome == REPRODUCED
-    assert "--- request 1: 2 messages, as sent ---" in output
+    assert "--- request 1: 2 messages, as the loop passed them to the adapter" in output
+    assert '"additionalProperties": false' in output  # the tool schemas are shown too
     assert '"role": "system"' in output
 
 
@@ -210,8 +210,10 @@ REPAIR_SCRIPT = [
 
 def test_recorder_writes_a_recording_that_replays_to_the_same_outcome(tmp_path):
     output = tmp_path / "live.json"
+    secret = "sk-ollama-secret-4711"  # the SDK sends it to the server; it must not be saved
+    env = {**os.environ, "OLLAMA_API_KEY": secret}
     with OllamaTestServer(REPAIR_SCRIPT) as server:
-        finished = run_cli("record_run.py", "--host", server.host, "--output", output)
+        finished = run_cli("record_run.py", "--host", server.host, "--output", output, env=env)
     assert finished.returncode == 0, finished.stdout + finished.stderr
     assert "Starting tests: 1 failed · 3 passed" in finished.stdout
     assert "turn 2: replace_text" in finished.stdout
@@ -220,7 +222,9 @@ def test_recorder_writes_a_recording_that_replays_to_the_same_outcome(tmp_path):
     assert recording["source"] == "live" and recording["model"]["digest"].startswith("sha256:")
     assert recording["model"]["server_version"] == "0.0.0-test"
     assert [c["request_length"] for c in recording["model_calls"]] == [2, 4, 7]
-    assert not any("OLLAMA" in key for key in json.dumps(recording).split('"'))  # no env values
+    done = [e for e in recording["events"] if e["type"] == "model_done"]
+    assert done[0]["model_counters"]["eval_count"] == 10  # the server's counters are kept
+    assert secret not in output.read_text() and "OLLAMA_API_KEY" not in output.read_text()
     outcome, replayed = replay(output)
     assert outcome == REPRODUCED, replayed
 
@@ -245,6 +249,22 @@ def test_recorder_refuses_to_overwrite_without_force(tmp_path):
     finished = run_cli("record_run.py", "--host", "http://127.0.0.1:9", "--output", output)
     assert finished.returncode == 2 and "--force" in finished.stderr
     assert output.read_text() == "keep me"
+
+
+@pytest.mark.parametrize(
+    "options, expected",
+    [
+        (["--host", "http://[::1"], "error: --host http://[::1:"),
+        (["--api", "openai", "--host", "ftp://x"], "error: --host ftp://x:"),
+        (["--timeout", "0"], "must be a positive number of seconds"),
+        (["--deadline", "-1"], "must be a positive number of seconds"),
+    ],
+)
+def test_recorder_bad_options_exit_2_with_one_line(tmp_path, options, expected):
+    finished = run_cli("record_run.py", *options, "--output", tmp_path / "r.json")
+    assert finished.returncode == 2, finished.stderr
+    assert expected in finished.stderr and "Traceback" not in finished.stderr
+    assert not (tmp_path / "r.json").exists()
 
 
 def test_recorder_refuses_an_output_it_could_not_write_before_running(tmp_path):
@@ -330,11 +350,15 @@ def record_openai(tmp_path):
                      openai.tool_call(1, "{}", name="run_tests"), openai.finish("tool_calls")),
         openai.reply(openai.content("Fixed: "), openai.content("4 passed."), openai.finish()),
     ]  # fmt: skip
+    env = {**os.environ, "OPENAI_API_KEY": "sk-openai-secret-4711"}
     with openai.OpenAITestServer(script) as server:
         options = ["--api", "openai", "--host", server.base_url, "--model", openai.TEST_MODEL]
         options += ["--output", output]
-        finished = run_cli("record_run.py", *options)
+        finished = run_cli("record_run.py", *options, env=env)
+        sent = [request["headers"].get("Authorization") for request in server.requests]
     assert finished.returncode == 0, finished.stdout + finished.stderr
+    assert "Bearer sk-openai-secret-4711" in sent  # the key went to the server...
+    assert "sk-openai-secret-4711" not in output.read_text()  # ...and not into the recording
     return output
 
 
@@ -343,9 +367,11 @@ def test_openai_recording_replays_through_the_adapters_normaliser(tmp_path):
     assert recording["api"] == "openai" and "chunks" not in recording["model_calls"][0]
     raw = recording["model_calls"][0]["events"]
     assert [e["choices"][0]["delta"].get("tool_calls") is not None for e in raw].count(True) == 5
-    outcome, output = replay(tmp_path / "openai.json")
+    outcome, output = replay(tmp_path / "openai.json", show_requests=True)
     assert outcome == REPRODUCED, output
     assert "Independent final tests: 4 passed" in output
+    assert "--- request 2: the body of POST /chat/completions ---" in output
+    assert '"tool_call_id": "t0001c000"' in output  # the wire's own shape, not the loop's
 
 
 def test_openai_altered_argument_fragment_is_a_divergence(tmp_path):

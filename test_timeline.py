@@ -83,6 +83,6 @@ def test_recordings_carry_the_metrics():
     recording = load(RECORDINGS / "repair.json")
     done = [e for e in recording["events"] if e["type"] == MODEL_DONE]
     assert all({"seconds", "first_chunk_seconds", "chunks", "characters"} <= set(e) for e in done)
-    assert done[0]["model_counters"]["eval_count"] == 10
+    assert done[0]["model_counters"] == {}  # scripted: no model, so no counters invented
     assert all("seconds" in e for e in recording["events"] if e["type"] == TOOL_RESULT)
     assert recording["starting_tests"]["seconds"] > 0 and recording["final_tests"]["seconds"] > 0

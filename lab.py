@@ -96,10 +96,41 @@ def script(name):
     return str(given if given.exists() or given.is_absolute() else HERE / given)
 
 
+def lab_paths(args):
+    """`args` with each path that exists only inside the lab made absolute, the way
+    `script` finds a script: `recordings/repair.json` then works from any folder."""
+    return [a if a.startswith("-") or Path(a).exists() or not (HERE / a).exists()
+            else str(HERE / a) for a in args]  # fmt: skip
+
+
+JOBS = ("replay", "test", "run", "lint", "lock")
+HELP_FLAGS = ("-h", "--help")
+
+
+def usage():
+    jobs = __doc__.split("\n\n")[1].rstrip()
+    return (
+        f"usage: python3 lab.py JOB [ARGS ...]\n\njobs:\n{jobs}\n\n"
+        "`replay`, `test` and `run SCRIPT` pass --help on to what they run.\n"
+        "exit codes: those of the job; 2 for an unknown job or a failed set-up"
+    )
+
+
 def main(argv):
-    jobs = ("replay", "test", "run", "lint", "lock")
-    if not argv or argv[0] not in jobs or (argv[0] == "run" and len(argv) < 2):
-        print(__doc__.split("\n\n")[1].rstrip(), file=sys.stderr)
+    # subtle: --help must answer before any job runs: `lock --help` once took "--help"
+    # for an interpreter and rewrote the lock file.
+    if not argv or argv[0] in HELP_FLAGS:
+        print(usage(), file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    if argv[0] not in JOBS:
+        print(f"error: unknown job {argv[0]!r}; choose one of: {', '.join(JOBS)}", file=sys.stderr)
+        return 2
+    if argv[0] in ("lint", "lock", "run") and any(flag in argv[1:2] for flag in HELP_FLAGS):
+        print(usage())
+        return 0
+    if argv[0] == "run" and len(argv) < 2:
+        print("error: `run` needs a script, e.g. python3 lab.py run record_run.py --help",
+              file=sys.stderr)  # fmt: skip
         return 2
     if sys.version_info < (3, 10):  # noqa: UP036 -- this runs on whatever python3 is there
         print("error: the lab needs Python 3.10 or newer", file=sys.stderr)
@@ -119,7 +150,7 @@ def main(argv):
     # subtle: scripts run where the user stands, so their relative paths (a recording,
     # --root, --output) mean what the user meant; only the suite and the linters need HERE.
     if job == "replay":
-        return subprocess.run([python, str(HERE / "replay.py"), *rest]).returncode
+        return subprocess.run([python, str(HERE / "replay.py"), *lab_paths(rest)]).returncode
     if job == "run":
         return subprocess.run([python, script(rest[0]), *rest[1:]]).returncode
     if job == "test":

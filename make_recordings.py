@@ -10,6 +10,7 @@ stand-in server's digest and version are removed, and a description says how it 
 Not a model's output: no model was involved. To record a real attempt, see README.md.
 """
 
+import argparse
 import json
 import subprocess
 import sys
@@ -116,5 +117,10 @@ def make(name, replies, max_turns, description):
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(
+        description="Regenerate the shipped scripted recordings in recordings/ (overwrites "
+        "them) through the real record_run.py, against the local Ollama-protocol test server.",
+        epilog="exit codes: 0 all were written; non-zero if record_run.py failed for one",
+    ).parse_args()
     for shipped in SHIPPED:
         make(*shipped)

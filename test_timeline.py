@@ -56,6 +56,13 @@ def test_replay_timeline_shows_recorded_figures_beside_todays():
     assert "0.01s/1.50s" in lines[1] and "0.30s/0.25s" in lines[1]
 
 
+def test_spans_too_short_to_measure_get_numbers_without_bars():
+    instant = turn(1, 0.0, [0.001], ["read_file"]) + turn(2, 0.002, [0.0], ["run_tests"])
+    lines = timeline(instant, width=100)
+    assert not any(re.search(r"[#.]{4,}", line) for line in lines[1:3]), lines
+    assert "0.00s" in lines[1] and lines[1].endswith("read_file")
+
+
 def test_timeline_is_plain_ascii_text():
     text = "\n".join(timeline(EVENTS, EVENTS, 1.0, width=80))
     assert "\x1b" not in text  # no colour codes, so NO_COLOR and pipes need nothing special

@@ -15,6 +15,8 @@ columns on, every line fits).
 
 import shutil
 
+BARS_FROM = 0.01  # seconds: below this longest span a bar shows noise, not time
+
 from agent_loop import MODEL_DONE, MODEL_START, TOOL_RESULT
 
 
@@ -34,6 +36,8 @@ def per_turn(events):
 
 
 def _bar(seconds, scale, width):
+    if scale < BARS_FROM:
+        return ""  # subtle: full bars for 0.00 s read as "this took all the time"
     filled = round(width * seconds / scale) if scale else 0
     return "#" * min(filled, width) + "." * (width - min(filled, width))
 
@@ -43,6 +47,13 @@ def _figure(seconds, recorded):
         return "  (incomplete)"
     text = f"{seconds:6.2f}s"
     return text if recorded is None else f"{text}/{recorded:.2f}s"
+
+
+def _span(label, seconds, before, scale, width, recorded):
+    """'model ####....   1.52s' (or '... 1.52s/1.40s' beside a recording)."""
+    bar = _bar(seconds or 0.0, scale, width)
+    figure = _figure(seconds, before if recorded else None)
+    return f"{label} {bar} {figure}" if bar else f"{label} {figure}"
 
 
 def timeline(events, recorded=None, tests_seconds=None, width=None):
@@ -61,12 +72,8 @@ def timeline(events, recorded=None, tests_seconds=None, width=None):
     lines = ["Timeline (seconds" + (", today/recorded" if recorded else "") + "):"]
     for number, turn in turns.items():
         old = before.get(number, {})
-        model = f"model {_bar(turn['model'] or 0.0, scale, bar)} " + _figure(
-            turn["model"], old.get("model") if recorded else None
-        )
-        tools = f"tools {_bar(turn['tools'], scale, bar)} " + _figure(
-            turn["tools"], old.get("tools") if recorded else None
-        )
+        model = _span("model", turn["model"], old.get("model"), scale, bar, recorded)
+        tools = _span("tools", turn["tools"], old.get("tools"), scale, bar, recorded)
         called = " ".join(turn["names"])
         if two_lines:
             lines += [f"turn {number:<2} {model}", f"        {tools}  {called}".rstrip()]

@@ -15,9 +15,9 @@ columns on, every line fits).
 
 import shutil
 
-BARS_FROM = 0.01  # seconds: below this longest span a bar shows noise, not time
-
 from agent_loop import MODEL_DONE, MODEL_START, TOOL_RESULT
+
+BARS_FROM = 0.01  # seconds: below this longest span a bar shows noise, not time
 
 
 def per_turn(events):

@@ -3,8 +3,11 @@
 Tests and `make_recordings.py` use it to drive the real `ollama` SDK over real HTTP without
 a model: `POST /api/chat` answers NDJSON (chunked, one JSON object per line, the way
 `ollama serve` does) from a queue of scripted replies, `GET /api/tags` lists the models it
-pretends to have, `GET /api/version` answers a version. Every request body it receives is
-kept, so a test can assert the exact JSON the SDK sent.
+pretends to have, `POST /api/show` tells each one's capabilities, `GET /api/version` answers
+a version. Like Ollama, it refuses a chat request before any stream with HTTP 400 when it
+asks a model for what it lacks: `think: true` without `thinking`, `tools` without `tools`
+(the messages worded as Ollama's server/routes.go words them). Every request body it
+receives is kept, so a test can assert the exact JSON the SDK sent.
 
 Not a model and not Ollama: every chunk it sends was written by hand (see `chunk`). It
 serves only 127.0.0.1 and stops with its context manager.
@@ -18,6 +21,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 TEST_MODEL = "gemma4:e2b"
 # A made-up digest: it marks the stand-in, never a real model's weights.
 STAND_IN_DIGEST = "sha256:" + "0" * 60 + "7e57"
+# What a model can do unless a test says otherwise: as `ollama show` lists it for a model
+# with tools and thinking (gemma4, qwen3). Made up, like the digest.
+DEFAULT_CAPABILITIES = ("completion", "tools", "thinking")
 
 
 def chunk(
@@ -60,10 +66,28 @@ def reply(*lines, status=200, end="done", pause_after_first=0.0, gate=None):
     return {"lines": lines, "status": status, "end": end, "pause": pause_after_first, "gate": gate}
 
 
+def qualified(name):
+    """A model name as Ollama's errors spell it: registry.ollama.ai/library/NAME:TAG."""
+    tag = "" if ":" in name.rsplit("/", 1)[-1] else ":latest"
+    parts = name.count("/")
+    prefix = ("registry.ollama.ai/library/", "registry.ollama.ai/", "")[min(parts, 2)]
+    return f"{prefix}{name}{tag}"
+
+
 class OllamaTestServer:
-    def __init__(self, replies=(), models=((TEST_MODEL, STAND_IN_DIGEST),), version="0.0.0-test"):
+    """`capabilities` maps a model name to what `/api/show` lists for it (None: the field
+    is left out, as servers older than capabilities do); others get DEFAULT_CAPABILITIES."""
+
+    def __init__(
+        self,
+        replies=(),
+        models=((TEST_MODEL, STAND_IN_DIGEST),),
+        version="0.0.0-test",
+        capabilities=None,
+    ):
         self.replies = list(replies)
         self.models = dict(models)
+        self.capabilities = dict(capabilities or {})
         self.version = version
         self.requests = []  # (path, parsed JSON body or None), in arrival order
         self.first_line_sent = []  # time.perf_counter() as each stream's first line is sent
@@ -84,12 +108,30 @@ class OllamaTestServer:
         self._server.shutdown()
         self._server.server_close()
 
+    def model_capabilities(self, name):
+        """The capabilities of model `name` ("x" finds "x:latest"), or KeyError."""
+        for known in (name, f"{name}:latest"):
+            if known in self.models:
+                listed = self.capabilities.get(known, DEFAULT_CAPABILITIES)
+                return None if listed is None else list(listed)
+        raise KeyError(name)
+
     def _next_reply(self, body):
         with self._lock:
             self.requests.append(("/api/chat", body))
-            if body.get("model") not in self.models:
-                message = f'model "{body.get("model")}" not found, try pulling it first'
+            name = body.get("model")
+            try:
+                capabilities = self.model_capabilities(name)
+            except KeyError:
+                message = f'model "{name}" not found, try pulling it first'
                 return reply(message, status=404)
+            # In Ollama's order (server/routes.go ChatHandler): thinking is checked with the
+            # name as asked for, then tools, by the scheduler, with the fully qualified name.
+            known = capabilities is not None  # a server older than capabilities checks nothing
+            if known and body.get("think") is True and "thinking" not in capabilities:
+                return reply(f'"{name}" does not support thinking', status=400)
+            if known and body.get("tools") and "tools" not in capabilities:
+                return reply(f"{qualified(name)} does not support tools", status=400)
             if not self.replies:
                 return reply("the test server has no scripted reply left", status=500)
             return self.replies.pop(0)
@@ -117,6 +159,9 @@ def _handler_for(server):
 
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if self.path == "/api/show":
+                self._show(body)
+                return
             if self.path != "/api/chat":
                 self._send_json(404, {"error": "not found"})
                 return
@@ -144,6 +189,21 @@ def _handler_for(server):
             except (BrokenPipeError, ConnectionResetError):
                 server.hung_up += 1
                 self.close_connection = True  # the client hung up; nothing to tell it
+
+        def _show(self, body):
+            server.requests.append(("/api/show", body))
+            name = body.get("model") or body.get("name")
+            try:
+                capabilities = server.model_capabilities(name)
+            except KeyError:
+                self._send_json(404, {"error": f"model '{name}' not found"})
+                return
+            # subtle: the SDK requires `model_info` (Ollama always sends it, maybe empty).
+            shown = {"modelfile": f"FROM {name}\n", "details": {"format": "gguf"}}
+            shown.update({"model_info": {}, "modified_at": "2026-11-29T00:00:00Z"})
+            if capabilities is not None:
+                shown["capabilities"] = capabilities
+            self._send_json(200, shown)
 
         def _send_chunk(self, data):
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")

@@ -21,6 +21,8 @@ context compaction, parallel tool execution.
 import json
 import time
 
+from text_calls import text_tool_call
+
 SYSTEM_PROMPT = """\
 You are a careful coding assistant working on a small Python repository through tools.
 Work like this: read path_rules.py and tests/test_path_rules.py, run the tests, change
@@ -119,7 +121,11 @@ def _run(chat, tools, messages, max_turns, end, clock):
         yield {"type": MODEL_DONE, "turn": turn, **outcome}
         calls = message.get("tool_calls", [])
         if not calls:
-            yield _stop(turn, ASSISTANT_FINISHED if message["content"].strip() else EMPTY_RESPONSE)
+            stop = _stop(turn, ASSISTANT_FINISHED if message["content"].strip() else EMPTY_RESPONSE)
+            written = text_tool_call(message["content"], tools.schemas)
+            if written:  # a call the model wrote as text: shown to the user, never run
+                stop["text_tool_call"] = written
+            yield stop
             return
         for index, call in enumerate(calls):  # sequentially, in the model's order
             name, arguments = call["function"].get("name"), call["function"].get("arguments")

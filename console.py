@@ -20,6 +20,7 @@ from agent_loop import (
     TOOL_START,
 )
 from repo_tools import count_results
+from text_calls import NOTE as TEXT_CALL_NOTE
 
 
 def test_line(result):
@@ -95,3 +96,5 @@ class Transcript:
         self._print(f"Stop: {stop['reason']} after {calls}")
         if stop.get("error"):
             self._print(f"  model error: {stop['error']}")
+        if stop.get("text_tool_call"):
+            self._print(f"  note: {TEXT_CALL_NOTE.format(name=stop['text_tool_call']['name'])}")

@@ -1,0 +1,156 @@
+"""Calls written as text: spot a tool call that a model wrote into its message instead of making it.
+
+Small models often answer with the call as text, `{"name": "read_file", "arguments": {...}}`
+(bare, in a ``` fence, or inside `<tool_call>…</tool_call>`), or a ```tool_code block such as
+`read_file(path="x")`. The loop sees no tool call and stops with `assistant_finished`, which
+looks like an answer. `text_tool_call(text, schemas)` returns `{"name", "arguments"}` of the
+first such call of an *offered* tool, or None; the loop attaches it to its `stopped` event so
+that the terminal can say why nothing ran.
+
+Not here: running anything (a call found in text is shown, never run), or guessing from prose
+that merely names a tool. The text is untrusted, so the work is bounded: no regular
+expressions, at most MAX_SCAN characters looked at, at most MAX_ATTEMPTS parses of at most
+MAX_SPAN characters each.
+"""
+
+import ast
+import bisect
+import json
+
+MAX_SCAN = 64_000  # characters looked at: the first and the last half of a longer message
+MAX_SPAN = 8_000  # characters one written call may span
+MAX_ATTEMPTS = 64  # JSON objects or tool_code blocks parsed, per message
+NOTE = (
+    "the model wrote a {name} call as text; only calls sent as tool calls run — "
+    "try a model with better tool support, or a lower temperature"
+)
+
+_DECODER = json.JSONDecoder()
+_UNREADABLE = (ValueError, SyntaxError, TypeError, RecursionError, MemoryError)
+
+
+def text_tool_call(text, schemas):
+    """`{"name": ..., "arguments": ...}` of a call of an offered tool written in `text`, or None."""
+    tools = _offered(schemas)
+    if not isinstance(text, str) or not tools:
+        return None
+    half = MAX_SCAN // 2
+    segments = (text,) if len(text) <= MAX_SCAN else (text[:half], text[-half:])
+    budget = [MAX_ATTEMPTS]  # shared by every segment and both forms
+    for segment in segments:
+        found = _json_call(segment, tools, budget) or _tool_code_call(segment, tools, budget)
+        if found:
+            return found
+    return None
+
+
+def _offered(schemas):
+    """{tool name: its parameter names in order} from the schemas the model was sent."""
+    tools = {}
+    for schema in schemas or ():
+        function = schema.get("function") if isinstance(schema, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            properties = (function.get("parameters") or {}).get("properties") or {}
+            tools[function["name"]] = list(properties) if isinstance(properties, dict) else []
+    return tools
+
+
+def _json_call(text, tools, budget):
+    """A JSON object `{"name": <offered tool>, "arguments"|"parameters": ...}` in `text`.
+
+    Fences and <tool_call> tags need no parsing of their own: the object inside them is
+    found like a bare one. Only a `{` with a `"name"` key within MAX_SPAN after it is tried,
+    and a parsed object is skipped whole, so nested braces are never tried again.
+    """
+    names, at = [], text.find('"name"')
+    while at >= 0:  # every "name" key, once: linear in the text
+        names.append(at)
+        at = text.find('"name"', at + 1)
+    start = text.find("{")
+    while start >= 0 and budget[0] > 0:
+        near = bisect.bisect_left(names, start)
+        if near == len(names):
+            return None  # no "name" key after this brace: nothing further can be a call
+        if names[near] - start > MAX_SPAN:
+            start = text.find("{", names[near] - MAX_SPAN)
+            continue
+        budget[0] -= 1
+        try:
+            value, length = _DECODER.raw_decode(text[start : start + MAX_SPAN])
+        except _UNREADABLE:
+            start = text.find("{", start + 1)
+            continue
+        found = _as_call(value, tools)
+        if found:
+            return found
+        start = text.find("{", start + length)
+    return None
+
+
+def _as_call(value, tools):
+    if not isinstance(value, dict) or value.get("name") not in tools:
+        return None
+    arguments = value.get("arguments", value.get("parameters", {}))
+    if isinstance(arguments, str):  # some models write the arguments as a JSON string
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            pass
+    return {"name": value["name"], "arguments": arguments}
+
+
+def _tool_code_call(text, tools, budget):
+    """A call of an offered tool in a ```tool_code block: `read_file(path="x")`, also as
+    `print(read_file(...))` or `default_api.read_file(...)` (Gemma's and Gemini's forms)."""
+    start = text.find("```tool_code")
+    while start >= 0 and budget[0] > 0:
+        body = start + len("```tool_code")
+        end = text.find("```", body, body + MAX_SPAN)
+        code = text[body : end if end >= 0 else body + MAX_SPAN]
+        budget[0] -= 1
+        try:  # subtle: ast only parses; nothing written by the model is ever evaluated
+            statements = ast.parse(code.strip()).body
+        except _UNREADABLE:
+            statements = []
+        for statement in statements:
+            found = _code_call(statement, tools)
+            if found:
+                return found
+        start = text.find("```tool_code", body)
+    return None
+
+
+def _code_call(statement, tools):
+    node = statement.value if isinstance(statement, ast.Expr) else None
+    if _is_call_of(node, ("print",)) and len(node.args) == 1 and not node.keywords:
+        node = node.args[0]
+    if not isinstance(node, ast.Call):
+        return None
+    function = node.func
+    if isinstance(function, ast.Attribute) and _is_name(function.value, ("default_api",)):
+        name = function.attr
+    elif isinstance(function, ast.Name):
+        name = function.id
+    else:
+        return None
+    if name not in tools:
+        return None
+    arguments = dict(zip(tools[name], map(_literal, node.args), strict=False))
+    arguments.update((k.arg, _literal(k.value)) for k in node.keywords if k.arg)
+    return {"name": name, "arguments": arguments}
+
+
+def _is_call_of(node, names):
+    return isinstance(node, ast.Call) and _is_name(node.func, names)
+
+
+def _is_name(node, names):
+    return isinstance(node, ast.Name) and node.id in names
+
+
+def _literal(node):
+    """A literal argument's value; anything else as its source text (never evaluated)."""
+    try:
+        return ast.literal_eval(node)
+    except _UNREADABLE:
+        return ast.unparse(node)

@@ -5,8 +5,9 @@ tool set (`ReadOnlyTools`): the loop does not know what its tools are. `ask.py "
 answers once; `ask.py` alone starts an interactive session whose conversation carries over
 from one question to the next (the loop continues a `history`). The answer streams on
 stdout, each tool call is shown as it happens (`> read_file {"path": ...}`), the model's
-thinking streams on stderr. In a session, Ctrl-C cancels the current answer only; a
-cancelled or failed exchange is left out of the conversation, so it cannot leave it
+thinking streams on stderr. Before the first question the server and the model are checked
+(a model that cannot use tools is refused). In a session, Ctrl-C cancels the current answer
+only; a cancelled or failed exchange is left out of the conversation, so it cannot leave it
 half-written.
 
 Not here: any tool that writes or runs code, saving a session (it lives in memory only),
@@ -35,10 +36,18 @@ from agent_loop import (
     agent_events,
     conversation_start,
 )
-from local_model import DEFAULT_MODEL, LocalModel, default_host
+from local_model import (
+    DEFAULT_MODEL,
+    MAX_TOKENS,
+    THINK_CHOICES,
+    LocalModel,
+    ModelError,
+    default_host,
+)
 from openai_model import DEFAULT_BASE_URL as OPENAI_HOST
-from openai_model import OpenAICompatibleModel
+from openai_model import OpenAICompatibleModel, OpenAIModelError, default_base_url
 from readonly_tools import ReadOnlyTools
+from text_calls import NOTE as TEXT_CALL_NOTE
 
 ASK_PROMPT = """\
 You answer questions about the files in one directory. You have read-only tools:
@@ -70,9 +79,10 @@ output: the answer and the tool calls on stdout, the model's thinking on stderr.
 session: type `exit` or press Ctrl-D to leave; Ctrl-C cancels the current answer
   (that question is then left out of the conversation) and returns to the prompt.
 exit codes (one question): 0 the model answered; 1 the loop stopped for another reason
-  (max_turns, empty_response, incomplete_model_turn); 2 usage error, or the model could
-  not be reached or failed mid-answer (model_error); 130 interrupted with Ctrl-C.
-  A session exits 0 (2 for a usage error)."""
+  (max_turns, empty_response, incomplete_model_turn); 2 usage error, or (checked before
+  the first question) the server cannot be reached, lacks the model, or the model cannot
+  use tools, or the model failed mid-answer (model_error); 130 interrupted with Ctrl-C.
+  A session exits 0 (2 for a usage error, or a server or model that fails that check)."""
 
 
 class UsageParser(argparse.ArgumentParser):
@@ -115,7 +125,7 @@ def parse_args(argv):
         "--host",
         metavar="URL",
         help=f"the server (default: $OLLAMA_HOST or http://127.0.0.1:11434 for ollama, "
-        f"{OPENAI_HOST} for openai)",
+        f"$OPENAI_BASE_URL or {OPENAI_HOST} for openai)",
     )
     parser.add_argument(
         "--model", default=DEFAULT_MODEL, metavar="NAME", help=f"(default: {DEFAULT_MODEL})"
@@ -127,7 +137,25 @@ def parse_args(argv):
         metavar="N",
         help=f"model requests per question at most (default: {MAX_TURNS_DEFAULT})",
     )
+    parser.add_argument(
+        "--think",
+        choices=THINK_CHOICES,
+        default="auto",
+        help="ollama only: auto sends think only to a model whose capabilities list "
+        "`thinking`; off asks such a model not to think; on refuses a model without it "
+        "(default: auto)",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=positive_int,
+        default=MAX_TOKENS,
+        metavar="N",
+        help="output budget of one model turn: Ollama's num_predict, OpenAI's max_tokens "
+        f"(default: {MAX_TOKENS})",
+    )
     args = parser.parse_args(argv)
+    if args.api == "openai" and args.think != "auto":
+        parser.error("--think applies to --api ollama; the OpenAI API has no standard switch")
     if args.question is not None and not args.question.strip():
         parser.error("the question is empty")
     if not Path(args.root).is_dir():
@@ -135,11 +163,20 @@ def parse_args(argv):
     return args
 
 
-def make_chat(api, model, host):
-    if api == "openai":
+def make_chat(args):
+    """The model, checked before the first question: server up, model there, tools usable.
+
+    Raises ModelError/OpenAIModelError saying what to do, or ValueError for a bad --host.
+    """
+    if args.api == "openai":
         # As in record_run.py: a key for servers started with one, sent but never shown.
-        return OpenAICompatibleModel(model, host or OPENAI_HOST, os.environ.get("OPENAI_API_KEY"))
-    return LocalModel(model, host or default_host())
+        key = os.environ.get("OPENAI_API_KEY")
+        chat = OpenAICompatibleModel(args.model, args.host, key, max_tokens=args.max_tokens)
+        chat.describe()
+    else:
+        chat = LocalModel(args.model, args.host, max_tokens=args.max_tokens)
+        chat.describe(args.think)  # sets the think value the requests send
+    return chat
 
 
 class Display:
@@ -177,6 +214,9 @@ class Display:
             self.write(self.out, f"  -> {result_summary(event['result'])}\n")
         elif kind == STOPPED:
             self.end_line()
+            if event.get("text_tool_call"):  # the "answer" was a call nobody ran
+                name = event["text_tool_call"]["name"]
+                self.write(self.err, f"note: {TEXT_CALL_NOTE.format(name=name)}\n")
 
 
 def shorten(value, limit=200):
@@ -264,21 +304,27 @@ def session(chat, tools, max_turns, banner):
 
 def main(argv=None):
     args = parse_args(argv)
+    args.host = args.host or (default_base_url() if args.api == "openai" else default_host())
     tools = ReadOnlyTools(args.root)
     try:
-        chat = make_chat(args.api, args.model, args.host)
+        chat = make_chat(args)
+    except (ModelError, OpenAIModelError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_ERROR
     except ValueError as error:  # a --host that is not a URL
         print(f"error: --host {args.host}: {error}", file=sys.stderr)
         return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     if args.question is not None:
         try:
             return ask_once(chat, tools, args.question, args.max_turns)
         except KeyboardInterrupt:
             print("\ninterrupted", file=sys.stderr)
             return EXIT_INTERRUPTED
-    where = args.host or (OPENAI_HOST if args.api == "openai" else default_host())
     banner = (
-        f"Asking about {tools.root} ({args.model} via {args.api} at {where}); read-only.\n"
+        f"Asking about {tools.root} ({args.model} via {args.api} at {args.host}); read-only.\n"
         "Type `exit` or press Ctrl-D to leave; Ctrl-C cancels an answer."
     )
     return session(chat, tools, args.max_turns, banner)

@@ -1,9 +1,12 @@
 """The Ollama adapter: one model turn as a stream of plain chunk dicts, via the official SDK.
 
 `LocalModel(model, host)` is the `chat(messages, tools)` callable the loop expects. It asks
-Ollama's `POST /api/chat` to stream (with thinking on, the model unloaded afterwards and
-fixed sampling options, so a run is as repeatable as the server allows) and yields each
-chunk as `ChatResponse.model_dump(exclude_none=True)`. Every way the wire can fail is
+Ollama's `POST /api/chat` to stream (thinking as the model allows, the model unloaded
+afterwards and fixed sampling options, so a run is as repeatable as the server allows) and
+yields each chunk as `ChatResponse.model_dump(exclude_none=True)`. Its preflight,
+`describe()`, reads the model's digest and capabilities (`ollama show`): a model without
+`tools` is refused before anything runs, and `think` is sent only to a model with
+`thinking` (Ollama answers HTTP 400 to any other). Every way the wire can fail is
 translated here, once, into a `ModelError` whose text tells the user what to do.
 
 Not here: deciding whether a turn is complete (the loop does that: a stream that simply
@@ -23,17 +26,30 @@ import ollama
 DEFAULT_MODEL = "gemma4:e2b"
 DEFAULT_HOST = "http://127.0.0.1:11434"
 OPTIONS = {"temperature": 0, "seed": 7, "num_ctx": 8192, "num_predict": 2048}
+MAX_TOKENS = OPTIONS["num_predict"]  # the output budget of one model turn, unless told
+THINK_CHOICES = ("auto", "on", "off")  # --think: as the model allows, or forced
 READ_TIMEOUT = 120.0  # seconds without a byte from the server; the SDK's default is no limit
 CONNECT_TIMEOUT = 10.0
 
 # The user-facing messages, defined once; the tests import them.
 CANNOT_CONNECT = "cannot reach Ollama at {host}: is `ollama serve` running there? ({detail})"
-STALLED = "Ollama at {host} sent nothing for {seconds:g} s; the server looks stalled ({detail})"
+STALLED = (
+    "Ollama at {host} sent nothing for {seconds:g} s: it may be stalled, or a slow machine may "
+    "still be reading the prompt; raise --timeout to wait longer ({detail})"
+)
 CONNECTION_CUT = "the connection to Ollama at {host} was cut mid-response ({detail})"
 MODEL_MISSING = "model {model!r} is not available at {host}: run `ollama pull {model}` ({detail})"
 HTTP_ERROR = "Ollama at {host} refused the request (HTTP {status}): {detail}"
 STREAM_ERROR = "Ollama reported an error mid-response: {detail}"
 BAD_RESPONSE = "Ollama at {host} sent a response the SDK could not read ({detail})"
+NO_TOOLS = (
+    "{model} cannot use tools (its capabilities: {capabilities}); "
+    "pick a model that lists `tools` in `ollama show`"
+)
+NO_THINKING = (
+    "{model} cannot think (its capabilities: {capabilities}), so --think on cannot be "
+    "sent; use --think auto, or pick a model that lists `thinking` in `ollama show`"
+)
 
 
 class ModelError(Exception):
@@ -42,6 +58,26 @@ class ModelError(Exception):
 
 def default_host():
     return os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+
+
+def think_value(model, capabilities, setting="auto"):
+    """The `think` to send (True, False, or None: leave it out), or ModelError if the model
+    cannot take part: without `tools` it cannot run the loop at all.
+
+    subtle: Ollama answers HTTP 400 to `think: true` for a model without `thinking`, while a
+    model with it thinks when `think` is left out. `capabilities` None means the server did
+    not say (older versions): nothing is refused, and `think` is sent only when asked for.
+    """
+    if capabilities is None:
+        return {"on": True, "off": False}.get(setting)
+    shown = ", ".join(capabilities) or "none"
+    if "tools" not in capabilities:
+        raise ModelError(NO_TOOLS.format(model=model, capabilities=shown))
+    if "thinking" in capabilities:
+        return setting != "off"
+    if setting == "on":
+        raise ModelError(NO_THINKING.format(model=model, capabilities=shown))
+    return None
 
 
 def base_url(host):
@@ -56,13 +92,19 @@ class LocalModel:
     """`chat(messages, tools)` for a model served by Ollama; yields chunk dicts.
 
     `host` defaults to `$OLLAMA_HOST` when set, else http://127.0.0.1:11434, as Ollama's
-    own clients do; `timeout` is the longest wait for the server's next bytes.
+    own clients do; `timeout` is the longest wait for the server's next bytes; `think` is
+    the value sent (None: not sent), until `describe()` sets it from the capabilities;
+    `max_tokens` is the output budget of one turn (`num_predict`).
     """
 
-    def __init__(self, model=DEFAULT_MODEL, host=None, timeout=READ_TIMEOUT):
+    def __init__(
+        self, model=DEFAULT_MODEL, host=None, timeout=READ_TIMEOUT, think=True, max_tokens=None
+    ):
         self.model = model
         self.host = base_url(host or default_host())
         self.timeout = timeout
+        self.think = think
+        self.options = {**OPTIONS, "num_predict": max_tokens or MAX_TOKENS}
         self.client = ollama.Client(
             host=self.host, timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT)
         )
@@ -75,9 +117,9 @@ class LocalModel:
                 messages=messages,
                 tools=tools,
                 stream=True,
-                think=True,
+                think=self.think,  # None: left out of the request
                 keep_alive=0,
-                options=OPTIONS,
+                options=self.options,
             )
             for chunk in stream:
                 yield chunk.model_dump(exclude_none=True)
@@ -109,10 +151,13 @@ class LocalModel:
             return BAD_RESPONSE.format(**where)
         return f"{type(error).__name__}: {error}"
 
-    def describe(self):
-        """The model's digest and the server's version, or ModelError saying what to do.
+    def describe(self, think="auto"):
+        """The preflight: the model's digest, capabilities and the server's version.
 
-        The recorder calls this first, so that a missing server or model costs nothing.
+        Raises ModelError saying what to do if the server, the model or a capability the
+        run needs is missing. Sets the `think` value the requests will send, from the
+        capabilities and `think` (one of THINK_CHOICES). The recorder and ask.py call this
+        first, so that a missing server, model or capability costs nothing.
         """
         try:
             listed = self.client.list().models
@@ -123,14 +168,20 @@ class LocalModel:
         if not found:
             detail = f"the server lists {len(listed)} model(s)"
             raise ModelError(MODEL_MISSING.format(host=self.host, model=self.model, detail=detail))
+        try:
+            capabilities = self.client.show(self.model).capabilities
+        except Exception as error:
+            raise ModelError(self.explain(error)) from error
+        self.think = think_value(self.model, capabilities, think)
         return {
             "name": self.model,
             "digest": found[0].digest,
             "host": self.host,
             "server_version": self._server_version(),
             "sdk": f"ollama-python {importlib.metadata.version('ollama')}",
-            "options": OPTIONS,
-            "think": True,
+            "capabilities": capabilities,  # None: the server does not tell (older than 0.6.4)
+            "options": self.options,
+            "think": self.think,  # the value sent; None: not sent
             "keep_alive": 0,
         }
 

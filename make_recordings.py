@@ -109,7 +109,7 @@ def make(name, replies, max_turns, description):
     recording = json.loads(output.read_text(encoding="utf-8"))
     recording["source"] = "scripted"
     recording["description"] = description + HOW
-    for stand_in in ("digest", "server_version", "host"):
+    for stand_in in ("digest", "server_version", "host", "capabilities"):
         recording["model"].pop(stand_in, None)
     save(output, recording)
     stop = recording["stop"]["reason"]

@@ -16,12 +16,15 @@ Not here: deciding whether a turn may run its tools (the loop does that from `do
 
 import http.client
 import json
+import os
 from urllib.parse import urlsplit
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"  # llama-server's default port
 # local_model.OPTIONS where the OpenAI API has an equivalent; the context size (num_ctx)
 # is the server's setting here, and thinking has no standard switch.
 SAMPLING = {"temperature": 0, "seed": 7, "max_tokens": 2048}
+# Token counts on a last event: llama-server and Ollama's /v1 send none unless asked.
+STREAM_OPTIONS = {"include_usage": True}
 # The token counts, under the names the loop keeps from Ollama's final chunk.
 USAGE_COUNTERS = {"prompt_eval_count": "prompt_tokens", "eval_count": "completion_tokens"}
 READ_TIMEOUT = 120.0  # seconds without a byte from the server, as in local_model
@@ -32,7 +35,10 @@ CANNOT_CONNECT = (
     "cannot reach an OpenAI-compatible server at {base_url}: is the server running there? "
     "({detail})"
 )
-STALLED = "the server at {base_url} sent nothing for {seconds:g} s; it looks stalled ({detail})"
+STALLED = (
+    "the server at {base_url} sent nothing for {seconds:g} s: it may be stalled, or a slow "
+    "machine may still be reading the prompt; raise --timeout to wait longer ({detail})"
+)
 CONNECTION_CUT = "the connection to {base_url} was cut mid-response ({detail})"
 HTTP_ERROR = "the server at {base_url} refused the request (HTTP {status}): {detail}"
 NOT_FOUND_HINT = " (is {base_url} the API root, usually ending in /v1, and the model served?)"
@@ -47,6 +53,11 @@ MODEL_MISSING = (
 
 class OpenAIModelError(Exception):
     """A model request failed; the message says what went wrong and what to do."""
+
+
+def default_base_url():
+    """`$OPENAI_BASE_URL` when set (the OpenAI SDK's own variable), else llama-server's."""
+    return os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
 
 
 # --- the pure part: events -> chunks, conversation -> request ---------------------------------
@@ -198,6 +209,7 @@ def request_body(model, messages, tools, sampling=SAMPLING):
         else:
             converted.append({"role": role, "content": message.get("content") or ""})
     body = {"model": model, "messages": converted, "stream": True, **sampling}
+    body["stream_options"] = dict(STREAM_OPTIONS)
     if tools:  # an empty list is refused by some servers; no tools means no key
         body["tools"] = list(tools)
     return body
@@ -271,7 +283,9 @@ def _lines(response):
 class OpenAICompatibleModel:
     """`chat(messages, tools)` for a model behind an OpenAI-compatible server; yields chunks."""
 
-    def __init__(self, model, base_url=DEFAULT_BASE_URL, api_key=None, timeout=READ_TIMEOUT):
+    def __init__(
+        self, model, base_url=DEFAULT_BASE_URL, api_key=None, timeout=READ_TIMEOUT, max_tokens=None
+    ):
         url = base_url if "://" in base_url else f"http://{base_url}"
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -280,6 +294,7 @@ class OpenAICompatibleModel:
         self.base_url = url.rstrip("/")
         self.api_key = api_key
         self.timeout = timeout
+        self.sampling = {**SAMPLING, "max_tokens": max_tokens or SAMPLING["max_tokens"]}
         self._parts = parts
 
     def __call__(self, messages, tools):
@@ -296,7 +311,7 @@ class OpenAICompatibleModel:
         The stream must end cleanly: a connection cut even after the `finish_reason` raises,
         because the turn can no longer be shown to be whole.
         """
-        body = json.dumps(request_body(self.model, messages, tools)).encode()
+        body = json.dumps(request_body(self.model, messages, tools, self.sampling)).encode()
         connection = self._connect()
         try:
             headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
@@ -327,7 +342,9 @@ class OpenAICompatibleModel:
     def describe(self):
         """The server's entry for the model (from `GET {base_url}/models`), or the error.
 
-        The recorder calls this first, so that a missing server or model costs nothing.
+        The recorder and ask.py call this first, so that a missing server or model costs
+        nothing. The listing has no standard word on what a model can do (llama-server lists
+        no capabilities), so none are claimed here.
         """
         connection = self._connect()
         try:
@@ -359,7 +376,7 @@ class OpenAICompatibleModel:
             "base_url": self.base_url,
             "server_models": list(entries),
             "server_model": found[0],
-            "options": SAMPLING,
+            "options": self.sampling,
         }
 
     def _connect(self):

@@ -1,6 +1,7 @@
 """CLI: record one live attempt of a local model at repairing the sample repository.
 
-In order: check that the server answers and has the model (reading its digest); copy
+In order: check that the server answers and has the model (reading its digest) and that
+the model can use tools (refusing it otherwise, before anything runs); copy
 `sample_repo/` to a temporary directory and run its tests independently; run the loop,
 printing every step as it happens and keeping every streamed chunk; run the tests
 independently again; save everything to one JSON file that replay.py can check offline.
@@ -19,12 +20,21 @@ from pathlib import Path
 from agent_loop import INTERRUPTED, STOPPED, SYSTEM_PROMPT, TASK, agent_events
 from console import Transcript, test_line
 from isolation import IsolationUnavailable, isolation_prefix
-from local_model import DEFAULT_MODEL, READ_TIMEOUT, LocalModel, ModelError, default_host
+from local_model import (
+    DEFAULT_MODEL,
+    MAX_TOKENS,
+    READ_TIMEOUT,
+    THINK_CHOICES,
+    LocalModel,
+    ModelError,
+    default_host,
+)
 from openai_model import (
     DEFAULT_BASE_URL,
     OpenAICompatibleModel,
     OpenAIModelError,
     chunks_from_events,
+    default_base_url,
 )
 from recording import FORMAT, RECORDINGS, RecordingChat, save, sha256_file, transcript
 from repo_tools import SOURCE_FILE, TEST_FILE, RepoTools, copy_sample, independent_tests
@@ -43,12 +53,31 @@ def positive_seconds(text):
     return value
 
 
+def positive_int(text):
+    value = int(text) if text.strip().isdigit() else 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {text!r}")
+    return value
+
+
+def default_output(model):
+    """recordings/NAME-TIMESTAMP.json; for a model given as a file path, NAME is its stem.
+
+    subtle: the name must never start with "-", or replay.py would take it for an option.
+    """
+    stem = Path(model).stem if Path(model).suffix.lower() in (".gguf", ".bin") else model
+    name = re.sub(r"[^A-Za-z0-9.-]+", "-", stem).lstrip("-.") or "model"
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return RECORDINGS / f"{name}-{stamp}.json"
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         description="Record a live attempt of a local model at repairing sample_repo/, "
         "through Ollama (default) or an OpenAI-compatible server (llama-server, vLLM, LM Studio).",
         epilog="exit codes: 0 the independent final tests pass; 1 they fail (or the test "
-        "file changed); 2 set-up error (server down, model missing, output exists); "
+        "file changed); 2 set-up error (server down, model missing or unable to use tools, "
+        "output exists); "
         "130 interrupted with Ctrl-C (what happened so far is saved)",
     )
     parser.add_argument(
@@ -63,7 +92,23 @@ def parse_args(argv):
         "--host",
         default=None,
         help="server address (default for ollama: $OLLAMA_HOST, else http://127.0.0.1:11434; "
-        f"for openai: {DEFAULT_BASE_URL}, the API root ending in /v1)",
+        f"for openai: $OPENAI_BASE_URL, else {DEFAULT_BASE_URL}, the API root ending in /v1)",
+    )
+    parser.add_argument(
+        "--think",
+        choices=THINK_CHOICES,
+        default="auto",
+        help="ollama only: auto sends think only to a model whose capabilities list "
+        "`thinking`; off asks such a model not to think; on refuses a model without it "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=positive_int,
+        default=MAX_TOKENS,
+        metavar="N",
+        help="output budget of one model turn: Ollama's num_predict, OpenAI's max_tokens "
+        "(default: %(default)s)",
     )
     parser.add_argument(
         "--max-turns", type=int, default=12, help="model requests at most (default: %(default)s)"
@@ -98,11 +143,12 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     if args.max_turns < 1:
         parser.error("--max-turns must be at least 1")
+    if args.api == "openai" and args.think != "auto":
+        parser.error("--think applies to --api ollama; the OpenAI API has no standard switch")
     if args.host is None:
-        args.host = default_host() if args.api == "ollama" else DEFAULT_BASE_URL
+        args.host = default_host() if args.api == "ollama" else default_base_url()
     if args.output is None:
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
-        args.output = RECORDINGS / f"{re.sub(r'[^A-Za-z0-9.-]+', '-', args.model)}-{stamp}.json"
+        args.output = default_output(args.model)
     return args
 
 
@@ -193,12 +239,15 @@ def main(argv=None):
     try:
         if args.api == "openai":
             api_key = os.environ.get("OPENAI_API_KEY")  # sent to the server, never recorded
-            model = OpenAICompatibleModel(args.model, args.host, api_key, args.timeout)
+            model = OpenAICompatibleModel(
+                args.model, args.host, api_key, args.timeout, args.max_tokens
+            )
             recorder = RecordingChat(model.stream_events, assemble=chunks_from_events)
+            info = model.describe()
         else:
-            model = LocalModel(model=args.model, host=args.host, timeout=args.timeout)
+            model = LocalModel(args.model, args.host, args.timeout, max_tokens=args.max_tokens)
             recorder = RecordingChat(model)
-        info = model.describe()
+            info = model.describe(args.think)  # refuses a model without tools, before any run
     except (ModelError, OpenAIModelError) as error:
         return fail(str(error))
     except ValueError as error:  # a --host that is not a URL

@@ -88,11 +88,13 @@ def print_requests(recording, requests, out):
         print(json.dumps(value, indent=2, ensure_ascii=False), file=out)
 
     if recording.get("api") == "openai":
-        from openai_model import request_body
+        from openai_model import SAMPLING, request_body
 
+        name, options = recording["model"].get("name", "?"), recording["model"].get("options")
+        sampling = options if isinstance(options, dict) else SAMPLING  # --max-tokens as recorded
         for number, messages in enumerate(requests, 1):
             print(f"--- request {number}: the body of POST /chat/completions ---", file=out)
-            show(request_body(recording["model"].get("name", "?"), messages, RepoTools.schemas))
+            show(request_body(name, messages, RepoTools.schemas, sampling))
         return
     print("--- the tool schemas, sent with every request ---", file=out)
     show(RepoTools.schemas)

@@ -1,0 +1,404 @@
+"""Offline tests of the models learners actually have: capabilities, calls written as text, limits.
+
+A real Ollama refuses `think: true` for a model without `thinking` and `tools` for a model
+without `tools` (HTTP 400). These tests drive record_run.py and ask.py as subprocesses through
+the real SDK against ollama_test_server.py, which answers per-model capabilities and those two
+400s as Ollama words them, and against openai_test_server.py for the second wire. The text-call
+detector is also tested directly, on each written form, on prose, and on hostile text.
+"""
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import ollama
+import pytest
+
+import openai_test_server as openai
+import record_run
+from agent_loop import ASSISTANT_FINISHED, STOPPED, TASK, agent_events
+from ask import ASK_PROMPT
+from local_model import OPTIONS, LocalModel
+from ollama_test_server import OllamaTestServer, call, chunk, reply
+from readonly_tools import ReadOnlyTools
+from recording import load, save
+from replay import DIVERGED, REPRODUCED, replay_one
+from repo_tools import RepoTools, copy_sample
+from scripted_model import ScriptedChat
+from text_calls import MAX_SCAN, text_tool_call
+
+HERE = Path(__file__).resolve().parent
+NO_THINKING = "qwen2.5-coder:0.5b"
+NO_TOOLS = "gemma3:270m"
+CAPABILITIES = {NO_THINKING: ["completion", "tools", "insert"], NO_TOOLS: ["completion"]}
+MODELS = [(name, "sha256:" + "1" * 64) for name in ("gemma4:e2b", NO_THINKING, NO_TOOLS)]
+
+# A short attempt: read the code, then a final message; the final tests still fail.
+READ_THEN_ANSWER = [
+    reply(chunk(tool_calls=[call("read_file", path="path_rules.py")]), chunk(done=True)),
+    reply(chunk("The split ignores backslashes."), chunk(done=True)),
+]
+WRITTEN_CALL = '```json\n{"name": "read_file", "arguments": {"path": "tests/x.py"}}\n```'
+NOTE = "the model wrote a read_file call as text; only calls sent as tool calls run"
+FULL_NOTE = NOTE + " — try a model with better tool support, or a lower temperature"
+
+
+def server(script=(), **options):
+    return OllamaTestServer(script, models=MODELS, capabilities=CAPABILITIES, **options)
+
+
+def run_cli(*args, env=None, stdin=""):
+    command = [sys.executable, str(HERE / args[0]), *map(str, args[1:])]
+    return subprocess.run(
+        command, capture_output=True, text=True, cwd=HERE, env=env, input=stdin, timeout=120
+    )
+
+
+def record(tmp_path, host, *options, script_env=None):
+    output = tmp_path / "live.json"
+    finished = run_cli(
+        "record_run.py", "--host", host, "--output", output, *options, env=script_env
+    )
+    return finished, output
+
+
+def replay(path):
+    out = io.StringIO()
+    return replay_one(path, out=out), out.getvalue()
+
+
+# --- the stand-in answers as Ollama does ------------------------------------------------------
+
+
+def test_stand_in_refuses_think_and_tools_with_ollamas_exact_400s():
+    with server() as stand_in:
+        client = ollama.Client(host=stand_in.host)
+        assert client.show(NO_THINKING).capabilities == CAPABILITIES[NO_THINKING]
+        with pytest.raises(ollama.ResponseError) as thinking:
+            client.chat(model=NO_THINKING, messages=[{"role": "user", "content": "hi"}], think=True)
+        tools = [RepoTools.schemas[0]]
+        with pytest.raises(ollama.ResponseError) as no_tools:
+            client.chat(model=NO_TOOLS, messages=[{"role": "user", "content": "hi"}], tools=tools)
+    assert thinking.value.status_code == 400
+    assert thinking.value.error == '"qwen2.5-coder:0.5b" does not support thinking'
+    assert no_tools.value.status_code == 400
+    assert no_tools.value.error == "registry.ollama.ai/library/gemma3:270m does not support tools"
+
+
+# --- record_run.py: preflight by capabilities -------------------------------------------------
+
+
+def test_thinking_model_is_asked_to_think_and_the_recording_keeps_its_capabilities(tmp_path):
+    with server(READ_THEN_ANSWER) as stand_in:
+        finished, output = record(tmp_path, stand_in.host)
+    assert finished.returncode == 1, finished.stdout + finished.stderr
+    assert [body["think"] for body in stand_in.chat_bodies()] == [True, True]
+    model = load(output)["model"]
+    assert model["capabilities"] == ["completion", "tools", "thinking"]
+    assert model["think"] is True
+
+
+def test_model_without_thinking_records_and_replays_without_think(tmp_path):
+    with server(READ_THEN_ANSWER) as stand_in:
+        finished, output = record(tmp_path, stand_in.host, "--model", NO_THINKING)
+    assert finished.returncode == 1, finished.stdout + finished.stderr
+    assert "Independent final tests: 1 failed · 3 passed" in finished.stdout
+    first = stand_in.chat_bodies()[0]
+    recording = load(output)
+    # The exact request: no `think` at all (Ollama would answer 400 to `think: true`).
+    tools = first.pop("tools")  # as the SDK re-serialises the schemas
+    assert first == {
+        "model": NO_THINKING,
+        "messages": recording["messages"][:2],
+        "stream": True,
+        "options": OPTIONS,
+        "keep_alive": 0,
+    }
+    assert [tool["function"]["name"] for tool in tools] == [
+        s["function"]["name"] for s in RepoTools.schemas
+    ]
+    assert recording["model"]["think"] is None
+    assert recording["model"]["capabilities"] == CAPABILITIES[NO_THINKING]
+    outcome, replayed = replay(output)
+    assert outcome == REPRODUCED, replayed
+
+
+def test_model_without_tools_is_refused_before_the_starting_tests(tmp_path):
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    output = tmp_path / "none.json"
+    with server(READ_THEN_ANSWER) as stand_in:
+        options = ["--host", stand_in.host, "--model", NO_TOOLS, "--output", output]
+        finished = run_cli("record_run.py", *options, env=env)
+    assert finished.returncode == 2
+    assert finished.stderr == (
+        "error: gemma3:270m cannot use tools (its capabilities: completion); "
+        "pick a model that lists `tools` in `ollama show`\n"
+    )
+    assert "Starting tests" not in finished.stdout
+    assert stand_in.chat_bodies() == []
+    assert sorted(tmp_path.iterdir()) == []  # no recording, no temporary copy
+
+
+def test_think_off_sends_think_false_to_a_thinking_model(tmp_path):
+    with server(READ_THEN_ANSWER) as stand_in:
+        finished, output = record(tmp_path, stand_in.host, "--think", "off")
+    assert finished.returncode == 1, finished.stderr
+    assert [body["think"] for body in stand_in.chat_bodies()] == [False, False]
+    assert load(output)["model"]["think"] is False
+
+
+def test_think_on_for_a_model_without_thinking_is_refused_at_preflight(tmp_path):
+    with server(READ_THEN_ANSWER) as stand_in:
+        finished, output = record(tmp_path, stand_in.host, "--model", NO_THINKING, "--think", "on")
+    assert finished.returncode == 2
+    assert finished.stderr.startswith("error: qwen2.5-coder:0.5b cannot think (its capabilities:")
+    assert finished.stderr.count("\n") == 1 and "Traceback" not in finished.stderr
+    assert stand_in.chat_bodies() == [] and not output.exists()
+
+
+def test_server_without_capabilities_refuses_nothing_and_sends_no_think(tmp_path):
+    # Ollama before capabilities existed: `show` has none; the run goes on without `think`.
+    with OllamaTestServer(READ_THEN_ANSWER, capabilities={"gemma4:e2b": None}) as stand_in:
+        finished, output = record(tmp_path, stand_in.host)
+    assert finished.returncode == 1, finished.stderr
+    assert all("think" not in body for body in stand_in.chat_bodies())
+    assert load(output)["model"]["capabilities"] is None
+
+
+def test_max_tokens_is_sent_as_num_predict_and_recorded(tmp_path):
+    with server(READ_THEN_ANSWER) as stand_in:
+        finished, output = record(tmp_path, stand_in.host, "--max-tokens", "64")
+    assert finished.returncode == 1, finished.stderr
+    assert {body["options"]["num_predict"] for body in stand_in.chat_bodies()} == {64}
+    assert load(output)["model"]["options"]["num_predict"] == 64
+
+
+def test_model_given_as_a_path_is_named_after_its_stem():
+    # llama-server lists a model by its file path; replay.py must not take the name for an option.
+    for model in ("/models/qwen2.5-coder-0.5b.gguf", "-x.gguf", "--weird", "hf.co/a/b:Q4"):
+        name = record_run.parse_args([f"--model={model}"]).output.name
+        assert not name.startswith(("-", ".")) and "/" not in name, name
+    named = record_run.parse_args(["--model", "/models/qwen.gguf"]).output
+    assert named.parent == record_run.RECORDINGS and named.name.startswith("qwen-")
+
+
+# --- calls written as text ----------------------------------------------------------------------
+
+READ = {"name": "read_file", "arguments": {"path": "path_rules.py"}}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "read_file", "arguments": {"path": "path_rules.py"}}',
+        'Let me look.\n```json\n{"name": "read_file", "arguments": {"path": "path_rules.py"}}\n```',
+        '```\n{"name": "read_file", "parameters": {"path": "path_rules.py"}}\n```',
+        '<tool_call>\n{"name": "read_file", "arguments": {"path": "path_rules.py"}}\n</tool_call>',
+        '{"name": "read_file", "arguments": "{\\"path\\": \\"path_rules.py\\"}"}',
+        '```tool_code\nread_file(path="path_rules.py")\n```',
+        '```tool_code\nprint(default_api.read_file(path="path_rules.py"))\n```',
+        '```tool_code\nread_file("path_rules.py")\n```',  # positional, by the schema's order
+    ],
+)
+def test_each_written_form_of_an_offered_call_is_found(text):
+    assert text_tool_call(text, RepoTools.schemas) == READ
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I will use read_file on path_rules.py, then run_tests.",
+        'The config is {"name": "ci", "arguments": []}.',  # a JSON object, but no offered tool
+        '{"name": "delete_repo", "arguments": {}}',  # a tool nobody offered
+        '```python\nread_file(path="path_rules.py")\n```',  # code, not a tool_code block
+        '```tool_code\nos.read_file(path="x")\n```',  # a method of something else
+        "read_file(path='path_rules.py')",  # a call shape in prose, outside any block
+    ],
+)
+def test_prose_and_other_json_are_not_flagged(text):
+    assert text_tool_call(text, RepoTools.schemas) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{" * 300_000,
+        '{"name": ' * 100_000,
+        "[" * 300_000 + '{"name": "read_file"}',
+        '{"name": "read_file", "arguments": ' + "[" * 5000 + "]" * 5000 + "}",
+        "```tool_code\n" + "(" * 5000 + "```" + "```tool_code\n" * 10_000,
+        '{"a": "' + "\\u00e9" * 100_000 + '", "name": "read_file"}' * 3,
+    ],
+)
+def test_hostile_text_is_refused_within_bounded_work(text):
+    # The hang guard is the subprocess timeout; a quadratic scan of this text would not end.
+    code = "import sys, text_calls, repo_tools;"
+    code += "print(text_calls.text_tool_call(sys.stdin.read(), repo_tools.RepoTools.schemas))"
+    finished = subprocess.run(
+        [sys.executable, "-c", code], input=text, capture_output=True, text=True, cwd=HERE,
+        timeout=60,
+    )  # fmt: skip
+    assert finished.returncode == 0, finished.stderr[-500:]
+    assert finished.stdout.strip() in ("None", str({"name": "read_file", "arguments": {}}))
+
+
+def test_a_call_after_a_long_message_is_still_found_at_its_end():
+    text = "x" * (3 * MAX_SCAN) + '{"name": "run_tests", "arguments": {}}'
+    assert text_tool_call(text, RepoTools.schemas) == {"name": "run_tests", "arguments": {}}
+
+
+def test_loop_flags_a_written_call_and_runs_nothing_from_text(tmp_path):
+    repo = copy_sample(tmp_path)
+    chat = ScriptedChat([[{"message": {"content": WRITTEN_CALL}, "done": True}]])
+    events = list(agent_events(chat, RepoTools(repo), TASK))
+    assert [e["type"] for e in events][-1] == STOPPED
+    assert events[-1]["reason"] == ASSISTANT_FINISHED
+    assert events[-1]["text_tool_call"] == {
+        "name": "read_file",
+        "arguments": {"path": "tests/x.py"},
+    }
+    assert not any(e["type"] == "tool_start" for e in events)
+
+
+def test_recorded_written_call_is_shown_and_replayed(tmp_path):
+    script = [READ_THEN_ANSWER[0], reply(chunk(WRITTEN_CALL), chunk(done=True))]
+    with server(script) as stand_in:
+        finished, output = record(tmp_path, stand_in.host)
+    assert finished.returncode == 1, finished.stderr
+    lines = finished.stdout.splitlines()
+    stop = next(n for n, line in enumerate(lines) if line.startswith("Stop: assistant_finished"))
+    assert lines[stop + 1] == f"  note: {FULL_NOTE}"  # said once, right after the stop
+    recording = load(output)
+    assert recording["stop"]["text_tool_call"]["name"] == "read_file"
+    outcome, replayed = replay(output)
+    assert outcome == REPRODUCED, replayed
+    assert NOTE in replayed
+    # Replay recomputes the flag: a recording without it no longer matches.
+    del recording["stop"]["text_tool_call"], recording["events"][-1]["text_tool_call"]
+    save(output, recording)
+    outcome, replayed = replay(output)
+    assert outcome == DIVERGED and "text_tool_call" in replayed
+
+
+# --- ask.py: the same preflight, before the first question ------------------------------------
+
+
+def test_ask_session_with_no_server_exits_2_before_the_prompt(tmp_path, unused_port):
+    host = f"http://127.0.0.1:{unused_port}"
+    finished = run_cli("ask.py", "--root", tmp_path, "--host", host, stdin="Hello?\n")
+    assert finished.returncode == 2
+    assert finished.stdout == ""  # no banner, no prompt
+    assert finished.stderr.startswith(f"error: cannot reach Ollama at {host}")
+    assert finished.stderr.count("\n") == 1
+
+
+def test_ask_refuses_a_model_without_tools_before_asking_anything(tmp_path):
+    with server([reply(chunk("Hi.", done=True))]) as stand_in:
+        options = ["--root", tmp_path, "--host", stand_in.host, "--model", NO_TOOLS]
+        one_shot = run_cli("ask.py", *options, "Hello?")
+        in_session = run_cli("ask.py", *options, stdin="Hello?\n")
+    for finished in (one_shot, in_session):
+        assert finished.returncode == 2 and finished.stdout == ""
+        assert finished.stderr.startswith("error: gemma3:270m cannot use tools")
+    assert stand_in.chat_bodies() == []
+
+
+def test_ask_sends_no_think_to_a_model_without_thinking_and_notes_a_written_call(tmp_path):
+    with server([reply(chunk(WRITTEN_CALL), chunk(done=True))]) as stand_in:
+        options = ["--root", tmp_path, "--host", stand_in.host, "--model", NO_THINKING]
+        finished = run_cli("ask.py", *options, "--max-tokens", "99", "What is here?")
+    assert finished.returncode == 0, finished.stderr
+    (body,) = stand_in.chat_bodies()
+    assert "think" not in body and body["options"]["num_predict"] == 99
+    assert body["messages"][0] == {"role": "system", "content": ASK_PROMPT}
+    assert finished.stderr == f"note: {FULL_NOTE}\n"
+
+
+def test_ask_openai_refuses_a_model_the_server_does_not_list(tmp_path):
+    with openai.OpenAITestServer([openai.reply(openai.content("Hi"), openai.finish())]) as srv:
+        options = ["--api", "openai", "--root", tmp_path, "--host", srv.base_url]
+        one_shot = run_cli("ask.py", *options, "Hello?")  # the default model, not served
+        in_session = run_cli("ask.py", *options, stdin="Hello?\n")
+    for finished in (one_shot, in_session):
+        assert finished.returncode == 2 and finished.stdout == ""
+        assert "is not served at" in finished.stderr and "test-model" in finished.stderr
+        assert finished.stderr.count("\n") == 1
+    assert srv.chat_bodies() == []
+
+
+def test_think_is_refused_for_the_openai_wire(tmp_path):
+    for command in (["record_run.py"], ["ask.py", "q"]):
+        finished = run_cli(*command, "--api", "openai", "--think", "off")
+        assert finished.returncode == 2 and "--think applies to --api ollama" in finished.stderr
+
+
+# --- the OpenAI wire: default host, output budget, token counts -------------------------------
+
+
+def test_openai_base_url_is_the_default_host_of_both_clis(tmp_path):
+    script = [openai.reply(openai.content("Short."), openai.finish())] * 2
+    with openai.OpenAITestServer(script) as srv:
+        env = {**os.environ, "OPENAI_BASE_URL": srv.base_url}
+        options = ["--api", "openai", "--model", openai.TEST_MODEL]
+        recorded = run_cli("record_run.py", *options, "--output", tmp_path / "r.json", env=env)
+        asked = run_cli("ask.py", *options, "--root", tmp_path, "Hello?", env=env)
+    assert recorded.returncode == 1, recorded.stderr  # answered; the final tests still fail
+    assert load(tmp_path / "r.json")["model"]["base_url"] == srv.base_url
+    assert asked.returncode == 0 and asked.stdout.strip() == "Short.", asked.stderr
+    assert len(srv.chat_bodies()) == 2
+    for script in ("record_run.py", "ask.py"):
+        assert "$OPENAI_BASE_URL" in run_cli(script, "--help").stdout
+
+
+def test_openai_requests_carry_max_tokens_and_ask_for_usage(tmp_path):
+    usage = {"choices": [], "usage": {"prompt_tokens": 50, "completion_tokens": 3}}
+    script = [openai.reply(openai.content("Short."), openai.finish(), usage)] * 2
+    with openai.OpenAITestServer(script) as srv:
+        options = ["--api", "openai", "--host", srv.base_url, "--model", openai.TEST_MODEL]
+        options += ["--max-tokens", "77"]
+        run_cli("record_run.py", *options, "--output", tmp_path / "r.json")
+        asked = run_cli("ask.py", *options, "--root", tmp_path, "Hello?")
+    assert asked.returncode == 0, asked.stderr
+    for body in srv.chat_bodies():
+        assert body["max_tokens"] == 77 and body["stream_options"] == {"include_usage": True}
+    recording = load(tmp_path / "r.json")
+    assert recording["model"]["options"]["max_tokens"] == 77
+    done = [e for e in recording["events"] if e["type"] == "model_done"]
+    assert done[0]["model_counters"] == {"prompt_eval_count": 50, "eval_count": 3}
+    outcome, replayed = replay(tmp_path / "r.json")
+    assert outcome == REPRODUCED, replayed
+
+
+def test_ask_tool_set_is_offered_to_the_detector():
+    # ask.py's tools differ from the repair tools: a written `search` call is one of them.
+    text = '<tool_call>{"name": "search", "arguments": {"pattern": "TODO"}}</tool_call>'
+    assert text_tool_call(text, ReadOnlyTools.schemas)["name"] == "search"
+    assert text_tool_call(text, RepoTools.schemas) is None
+
+
+# --- a slow machine -----------------------------------------------------------------------------
+
+
+def test_stalled_message_says_the_prompt_may_still_be_read_and_to_raise_timeout(repo_copy):
+    script = [reply(chunk("Thinking"), chunk(" more", done=True), pause_after_first=2)]
+    with OllamaTestServer(script) as stand_in:
+        chat = LocalModel(host=stand_in.host, timeout=0.3)
+        events = list(agent_events(chat, RepoTools(repo_copy), TASK))
+    stalled = [openai.reply(openai.content("a"), openai.finish(), pause_after_first=2)]
+    with openai.OpenAITestServer(stalled) as srv:
+        from openai_model import OpenAICompatibleModel
+
+        chat = OpenAICompatibleModel(openai.TEST_MODEL, srv.base_url, timeout=0.3)
+        events += list(agent_events(chat, RepoTools(repo_copy), TASK))
+    errors = [e["error"] for e in events if e["type"] == STOPPED]
+    assert len(errors) == 2
+    for error in errors:
+        assert "sent nothing for 0.3 s" in error
+        assert "still be reading the prompt" in error and "raise --timeout" in error
+
+
+@pytest.fixture
+def repo_copy(tmp_path):
+    return copy_sample(tmp_path)

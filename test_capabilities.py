@@ -64,9 +64,9 @@ def record(tmp_path, host, *options, script_env=None):
     return finished, output
 
 
-def replay(path):
+def replay(path, **options):
     out = io.StringIO()
-    return replay_one(path, out=out), out.getvalue()
+    return replay_one(path, out=out, **options), out.getvalue()
 
 
 # --- the stand-in answers as Ollama does ------------------------------------------------------
@@ -214,6 +214,7 @@ def test_each_written_form_of_an_offered_call_is_found(text):
         '{"name": "delete_repo", "arguments": {}}',  # a tool nobody offered
         '```python\nread_file(path="path_rules.py")\n```',  # code, not a tool_code block
         '```tool_code\nos.read_file(path="x")\n```',  # a method of something else
+        '```tool_code\ndelete_repo(path="x")\n```',  # a function nobody offered
         "read_file(path='path_rules.py')",  # a call shape in prose, outside any block
     ],
 )
@@ -367,8 +368,10 @@ def test_openai_requests_carry_max_tokens_and_ask_for_usage(tmp_path):
     assert recording["model"]["options"]["max_tokens"] == 77
     done = [e for e in recording["events"] if e["type"] == "model_done"]
     assert done[0]["model_counters"] == {"prompt_eval_count": 50, "eval_count": 3}
-    outcome, replayed = replay(tmp_path / "r.json")
+    outcome, replayed = replay(tmp_path / "r.json", show_requests=True)
     assert outcome == REPRODUCED, replayed
+    assert '"max_tokens": 77' in replayed  # the bodies shown are the ones that were sent
+    assert '"include_usage": true' in replayed
 
 
 def test_ask_tool_set_is_offered_to_the_detector():

@@ -56,12 +56,9 @@ def run_cli(*args, env=None, stdin=""):
     )
 
 
-def record(tmp_path, host, *options, script_env=None):
+def record(tmp_path, host, *options):
     output = tmp_path / "live.json"
-    finished = run_cli(
-        "record_run.py", "--host", host, "--output", output, *options, env=script_env
-    )
-    return finished, output
+    return run_cli("record_run.py", "--host", host, "--output", output, *options), output
 
 
 def replay(path, **options):

@@ -14,6 +14,8 @@ lab tools take is a string.
 
 import json
 
+from redact import redact
+
 
 class ToolError(Exception):
     """A tool could not do what was asked; the message is written for the model."""
@@ -88,6 +90,10 @@ class ToolBox:
         raise NotImplementedError
 
     def invoke(self, name, arguments):
+        """`_invoke`, with the harness's secrets redacted: every tool result passes here."""
+        return redact(self._invoke(name, arguments))
+
+    def _invoke(self, name, arguments):
         """Run one requested call; always return a JSON-ready dict, never raise ToolError."""
         table = self.handlers()
         offered = ", ".join(schema["function"]["name"] for schema in self.schemas)

@@ -1,0 +1,47 @@
+"""Redaction: the harness's own secrets taken out of what a tool returns.
+
+`redact(value)` returns `value` (text, or JSON-ready dicts and lists of it) with the value
+of every secret-looking variable of the harness's environment replaced by `[redacted]`:
+names containing KEY, TOKEN, SECRET or PASSWORD, and OPENAI_API_KEY and OLLAMA_API_KEY by
+name. Tool results pass through it before they reach the conversation, the terminal or a
+recording, and so do the independent test runs.
+
+A second line of defence, not the first: it catches a value copied verbatim, not one the
+edited code encoded (base64, reversed, split in two). Keeping the secrets out of the tests'
+reach (a minimal environment, bubblewrap's PID namespace) is the real fix.
+"""
+
+import os
+
+SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+SECRET_NAMES = ("OPENAI_API_KEY", "OLLAMA_API_KEY")
+# subtle: shorter values ("1", "true", "yes") would blank out ordinary words everywhere, and
+# a secret that short is guessed faster than it is leaked.
+SHORTEST_SECRET = 8
+REDACTED = "[redacted]"
+
+
+def secret_values(environ=None):
+    """The values to redact, longest first (one secret may contain another)."""
+    environ = os.environ if environ is None else environ
+    found = {
+        value
+        for name, value in environ.items()
+        if (name in SECRET_NAMES or any(word in name.upper() for word in SECRET_WORDS))
+        and len(value) >= SHORTEST_SECRET
+    }
+    return sorted(found, key=len, reverse=True)
+
+
+def redact(value, secrets=None):
+    """`value` with every secret replaced by `[redacted]`, in text, dicts and lists alike."""
+    secrets = secret_values() if secrets is None else secrets
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, dict):
+        return {key: redact(item, secrets) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redact(item, secrets) for item in value]
+    return value

@@ -35,6 +35,7 @@ from pathlib import Path
 import ollama
 
 from agent_loop import TASK, TEXT_DELTA, agent_events, conversation_start
+from isolation import isolation_kind, isolation_prefix
 from local_model import OPTIONS, LocalModel
 from ollama_test_server import OllamaTestServer, chunk, reply
 from repo_tools import PYTEST_COMMAND, RepoTools, copy_sample, minimal_env
@@ -170,8 +171,10 @@ def replay_cost(repeats):
         with tempfile.TemporaryDirectory() as scratch:
             root = copy_sample(scratch)
             (root / "path_rules.py").write_text(recording_source)
+            # isolated as replay's runs are by default, so both sides pay for bubblewrap
+            prefix = isolation_prefix(isolation_kind(), (root.resolve(),))
             for _ in range(2):  # run_tests, then the independent final run
-                command = [sys.executable, *PYTEST_COMMAND]
+                command = [*prefix, sys.executable, *PYTEST_COMMAND]
                 env = minimal_env()
                 subprocess.run(command, cwd=root, env=env, capture_output=True, check=True)
 

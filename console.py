@@ -19,19 +19,22 @@ from agent_loop import (
     TOOL_RESULT,
     TOOL_START,
 )
-from repo_tools import count_results
+from repo_tools import PASSED, TESTS_FAILED
 from text_calls import NOTE as TEXT_CALL_NOTE
 
 
 def test_line(result):
-    """'1 failed · 3 passed' for an independent test run or a run_tests result."""
+    """'1 failed · 3 passed' for a test run whose tests ran; else the verdict's reason.
+
+    An exit code of 0 without the tests having run reads as what it is: a failed verdict.
+    """
     if result is None:
         return "not run"
-    if result.get("exit_code") is None:
-        return "timed out"
-    counts = count_results(result.get("output", ""))
-    parts = [f"{n} {word}" for word, n in counts.items() if n]
-    return " · ".join(parts) or f"exit code {result['exit_code']}"
+    counts = " · ".join(f"{result[k]} {k}" for k in ("failed", "passed", "errors") if result.get(k))
+    if result.get("verdict") == PASSED or result.get("reason") == TESTS_FAILED:
+        return counts
+    reason = f"failed: {result.get('reason', 'no verdict')}"
+    return f"{reason} ({counts})" if counts else reason
 
 
 def plural(count, noun):

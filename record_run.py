@@ -6,7 +6,10 @@ the model can use tools (refusing it otherwise, before anything runs); copy
 printing every step as it happens and keeping every streamed chunk; run the tests
 independently again; save everything to one JSON file that replay.py can check offline.
 
-Not here: judging the model. The exit code reports the independent final tests only.
+The test runs are isolated by default (isolation.py); `--no-isolate` runs them with your
+permissions.
+
+Not here: judging the model. The exit code reports the independent final tests' verdict only.
 """
 
 import argparse
@@ -19,7 +22,7 @@ from pathlib import Path
 
 from agent_loop import INTERRUPTED, STOPPED, SYSTEM_PROMPT, TASK, agent_events
 from console import Transcript, test_line
-from isolation import IsolationUnavailable, isolation_prefix
+from isolation import chosen, notice
 from local_model import (
     DEFAULT_MODEL,
     MAX_TOKENS,
@@ -37,7 +40,16 @@ from openai_model import (
     default_base_url,
 )
 from recording import FORMAT, RECORDINGS, RecordingChat, save, sha256_file, transcript
-from repo_tools import SOURCE_FILE, TEST_FILE, RepoTools, copy_sample, independent_tests
+from repo_tools import (
+    PASSED,
+    SOURCE_FILE,
+    TEST_FILE,
+    RepoTools,
+    copy_sample,
+    final_source,
+    independent_tests,
+    tests_unchanged,
+)
 from timeline import timeline
 
 EXIT_PASSED, EXIT_FAILED, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -75,8 +87,9 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(
         description="Record a live attempt of a local model at repairing sample_repo/, "
         "through Ollama (default) or an OpenAI-compatible server (llama-server, vLLM, LM Studio).",
-        epilog="exit codes: 0 the independent final tests pass; 1 they fail (or the test "
-        "file changed); 2 set-up error (server down, model missing or unable to use tools, "
+        epilog="exit codes: 0 the independent final tests pass (every test of the unchanged "
+        "test file ran and passed); 1 they fail, or did not run (an exit code of 0 alone is "
+        "not a pass); 2 set-up error (server down, model missing or unable to use tools, "
         "output exists); "
         "130 interrupted with Ctrl-C (what happened so far is saved)",
     )
@@ -134,12 +147,18 @@ def parse_args(argv):
         help="recording to write (default: a new file recordings/MODEL-TIMESTAMP.json)",
     )
     parser.add_argument("--force", action="store_true", help="overwrite --output if it exists")
-    parser.add_argument(
-        "--isolate",
-        action="store_true",
-        help="run the tests without network and read-only outside the copy (bubblewrap, "
-        "else unshare for the network alone); refuse if neither works",
+    isolation = parser.add_mutually_exclusive_group()
+    isolation.add_argument(
+        "--no-isolate",
+        dest="isolate",
+        action="store_false",
+        help="run the tests with your permissions (default: isolated with bubblewrap where it "
+        "works, else with the network cut by unshare, else unisolated, said at the start)",
     )
+    isolation.add_argument(
+        "--isolate", action="store_true", help="the default; kept so older commands still work"
+    )
+    parser.set_defaults(isolate=True)
     args = parser.parse_args(argv)
     if args.max_turns < 1:
         parser.error("--max-turns must be at least 1")
@@ -153,7 +172,7 @@ def parse_args(argv):
 
 
 def record_attempt(
-    recorder, model_info, output, max_turns, deadline=None, isolate=False, out=sys.stdout
+    recorder, model_info, output, max_turns, deadline=None, isolate=True, out=sys.stdout
 ):
     """Run one attempt through `recorder` (a RecordingChat); save it; return the exit code."""
     with tempfile.TemporaryDirectory(prefix="agent-lab-") as scratch:
@@ -188,7 +207,7 @@ def record_attempt(
             "system": SYSTEM_PROMPT,
             "max_turns": max_turns,
             "deadline": deadline,
-            "isolation": isolation_prefix(repo)[1] if isolate else None,
+            "isolation": chosen(isolate),
             "model_calls": recorder.calls,
             "messages": transcript(TASK, SYSTEM_PROMPT, events),
             "events": events,
@@ -198,8 +217,8 @@ def record_attempt(
             "interrupted": final is None,  # Ctrl-C in the loop or in the final tests
             "tests_sha256": tests_sha256,
             "source_sha256": source_sha256,
-            "tests_unchanged": sha256_file(repo / TEST_FILE) == tests_sha256,
-            "final_source": (repo / SOURCE_FILE).read_text(encoding="utf-8"),
+            "tests_unchanged": tests_unchanged(repo),
+            "final_source": final_source(repo),
             "workdir": str(repo),
         }
     try:
@@ -220,7 +239,7 @@ def record_attempt(
             file=sys.stderr,
         )
         return EXIT_FAILED
-    return EXIT_PASSED if final["exit_code"] == 0 else EXIT_FAILED
+    return EXIT_PASSED if final["verdict"] == PASSED else EXIT_FAILED
 
 
 def main(argv=None):
@@ -231,11 +250,8 @@ def main(argv=None):
         return fail(f"{args.output} exists; choose another --output or add --force")
     if not writable(args.output):
         return fail(f"{args.output} cannot be written here; choose another --output")
-    if args.isolate:
-        try:
-            print(f"Isolation: {isolation_prefix(RECORDINGS)[1]}")
-        except IsolationUnavailable as error:
-            return fail(str(error))
+    if notice(args.isolate):
+        print(notice(args.isolate))
     try:
         if args.api == "openai":
             api_key = os.environ.get("OPENAI_API_KEY")  # sent to the server, never recorded

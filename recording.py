@@ -27,6 +27,7 @@ from agent_loop import (
     TOOL_START,
     conversation_start,
 )
+from isolation import KINDS
 
 FORMAT = "agent-loop-recording/1"
 SOURCES = ("live", "scripted", "fault-injection")
@@ -165,6 +166,11 @@ def _shape_problem(data):
             return f"'{field}.exit_code' must be an int or null"
         if not isinstance(tests.get("output"), str):
             return f"'{field}.output' must be text"
+        problem = _verdict_problem(tests)
+        if problem:
+            return f"'{field}.{problem}"
+    if data.get("isolation") not in (*KINDS, None):  # null: recorded before it was kept
+        return f"'isolation' must be one of {', '.join(KINDS)}"
     if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in data["messages"]):
         return "'messages' must be objects with a 'role'"
     for number, event in enumerate(data["events"], 1):
@@ -183,6 +189,18 @@ def _shape_problem(data):
             return f"{where}.request_length' must be an int"
         if saved.get("ended") not in (ENDED_DONE, ENDED_WITHOUT_DONE, ENDED_ERROR, ENDED_CLOSED):
             return f"{where}.ended' must say how the stream ended"
+    return None
+
+
+def _verdict_problem(tests):
+    """What is wrong with a test run's counts and verdict, where present, or None."""
+    for count in ("passed", "failed", "errors", "collected"):
+        if count in tests and not _is_int(tests[count]):
+            return f"{count}' must be an int of at least 0"
+    if tests.get("verdict", "failed") not in ("passed", "failed"):
+        return "verdict' must be passed or failed"
+    if not isinstance(tests.get("reason", ""), str):
+        return "reason' must be text"
     return None
 
 

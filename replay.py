@@ -4,7 +4,12 @@ For each recording: refuse it if it is not a recording or the sample changed sin
 `sample_repo/` to a fresh temporary directory; feed the saved model calls to the real loop
 (an error or a missing `done` replays as such); let the real tools act and run the real
 tests independently; then compare, event by event and request by request, with what was
-recorded, and say precisely where anything differs.
+recorded (the final tests' verdict and counts included), and say precisely where anything
+differs.
+
+Replaying a recording runs its edits: code someone else's recording put in path_rules.py
+runs in the tests. So the tests are isolated by default (isolation.py), whatever isolation
+the recording was made with; `--no-isolate` runs them with your permissions.
 
 Not here: a model, the network or the ollama SDK. Timings are shown, never compared.
 """
@@ -19,7 +24,7 @@ from pathlib import Path
 from agent_loop import DEADLINE, INTERRUPTED, STOPPED, agent_events
 from console import Transcript, test_line
 from divergence import event_divergence, request_divergences, tool_divergences
-from isolation import IsolationUnavailable, isolation_prefix
+from isolation import notice
 from recording import RECORDINGS, RecordingError, ReplayChat, load, sha256_file
 from repo_tools import (
     SAMPLE_REPO,
@@ -27,6 +32,7 @@ from repo_tools import (
     TEST_FILE,
     RepoTools,
     copy_sample,
+    final_source,
     independent_tests,
 )
 from timeline import timeline
@@ -48,12 +54,19 @@ def parse_args(argv):
         metavar="RECORDING",
         help="recording files (default: every recordings/*.json)",
     )
-    parser.add_argument(
-        "--isolate",
-        action="store_true",
-        help="run the tests without network and read-only outside the copy (see "
-        "isolation.py); refuse if this machine cannot",
+    isolation = parser.add_mutually_exclusive_group()
+    isolation.add_argument(
+        "--no-isolate",
+        dest="isolate",
+        action="store_false",
+        help="run the recording's edits and the tests with your permissions (default: "
+        "isolated with bubblewrap where it works, else with the network cut by unshare, else "
+        "unisolated, said at the start; whatever the recording was made with)",
     )
+    isolation.add_argument(
+        "--isolate", action="store_true", help="the default; kept so older commands still work"
+    )
+    parser.set_defaults(isolate=True)
     parser.add_argument(
         "--transcript",
         action="store_true",
@@ -115,7 +128,18 @@ def shown(path):
         return path
 
 
-def replay_one(path, show_requests=False, isolate=False, out=sys.stdout):
+def verdict_divergences(recorded, final):
+    """How the final tests' verdict and counts differ from the recorded ones."""
+    if recorded is None or final is None:
+        return []
+    problems = []
+    for key in ("verdict", "reason", "passed", "failed", "errors", "collected"):
+        if key in recorded and recorded[key] != final.get(key):
+            problems.append(f"final tests: expected {key} {recorded[key]}, got {final.get(key)}")
+    return problems
+
+
+def replay_one(path, show_requests=False, isolate=True, out=sys.stdout):
     """Replay one recording; print what happens; return REPRODUCED, DIVERGED or CANNOT_REPLAY."""
     try:
         recording = load(path)
@@ -148,7 +172,7 @@ def replay_one(path, show_requests=False, isolate=False, out=sys.stdout):
         if cut_short:
             view.stop_line(recording["stop"])
         final = independent_tests(repo, isolate) if recording["final_tests"] is not None else None
-        final_source = (repo / SOURCE_FILE).read_text(encoding="utf-8")
+        source = final_source(repo)
     print(f"Independent final tests: {test_line(final)}", file=out)
     today = final["seconds"] if final else None
     print("\n".join(timeline(events, recording["events"], tests_seconds=today)), file=out)
@@ -158,13 +182,14 @@ def replay_one(path, show_requests=False, isolate=False, out=sys.stdout):
     problems = [event_divergence(expected, events, recorded_root, repo)]
     problems += tool_divergences(expected, events, recorded_root, repo)
     problems += request_divergences(recording, chat.requests, repo)
-    if "final_source" in recording and recording["final_source"] != final_source:
+    if "final_source" in recording and recording["final_source"] != source:
         problems.append(f"resulting {SOURCE_FILE} differs from the recorded one")
     if final is not None and final["exit_code"] != recording["final_tests"]["exit_code"]:
         recorded_exit = recording["final_tests"]["exit_code"]
         problems.append(
             f"final tests: expected exit code {recorded_exit}, got {final['exit_code']}"
         )
+    problems += verdict_divergences(recording["final_tests"], final)
     problems = [p for p in problems if p]
     if not problems:
         print("reproduced", file=out)
@@ -178,12 +203,8 @@ def replay_one(path, show_requests=False, isolate=False, out=sys.stdout):
 def main(argv=None):
     args = parse_args(argv)
     paths = args.recordings or sorted(RECORDINGS.glob("*.json"))
-    if args.isolate:
-        try:
-            print(f"Isolation: {isolation_prefix(RECORDINGS)[1]}")
-        except IsolationUnavailable as error:
-            print(f"error: {error}", file=sys.stderr)
-            return CANNOT_REPLAY
+    if notice(args.isolate):
+        print(notice(args.isolate))
     if not paths:
         print(f"error: no recordings given and none in {RECORDINGS}", file=sys.stderr)
         return CANNOT_REPLAY

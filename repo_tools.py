@@ -4,23 +4,31 @@
 `replace_text` (one exact, unique replacement in `path_rules.py`) and `run_tests` (a fixed
 pytest command with a minimal environment, a time limit and bounded output).
 `run_pytest` is the same test run for callers outside the loop: the independent
-verification that alone says whether the repository passes.
+verification that alone says whether the repository passes. Its verdict counts tests in
+pytest's machine-readable report (`judge`); an exit code of 0 alone is never a pass.
 
-Not a sandbox: pytest runs model-edited Python with the user's permissions. The
-allowlist limits what the model can ask for, not what the code it writes can do;
-`isolate=True` narrows that where the OS allows (see isolation.py).
+Not a sandbox by itself: pytest runs model-edited Python. The allowlist limits what the
+model can ask for, not what the code it writes can do; the test runs are isolated by
+default where the OS allows (see isolation.py), and `isolate=False` runs them with the
+user's permissions.
 """
 
+import ast
+import functools
 import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from xml.etree import ElementTree
 
-from isolation import isolation_prefix
+from isolation import chosen, isolation_prefix
+from redact import redact
 from tool_guard import ToolBox, ToolError, function_schema
 
 SAMPLE_REPO = Path(__file__).resolve().parent / "sample_repo"
@@ -31,7 +39,14 @@ EDITABLE = SOURCE_FILE
 TEST_TIMEOUT = 15.0
 OUTPUT_LIMIT = 4000  # characters of test output kept: the tail, where pytest's summary is
 READ_LIMIT = 20000  # characters of a file returned by read_file
-PYTEST_COMMAND = ("-m", "pytest", "-q", "-p", "no:cacheprovider")
+# subtle: --rootdir pins the names in the report (tests.test_path_rules.test_...), which
+# otherwise depend on configuration files found above the temporary copy.
+PYTEST_COMMAND = ("-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", ".")
+REPORT_LIMIT = 1_000_000  # bytes of pytest's report read at most; the sample's is ~2 KB
+PASSED, FAILED = "passed", "failed"  # the two verdicts
+TESTS_FAILED = "not every test passed"  # the reason when the tests ran and some failed
+NO_REPORT = "no test report: the run ended before pytest wrote it"
+OUTCOME_TAGS = (("failure", "failed"), ("error", "error"), ("skipped", "skipped"))
 
 
 def copy_sample(parent):
@@ -56,19 +71,39 @@ def _kill_group(process):
         pass  # the whole group is already gone
 
 
-def run_pytest(root, timeout=TEST_TIMEOUT, isolate=False):
-    """Run the sample's tests in `root`; return {"exit_code", "output"} (output bounded).
+def run_pytest(root, timeout=TEST_TIMEOUT, isolate=True):
+    """Run the sample's tests in `root`; return the run and its verdict (see `judge`).
 
-    The tests run in their own process group, and the group is killed when the run ends
-    for any reason (finished, timed out, or Ctrl-C in the harness): a test that forks a
-    child holding the output pipe can neither hang the harness nor outlive it. With
-    `isolate`, the run also gets no network and a read-only world (see isolation.py).
+    The result holds `exit_code` (None on a timeout), `output` (bounded), the counts
+    `passed`, `failed`, `errors` and `collected` from pytest's report, and `verdict`
+    ("passed" or "failed", with a `reason` when failed). The tests run in their own process
+    group, and the group is killed when the run ends for any reason (finished, timed out,
+    or Ctrl-C in the harness): a test that forks a child holding the output pipe can
+    neither hang the harness nor outlive it. With `isolate`, the run also goes under the
+    best isolation this machine offers (see isolation.py).
     """
-    prefix = isolation_prefix(root)[0] if isolate else []
+    # subtle: the report goes to a fresh folder outside the copy, so nothing the edited code
+    # left behind in an earlier run can pass for it; only this folder and `root` are writable.
+    with tempfile.TemporaryDirectory(prefix="agent-lab-report-") as folder:
+        report = Path(folder) / "report.xml"
+        writable = (Path(root).resolve(), Path(folder).resolve())
+        prefix = isolation_prefix(chosen(isolate), writable)
+        command = [*prefix, sys.executable, *PYTEST_COMMAND, f"--junitxml={report}"]
+        exit_code, output = _run(command, root, timeout)
+        verdict = judge(root, exit_code, report, timeout)
+    if len(output) > OUTPUT_LIMIT:
+        output = (
+            f"[... {len(output) - OUTPUT_LIMIT} earlier characters cut]\n" + output[-OUTPUT_LIMIT:]
+        )
+    return {"exit_code": exit_code, "output": output, **verdict}
+
+
+def _run(command, root, timeout):
+    """(exit code or None on a timeout, the whole output as text) of one test run."""
     process = subprocess.Popen(
-        [*prefix, sys.executable, *PYTEST_COMMAND],
+        command,
         cwd=root,
-        env=minimal_env(),
+        env=minimal_env(),  # bubblewrap's own, too: its environment is readable inside
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -85,10 +120,7 @@ def run_pytest(root, timeout=TEST_TIMEOUT, isolate=False):
     finally:
         _kill_group(process)
         process.wait()
-    text = output.decode("utf-8", errors="replace")
-    if len(text) > OUTPUT_LIMIT:
-        text = f"[... {len(text) - OUTPUT_LIMIT} earlier characters cut]\n" + text[-OUTPUT_LIMIT:]
-    return {"exit_code": exit_code, "output": text}
+    return exit_code, output.decode("utf-8", errors="replace")
 
 
 def count_results(output):
@@ -103,11 +135,147 @@ def count_results(output):
     return counts
 
 
-def independent_tests(root, isolate=False):
-    """The verdict from outside the loop: a fresh pytest run, with its counts."""
+@functools.cache
+def expected_tests():
+    """The tests the unchanged sample defines, as pytest's report names them.
+
+    Read from the pristine test file's syntax tree, never from the copy, which the edited
+    code can change. The sample's tests are plain top-level functions; a test file with
+    classes or parametrised tests would need a collect-only run of a pristine copy instead.
+    """
+    tree = ast.parse((SAMPLE_REPO / TEST_FILE).read_bytes())
+    module = TEST_FILE.removesuffix(".py").replace("/", ".")
+    return tuple(
+        f"{module}.{node.name}"
+        for node in tree.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.name.startswith("test")
+    )
+
+
+def read_regular_file(path, limit):
+    """Up to `limit` + 1 bytes of `path`, read as the edited code may have left it.
+
+    subtle: a link is not followed, and anything but a regular file is refused before it is
+    read: a FIFO put there by the tests would block the harness for good.
+    """
+    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(descriptor, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            raise OSError(f"{Path(path).name} is not a regular file")
+        return file.read(limit + 1)
+
+
+def tests_unchanged(root):
+    """Whether the copy's test file is byte-identical to the sample's (False if unreadable)."""
+    original = (SAMPLE_REPO / TEST_FILE).read_bytes()
+    try:
+        return read_regular_file(Path(root) / TEST_FILE, len(original)) == original
+    except OSError:
+        return False
+
+
+def final_source(root):
+    """The copy's source as the run left it, redacted, read as carefully as the report."""
+    try:
+        data = read_regular_file(Path(root) / SOURCE_FILE, REPORT_LIMIT)
+    except OSError as error:
+        return f"[{SOURCE_FILE} cannot be read: {error.strerror or error}]"
+    return redact(data[:REPORT_LIMIT].decode("utf-8", errors="replace"))
+
+
+class BadReport(Exception):
+    """pytest's report is missing or not one pytest wrote; the message is the reason."""
+
+
+def read_report(path):
+    """{test name: "passed" | "failed" | "error" | "skipped"} from the JUnit XML at `path`.
+
+    The report is hostile input: the edited code ran in the process that wrote it, and can
+    write there too. So it is read without following a link, only if it is a regular file,
+    only up to REPORT_LIMIT bytes, and refused if it declares a DOCTYPE (entities could
+    expand it without bound; pytest never writes one).
+    """
+    try:
+        data = read_regular_file(path, REPORT_LIMIT)
+    except FileNotFoundError:
+        raise BadReport(NO_REPORT) from None
+    except OSError as error:
+        raise BadReport(f"the test report cannot be read ({error.strerror or error})") from None
+    if len(data) > REPORT_LIMIT:
+        raise BadReport(f"the test report is larger than {REPORT_LIMIT} bytes")
+    if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
+        raise BadReport("the test report declares a DOCTYPE, which pytest never writes")
+    try:
+        tree = ElementTree.fromstring(data)
+    except ElementTree.ParseError as error:
+        raise BadReport(f"the test report is not valid XML ({error})") from None
+    outcomes = {}
+    for case in tree.iter("testcase"):
+        if not (case.get("classname") and case.get("name")):
+            continue  # not a test: pytest writes an empty case when pytest.exit stops one
+        tags = {child.tag for child in case}
+        outcome = next((o for tag, o in OUTCOME_TAGS if tag in tags), "passed")
+        name = f"{case.get('classname')}.{case.get('name')}"
+        # subtle: a test that fails and then errors in teardown can be listed twice.
+        if outcomes.get(name, "passed") == "passed":
+            outcomes[name] = outcome
+    return outcomes
+
+
+def judge(root, exit_code, report, timeout=TEST_TIMEOUT):
+    """The verdict on one test run: the counts, "passed" or "failed", and why it failed.
+
+    "passed" means: the run finished with exit code 0, pytest's report exists and lists
+    exactly the tests the unchanged test file defines, every one passed, and the test file
+    is byte-identical to the sample's. An exit code of 0 alone is never a pass.
+    """
+    counts = {"passed": 0, "failed": 0, "errors": 0, "collected": 0}
+    try:
+        outcomes = read_report(report)
+    except BadReport as problem:
+        outcomes, report_problem = {}, str(problem)
+    else:
+        report_problem = None
+        values = list(outcomes.values())
+        counts = {
+            "passed": values.count("passed"),
+            "failed": values.count("failed"),
+            "errors": values.count("error"),
+            "collected": len(values),
+        }
+    expected = expected_tests()
+    ran = [name for name in expected if outcomes.get(name, "skipped") != "skipped"]
+    unexpected = sorted(set(outcomes) - set(expected))
+    if exit_code is None:
+        reason = f"timed out after {timeout:g} s"
+    elif not tests_unchanged(root):
+        reason = f"tests changed: {TEST_FILE} is not the sample's"
+    elif report_problem:
+        reason = report_problem
+    elif len(ran) < len(expected):
+        reason = f"{len(ran)} of {len(expected)} tests ran"
+    elif unexpected:
+        reason = (
+            f"tests changed: the report lists tests the sample does not define ({unexpected[0]}"
+        )
+        reason += f" and {len(unexpected) - 1} more)" if len(unexpected) > 1 else ")"
+    elif any(outcomes[name] != "passed" for name in expected):
+        reason = TESTS_FAILED
+    elif exit_code != 0:
+        reason = f"pytest exited with code {exit_code} although every test passed"
+    else:
+        return {**counts, "verdict": PASSED}
+    return {**counts, "verdict": FAILED, "reason": reason}
+
+
+def independent_tests(root, isolate=True):
+    """The verdict from outside the loop: a fresh pytest run, its counts, its duration.
+
+    Redacted like a tool result: a run of the edited code may print the harness's secrets."""
     started = time.monotonic()
-    result = run_pytest(root, isolate=isolate)
-    return {**result, **count_results(result["output"]), "seconds": time.monotonic() - started}
+    result = redact(run_pytest(root, isolate=isolate))
+    return {**result, "seconds": time.monotonic() - started}
 
 
 class RepoTools(ToolBox):
@@ -127,10 +295,10 @@ class RepoTools(ToolBox):
         function_schema("run_tests", "Run the repository's tests with pytest.", {}),
     ]
 
-    def __init__(self, root, test_timeout=TEST_TIMEOUT, isolate=False):
+    def __init__(self, root, test_timeout=TEST_TIMEOUT, isolate=True):
         self.root = Path(root).resolve()
         self.test_timeout = test_timeout
-        self.isolate = isolate  # run_tests without network, read-only outside root
+        self.isolate = isolate  # run_tests under the best isolation here (isolation.py)
 
     def handlers(self):
         return {

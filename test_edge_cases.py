@@ -146,7 +146,7 @@ def test_ctrl_c_during_run_tests_kills_the_test_process_group(repo):
     try:
         threading.Thread(target=press_ctrl_c, daemon=True).start()
         with pytest.raises(KeyboardInterrupt):
-            run_pytest(repo, timeout=60)
+            run_pytest(repo, timeout=60, isolate=False)  # the host's pid is known
     finally:
         signal.signal(signal.SIGINT, previous)
     pid = int((repo / "grandchild.pid").read_text())

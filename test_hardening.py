@@ -2,8 +2,10 @@
 hostile edits, isolated test runs, and files that are damaged or too big.
 """
 
+import io
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -18,7 +20,8 @@ import isolation
 from agent_loop import DEADLINE, MODEL_DONE, MODEL_ERROR, TASK, TOOL_START, agent_events
 from conftest import sigint_default
 from ollama_test_server import OllamaTestServer, call, chunk, reply
-from recording import RECORDINGS, load, save
+from record_run import record_attempt
+from recording import RECORDINGS, RecordingChat, load, save
 from replay import REPRODUCED, replay_one
 from repo_tools import READ_LIMIT, RepoTools, copy_sample, run_pytest
 from scripted_model import ScriptedChat
@@ -229,13 +232,10 @@ def test_ctrl_c_during_a_replayed_test_run_exits_130_and_leaves_nothing(tmp_path
 # --- isolated test runs ------------------------------------------------------------------------
 
 
-def isolation_or_skip():
-    try:
-        return isolation.isolation_prefix("/")[1]
-    except isolation.IsolationUnavailable:
-        if os.environ.get("CI"):
-            raise  # CI installs bubblewrap: there, missing isolation is a failure
-        pytest.skip("no isolation mechanism on this machine")
+def needs_bubblewrap():
+    """Skip, saying why, where bubblewrap cannot isolate the tests (CI installs it)."""
+    if isolation.isolation_kind() != isolation.BUBBLEWRAP:
+        pytest.skip("bubblewrap does not work here (apt-get install bubblewrap)")
 
 
 @pytest.fixture
@@ -258,39 +258,81 @@ def escape_attempts(repo, tmp_path):
 
 def test_without_isolation_tests_reach_the_network_and_write_outside(escape_attempts):
     repo, outside = escape_attempts
-    output = run_pytest(repo)["output"]
+    output = run_pytest(repo, isolate=False)["output"]
     assert "1 failed, 5 passed" in output  # only the sample's own failure
     assert outside.read_text() == "escaped"
 
 
-def test_with_isolation_network_and_outside_writes_fail(escape_attempts):
-    enforced = isolation_or_skip()
+def test_by_default_network_and_outside_writes_fail(escape_attempts):
+    needs_bubblewrap()
     repo, outside = escape_attempts
-    result = RepoTools(repo, isolate=True).invoke("run_tests", {})
+    result = RepoTools(repo).invoke("run_tests", {})
     assert "FAILED tests/test_escape.py::test_network" in result["output"]
-    if enforced.startswith("bubblewrap"):
-        assert "FAILED tests/test_escape.py::test_write_outside" in result["output"]
-        assert not outside.exists()
+    assert "FAILED tests/test_escape.py::test_write_outside" in result["output"]
+    assert not outside.exists()
     assert "3 passed" in result["output"]  # the sample's passing tests still run
+    assert result["verdict"] == "failed"
 
 
-def test_isolation_refuses_clearly_where_nothing_works(monkeypatch, tmp_path):
+def test_network_only_isolation_cuts_the_network_but_not_writes(escape_attempts, tmp_path):
+    unshare = shutil.which("unshare")
+    if not unshare or subprocess.run([unshare, "--net", "true"]).returncode != 0:
+        pytest.skip("`unshare --net` does not work here (needs root or user namespaces)")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "unshare").symlink_to(unshare)  # unshare on the PATH, bwrap not
+    repo, outside = escape_attempts
+    env = {**os.environ, "PATH": str(tmp_path / "bin")}
+    finished = cli("replay.py", RECORDINGS / "bounded-max-turns-1.json", env=env)
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    assert finished.stdout.splitlines()[0] == (
+        "tests run with only the network cut: install bubblewrap to isolate them"
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PATH", str(tmp_path / "bin"))
+        isolation.isolation_kind.cache_clear()
+        try:
+            assert isolation.isolation_kind() == isolation.NETWORK_ONLY
+            output = RepoTools(repo).invoke("run_tests", {})["output"]
+        finally:
+            isolation.isolation_kind.cache_clear()
+    assert "FAILED tests/test_escape.py::test_network" in output
+    assert outside.read_text() == "escaped"  # network-only: writes still get out
+
+
+def test_where_no_isolation_works_the_run_says_so_and_records_none(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))  # neither bwrap nor unshare can be found
-    isolation._mechanism.cache_clear()
+    isolation.isolation_kind.cache_clear()
     try:
-        with pytest.raises(isolation.IsolationUnavailable, match="apt-get install bubblewrap"):
-            isolation.isolation_prefix(tmp_path)
+        assert isolation.isolation_kind() == isolation.NONE
         env = {**os.environ, "PATH": str(tmp_path)}
-        finished = cli("replay.py", "--isolate", env=env)
-        assert finished.returncode == 2
-        assert finished.stderr.startswith("error: --isolate needs bubblewrap")
+        finished = cli("replay.py", RECORDINGS / "bounded-max-turns-1.json", env=env)
+        assert finished.returncode == 0, finished.stdout + finished.stderr
+        first = finished.stdout.splitlines()[0]
+        assert first == "tests run unisolated: install bubblewrap to isolate them"
+        output = tmp_path / "none.json"
+        script = [[chunk("Nothing to do.", done=True)]]
+        out = io.StringIO()
+        record_attempt(RecordingChat(ScriptedChat(script)), {"name": "s"}, output, 2, out=out)
+        assert load(output)["isolation"] == isolation.NONE
     finally:
-        isolation._mechanism.cache_clear()
+        isolation.isolation_kind.cache_clear()
 
 
-def test_replay_with_isolation_reproduces():
-    isolation_or_skip()
-    assert replay_one(RECORDINGS / "repair.json", isolate=True, out=open(os.devnull, "w")) == 0
+def test_no_isolate_is_said_in_one_line_and_isolate_is_still_accepted():
+    finished = cli("replay.py", "--no-isolate", RECORDINGS / "bounded-max-turns-1.json")
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    assert finished.stdout.splitlines()[0].startswith("tests run unisolated (--no-isolate)")
+    finished = cli("replay.py", "--isolate", RECORDINGS / "bounded-max-turns-1.json")
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    refused = cli("replay.py", "--isolate", "--no-isolate")
+    assert refused.returncode == 2 and "not allowed with" in refused.stderr
+
+
+def test_replay_isolated_by_default_reproduces():
+    needs_bubblewrap()
+    out = io.StringIO()
+    assert replay_one(RECORDINGS / "repair.json", out=out) == REPRODUCED
+    assert "tests run" not in out.getvalue()  # under bubblewrap there is nothing to warn of
 
 
 # --- files and data ----------------------------------------------------------------------------

@@ -392,7 +392,8 @@ def test_timed_out_tests_kill_the_grandchild_holding_the_pipe(repo):
         "    time.sleep(60)\n"
     )
     started = time.monotonic()
-    result = RepoTools(repo, test_timeout=2).invoke("run_tests", {})
+    # unisolated: the host's pid of the grandchild is known (test_verdict.py: isolated)
+    result = RepoTools(repo, test_timeout=2, isolate=False).invoke("run_tests", {})
     assert time.monotonic() - started < 20
     assert result["exit_code"] is None
     assert "timed out after 2 s" in result["output"]

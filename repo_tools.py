@@ -78,13 +78,16 @@ def run_pytest(root, timeout=TEST_TIMEOUT, isolate=True):
     `passed`, `failed`, `errors` and `collected` from pytest's report, and `verdict`
     ("passed" or "failed", with a `reason` when failed). The tests run in their own process
     group, and the group is killed when the run ends for any reason (finished, timed out,
-    or Ctrl-C in the harness): a test that forks a child holding the output pipe can
-    neither hang the harness nor outlive it. With `isolate`, the run also goes under the
-    best isolation this machine offers (see isolation.py).
+    or Ctrl-C in the harness): a test that forks a child holding the output pipe cannot
+    hang the harness. With `isolate`, the run also goes under the best isolation this
+    machine offers (see isolation.py); only bubblewrap's PID namespace also ends a child
+    that left the group with `setsid`.
     """
     # subtle: the report goes to a fresh folder outside the copy, so nothing the edited code
     # left behind in an earlier run can pass for it; only this folder and `root` are writable.
-    with tempfile.TemporaryDirectory(prefix="agent-lab-report-") as folder:
+    with tempfile.TemporaryDirectory(
+        prefix="agent-lab-report-", ignore_cleanup_errors=True
+    ) as folder:
         report = Path(folder) / "report.xml"
         writable = (Path(root).resolve(), Path(folder).resolve())
         prefix = isolation_prefix(chosen(isolate), writable)
@@ -159,7 +162,8 @@ def read_regular_file(path, limit):
     subtle: a link is not followed, and anything but a regular file is refused before it is
     read: a FIFO put there by the tests would block the harness for good.
     """
-    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    descriptor = os.open(path, flags)
     with os.fdopen(descriptor, "rb") as file:
         if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
             raise OSError(f"{Path(path).name} is not a regular file")

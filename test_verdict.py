@@ -31,6 +31,7 @@ from repo_tools import (
     RepoTools,
     copy_sample,
     expected_tests,
+    final_source,
     judge,
 )
 
@@ -386,6 +387,7 @@ def test_every_tool_result_is_redacted(repo, monkeypatch):
     (repo / "path_rules.py").write_text("# leaked: tok-0123456789abcdef\n")
     result = RepoTools(repo).invoke("read_file", {"path": "path_rules.py"})
     assert result["text"] == f"# leaked: {REDACTED}\n"
+    assert final_source(repo) == f"# leaked: {REDACTED}\n"  # as a recording keeps it
     result = RepoTools(repo).invoke("replace_text", {"old": "tok-0123456789abcdef", "new": "x"})
     assert "error" not in result  # redaction is of results, not of what the model may send
 
@@ -424,6 +426,28 @@ def test_a_timed_out_isolated_run_leaves_nothing_running(repo):
     result = RepoTools(repo, test_timeout=2).invoke("run_tests", {})
     assert result["exit_code"] is None and result["reason"] == "timed out after 2 s"
     assert gone(repo), f"left running: {running_in(repo)}"
+
+
+def test_an_isolated_run_dies_with_a_harness_killed_outright(repo):
+    needs_bubblewrap()
+    at_import(repo, "import pathlib, time\npathlib.Path('started').touch()\ntime.sleep(60)\n")
+    harness = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from repo_tools import RepoTools; "
+         "RepoTools(sys.argv[1]).invoke('run_tests', {})", str(repo)],
+        cwd=HERE,
+    )  # fmt: skip
+    try:
+        until = time.monotonic() + 20
+        while not (repo / "started").exists() and time.monotonic() < until:
+            time.sleep(0.05)
+        assert running_in(repo), "the tests never started"
+        harness.kill()  # SIGKILL: no finally, no group kill; only --die-with-parent is left
+        harness.wait()
+        assert gone(repo), f"left running: {running_in(repo)}"
+    finally:
+        harness.kill()
+        for pid in running_in(repo):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.parametrize("isolate", [True, False], ids=["isolated", "no-isolate"])

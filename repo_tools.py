@@ -64,6 +64,26 @@ def minimal_env():
     return env
 
 
+def write_atomically(target, data):
+    """Replace `target` with `data`, keeping its mode: readers see the old file or the new one.
+
+    subtle: a plain write truncates first; anything failing after that (an encoding error, a
+    full disk, Ctrl-C) would leave a half-written or empty file behind.
+    """
+    mode = stat.S_IMODE(os.stat(target).st_mode)
+    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
 def _kill_group(process):
     try:
         os.killpg(process.pid, signal.SIGKILL)
@@ -353,7 +373,14 @@ class RepoTools(ToolBox):
                 f"`old` {where} in {EDITABLE}; it must occur exactly once. "
                 "Read the file again and copy a unique piece of it exactly."
             )
-        target.write_text(text.replace(old, new, 1), encoding="utf-8")
+        try:
+            data = text.replace(old, new, 1).encode("utf-8")
+        except UnicodeEncodeError as error:  # a lone surrogate: refused before anything is written
+            raise ToolError(
+                f"`new` cannot be written as UTF-8 (a lone surrogate at position {error.start}); "
+                "send plain text"
+            ) from None
+        write_atomically(target, data)
         return {"path": EDITABLE, "replaced": 1}
 
     def run_tests(self):

@@ -94,7 +94,7 @@ class ToolBox:
         return redact(self._invoke(name, arguments))
 
     def _invoke(self, name, arguments):
-        """Run one requested call; always return a JSON-ready dict, never raise ToolError."""
+        """Run one requested call; always return a JSON-ready dict, never raise an Exception."""
         table = self.handlers()
         offered = ", ".join(schema["function"]["name"] for schema in self.schemas)
         if not isinstance(name, str) or name not in table:
@@ -109,3 +109,9 @@ class ToolBox:
             # The file system refused (a directory where a file was, no permission, a name
             # too long): the model can read that; an exception would end the conversation.
             return {"error": f"{name} failed: {error.strerror or error}"}
+        except Exception as error:
+            # subtle: a tool's bug or a hostile argument (a pattern that overflows, a name
+            # that cannot be encoded) must not end the run; the model reads what happened.
+            # The text is made UTF-8-safe: a message may quote a lone surrogate.
+            text = f"{name} failed: {type(error).__name__}: {error}"
+            return {"error": text.encode("utf-8", "backslashreplace").decode("utf-8")}

@@ -221,6 +221,8 @@ class Display:
 
 def shorten(value, limit=200):
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    # subtle: a model's arguments may hold a lone surrogate, which no terminal can print.
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text if len(text) <= limit else text[:limit] + "..."
 
 

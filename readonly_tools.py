@@ -1,22 +1,35 @@
 """Read-only tools for questions about any directory: list, read and search, nothing else.
 
 `ReadOnlyTools(root)` offers `list_dir(path)`, `read_file(path)` and `search(pattern, path?)`
-to the loop, through the same guard as `RepoTools`. Every path is relative to `root` and is
-checked after symlinks are resolved: `..`, absolute paths and links leading out of `root`
-are refused, `.git` is neither listed, read nor searched, binary files are refused by
-`read_file` and skipped by `search`. Every result is bounded (about 8,000 characters); when
-one is cut, a `note` tells the model how to narrow its request, so a big repository cannot
-flood the conversation.
+to the loop, through the same guard as `RepoTools`. Every path is relative to `root`:
+`..`, absolute paths and links leading out of `root` are refused, `.git` is neither listed,
+read nor searched, binary files are refused by `read_file` and skipped by `search`. Every
+result is bounded (about 8,000 characters); when one is cut, a `note` tells the model how
+to narrow its request, so a big repository cannot flood the conversation.
 
-Not here: anything that writes, runs or imports code from `root`; a time limit on a single
-pathological regular expression (Python's `re` has none; `search` bounds only its total
-work between lines and files).
+Confinement holds against a racing writer: nothing is checked by name and then opened by
+name. Every path is walked one component at a time from a descriptor of `root`, each
+opened with O_NOFOLLOW relative to the one before, so a folder swapped for a link between
+two steps fails the open instead of leading out. A link met on the way is read
+(`os.readlink`) and its target walked again from `root` under the same rules: links that
+stay inside work, links that leave are refused. `search` runs in a child process killed at
+its budget, so no pattern (Python's `re` backtracks, and has no time limit of its own) and
+no tree can hold the loop past it.
+
+Not here: anything that writes, runs or imports code from `root`; Windows (the walk needs
+POSIX's `dir_fd` and O_NOFOLLOW).
 """
 
 import codecs
+import errno
+import json
 import os
 import re
+import stat
+import subprocess
+import sys
 import time
+import weakref
 from pathlib import Path
 
 from tool_guard import ToolBox, ToolError, function_schema
@@ -25,11 +38,30 @@ RESULT_LIMIT = 8000  # characters of entries, text or matches in one result
 LINE_LIMIT = 200  # characters of one matching line shown by search
 SNIFF_BYTES = 8192  # a NUL byte in the first 8 KB marks a file as binary, as git decides
 SEARCH_FILE_BYTES = 2_000_000  # larger files are skipped by search (likely data, not code)
-SEARCH_SECONDS = 10.0  # total budget of one search, checked between files and lines
+SEARCH_SECONDS = 10.0  # budget of one search; its child process stops itself at this point
+SEARCH_GRACE = 1.0  # ... and is killed this much later if one line's match never returns
+PATTERN_LIMIT = 1000  # characters of a search pattern: enough for any real query
+HERE = Path(__file__).resolve().parent
+# The child's whole program: -I keeps it from importing anything from the searched tree.
+CHILD_CODE = (
+    "import sys; sys.path.insert(0, sys.argv[1]); import readonly_tools; "
+    "readonly_tools.search_child(int(sys.argv[2]))"
+)
+DEPTH_LIMIT = 100  # folders below the searched one that search descends into
+LINK_HOPS = 40  # links followed in one path before it counts as a loop (Linux's limit)
 # Directories search does not descend into unless asked to search them directly: git's
 # internals (refused everywhere), and caches and environments that drown real matches.
 SEARCH_PRUNED = {".git", "__pycache__", ".venv", "venv", "node_modules", ".mypy_cache",
                  ".pytest_cache", ".ruff_cache", ".tox"}  # fmt: skip
+OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# subtle: O_NONBLOCK so that nothing can block in open(); only regular files are opened.
+OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+GIT_REFUSED = ".git holds git's internals; it is not listed, read or searched"
+# Why a path cannot be used, completed by the path as the model wrote it.
+OUTSIDE = "leads outside the root (through a symlink); it is refused"
+LOOP = "cannot be resolved (a symlink loop?)"
+MISSING = "does not exist; use list_dir or search to find files"
+CHANGED = "changed while it was being opened; try again"
 
 
 def _search_schema():
@@ -71,14 +103,16 @@ class ReadOnlyTools(ToolBox):
         self.root = Path(root).resolve()
         if not self.root.is_dir():
             raise ValueError(f"{root} is not a directory")
+        root_fd = os.open(self.root, OPEN_DIR)
+        weakref.finalize(self, os.close, root_fd)
+        self.tree = Tree(self.root, root_fd)
+        self.search_seconds = SEARCH_SECONDS  # tests shrink it
 
     def handlers(self):
         return {"list_dir": self.list_dir, "read_file": self.read_file, "search": self.search}
 
-    # --- confinement ------------------------------------------------------------------------
-
-    def _resolve(self, path):
-        """The real path of `path` inside root, or ToolError saying why it cannot be used."""
+    def _open(self, path):
+        """`path` opened inside root: (fd or None, real names, stat), or ToolError saying why."""
         path = path.strip() or "."
         if "\0" in path:
             raise ToolError("the path contains a NUL character; send a plain relative path")
@@ -90,75 +124,86 @@ class ReadOnlyTools(ToolBox):
         if ".." in Path(path).parts:
             raise ToolError(f"{path!r} contains '..'; only paths inside the root can be used")
         try:
-            target = (self.root / path).resolve()
-        except (OSError, RuntimeError):  # the error's text would show the absolute root
-            raise ToolError(f"{path!r} cannot be resolved (a symlink loop?)") from None
-        # Checked after resolving: a symlink inside root may lead anywhere, .git included.
-        if not target.is_relative_to(self.root):
-            raise ToolError(f"{path!r} leads outside the root (through a symlink); it is refused")
-        if _in_git(target.relative_to(self.root)) or _in_git(Path(path)):
-            raise ToolError(".git holds git's internals; it is not listed, read or searched")
-        return target
-
-    def _shown(self, target):
-        """A resolved path as the model should write it: relative, with forward slashes."""
-        return target.relative_to(self.root).as_posix() or "."
+            os.fsencode(path)
+        except UnicodeEncodeError:
+            raise ToolError(
+                f"{path!r} cannot be a file name (it holds a lone surrogate); send plain text"
+            ) from None
+        try:
+            return self.tree.open(Path(path).parts)
+        except _Refused as refused:
+            raise ToolError(
+                refused.why if refused.why == GIT_REFUSED else f"{path!r} {refused.why}"
+            ) from None
 
     # --- the tools --------------------------------------------------------------------------
 
     def list_dir(self, path):
-        target = self._resolve(path)
-        if not target.is_dir():
-            what = "is a file; use read_file" if target.is_file() else _not_a_file(target)
-            raise ToolError(f"{path!r} {what}")
+        fd, real, info = self._open(path)
         try:
-            children = sorted(target.iterdir(), key=lambda child: child.name)
-        except OSError as error:
-            raise ToolError(f"{path!r} cannot be listed ({error.strerror})") from None
-        entries, size = [], 0
-        for child in children:
-            if child.name.lower() == ".git":
-                continue
-            entry = self._entry(child)
-            size += len(entry) + 1
-            if size > RESULT_LIMIT:
-                return {
-                    "path": self._shown(target),
-                    "entries": entries,
-                    "note": f"cut after {len(entries)} of {len(children)} entries; narrow the "
-                    "request: list a subdirectory, or search for the file you want",
-                }
-            entries.append(entry)
-        return {"path": self._shown(target), "entries": entries}
+            if not stat.S_ISDIR(info.st_mode):
+                what = (
+                    "is a file; use read_file" if stat.S_ISREG(info.st_mode) else _not_a_file(info)
+                )
+                raise ToolError(f"{path!r} {what}")
+            try:
+                names = sorted(os.listdir(fd))
+            except OSError as error:
+                raise ToolError(f"{path!r} cannot be listed ({error.strerror})") from None
+            names = [name for name in names if name.lower() != ".git"]
+            entries, size = [], 0
+            for name in names:
+                entry = self._entry(fd, real, name)
+                size += len(entry) + 1
+                if size > RESULT_LIMIT:
+                    return {
+                        "path": _shown(real),
+                        "entries": entries,
+                        "note": f"cut after {len(entries)} of {len(names)} entries; narrow the "
+                        "request: list a subdirectory, or search for the file you want",
+                    }
+                entries.append(entry)
+            return {"path": _shown(real), "entries": entries}
+        finally:
+            _close(fd)
 
-    def _entry(self, child):
+    def _entry(self, folder, real, name):
+        shown = _printable(name)
         try:
-            real = child.resolve()
-            if not real.is_relative_to(self.root):
-                return f"{child.name} (symlink leading outside the root; refused)"
-            if _in_git(real.relative_to(self.root)):
-                return f"{child.name} (symlink into .git; refused)"
-            if real.is_dir():
-                return f"{child.name}/"
-            return f"{child.name} ({real.stat().st_size} bytes)"
-        except (OSError, RuntimeError):  # a broken link, a symlink loop, no permission
-            return f"{child.name} (unreadable)"
+            info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+            if stat.S_ISLNK(info.st_mode):
+                fd, _, info = self.tree.open([*real, name])
+                _close(fd)
+        except _Refused as refused:
+            if refused.why == OUTSIDE:
+                return f"{shown} (symlink leading outside the root; refused)"
+            if refused.why == GIT_REFUSED:
+                return f"{shown} (symlink into .git; refused)"
+            return f"{shown} (unreadable)"  # a broken link, a symlink loop
+        except OSError:  # no permission, or gone since it was listed
+            return f"{shown} (unreadable)"
+        if stat.S_ISDIR(info.st_mode):
+            return f"{shown}/"
+        return f"{shown} ({info.st_size} bytes)"
 
     def read_file(self, path):
-        target = self._resolve(path)
-        if not target.is_file():  # subtle: also refuses a FIFO, whose open() would block
-            raise ToolError(f"{path!r} {_not_a_file(target)}")
+        fd, real, info = self._open(path)
         try:
-            with open(target, "rb") as file:
-                # Enough bytes for RESULT_LIMIT characters of UTF-8, and one more to see a cut.
-                head = file.read(4 * RESULT_LIMIT + 1)
-                total = os.fstat(file.fileno()).st_size
-        except OSError as error:
-            raise ToolError(f"{path!r} cannot be read ({error.strerror})") from None
+            if not stat.S_ISREG(info.st_mode):  # subtle: a FIFO is never opened: it would block
+                raise ToolError(f"{path!r} {_not_a_file(info)}")
+            try:
+                with open(fd, "rb", closefd=False) as file:
+                    # Enough bytes for RESULT_LIMIT characters of UTF-8, and one more to see a cut.
+                    head = file.read(4 * RESULT_LIMIT + 1)
+            except OSError as error:
+                raise ToolError(f"{path!r} cannot be read ({error.strerror})") from None
+        finally:
+            _close(fd)
+        total = info.st_size
         text = _text(head, final=len(head) == total)
         if text is None:
             raise ToolError(f"{path!r} is binary (or not UTF-8 text); only text can be read")
-        result = {"path": self._shown(target), "text": text[:RESULT_LIMIT]}
+        result = {"path": _shown(real), "text": text[:RESULT_LIMIT]}
         if len(text) > RESULT_LIMIT or len(head) < total:
             result["note"] = (
                 f"cut after {RESULT_LIMIT} characters of a {total}-byte file; narrow the "
@@ -169,82 +214,346 @@ class ReadOnlyTools(ToolBox):
     def search(self, pattern, path="."):
         if not pattern:
             raise ToolError("the pattern is empty; send the text or expression to look for")
-        target = self._resolve(path)
-        if not target.exists():
-            raise ToolError(f"{path!r} {_not_a_file(target)}")
-        try:
-            expression = re.compile(pattern)
-        except re.error:
-            expression = None  # not a valid expression: a literal search only
-        matches, size, searched, skipped = [], 0, 0, 0
-        stop_at = time.monotonic() + SEARCH_SECONDS
-        for file in self._files(target):
-            lines = self._lines(file)
-            if lines is None:
-                skipped += 1
-                continue
-            searched += 1
-            for number, line in enumerate(lines, 1):
-                if pattern in line or (expression is not None and expression.search(line)):
-                    match = f"{self._shown(file)}:{number}: {line.strip()[:LINE_LIMIT]}"
-                    size += len(match) + 1
-                    if size > RESULT_LIMIT:
-                        return self._found(matches, searched, skipped, "the results were cut")
-                    matches.append(match)
-            if time.monotonic() > stop_at:
-                return self._found(matches, searched, skipped, "the search ran out of time")
-        return self._found(matches, searched, skipped)
-
-    def _found(self, matches, searched, skipped, cut=None):
-        result = {"matches": matches, "files_searched": searched}
-        if skipped:
-            result["files_skipped"] = f"{skipped} (binary, too large or unreadable)"
-        if cut:
-            result["note"] = (
-                f"{cut} after {len(matches)} matches; narrow the request with a more specific "
-                "pattern or a smaller path"
+        if len(pattern) > PATTERN_LIMIT:
+            raise ToolError(
+                f"the pattern has {len(pattern)} characters; send at most {PATTERN_LIMIT} "
+                "(a shorter, more specific pattern)"
             )
-        return result
+        fd, real, info = self._open(path)
+        _close(fd)
+        if not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
+            raise ToolError(f"{path!r} {_not_a_file(info)}")
+        return self._search_in_child(pattern, real)
 
-    def _files(self, target):
-        """The files under `target` (or `target` itself), in order, confined to root."""
-        if target.is_file():
-            yield target
-            return
-        for folder, subfolders, files in os.walk(target):  # never follows directory links
-            subfolders[:] = sorted(d for d in subfolders if d.lower() not in SEARCH_PRUNED)
-            for name in sorted(files):
-                try:
-                    real = Path(folder, name).resolve()
-                except (OSError, RuntimeError):
-                    continue  # a symlink loop: nothing to read
-                # subtle: a file link inside root may lead out of it, or into .git; and only
-                # regular files are read (opening a FIFO would block the search).
-                inside = real.is_relative_to(self.root)
-                if inside and not _in_git(real.relative_to(self.root)) and real.is_file():
-                    yield Path(folder, name)
+    def _search_in_child(self, pattern, real):
+        """Run `search_child` in a fresh interpreter; kill it if it outlives the budget.
 
-    def _lines(self, file):
-        """The lines of a text file, or None for a binary, too large or unreadable one."""
+        subtle: Python's `re` cannot be interrupted inside one match, and `(a+)+$` on 34
+        a's would run for hours; only a process can be stopped from outside. The child
+        walks from the same root descriptor (inherited), so it sees what was checked here.
+        """
+        request = {"root": str(self.root), "pattern": pattern, "parts": real}
+        request["seconds"] = self.search_seconds
+        child = subprocess.Popen(
+            [sys.executable, "-I", "-c", CHILD_CODE, str(HERE), str(self.tree.root_fd)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=(self.tree.root_fd,),
+            cwd="/",
+            start_new_session=True,  # Ctrl-C reaches the harness, which then ends the child
+        )
+        killed = False
         try:
-            if file.stat().st_size > SEARCH_FILE_BYTES:
-                return None
-            text = _text(file.read_bytes(), final=True)
+            out, err = child.communicate(
+                json.dumps(request).encode(), timeout=self.search_seconds + SEARCH_GRACE
+            )
+        except subprocess.TimeoutExpired:
+            child.kill()
+            killed = True
+            out, err = child.communicate()
+        finally:
+            if child.poll() is None:
+                child.kill()
+            child.wait()
+        matches, counts, cut = [], {"searched": 0, "skipped": 0, "deep": 0}, None
+        finished = False
+        for line in out.decode("ascii", "replace").splitlines():
+            try:
+                item = json.loads(line)
+            except ValueError:
+                break  # the last line, cut by the kill
+            counts = {key: item[key] for key in counts}
+            if "match" in item:
+                matches.append(item["match"])
+            else:
+                cut, finished = item["cut"], True
+        if killed:
+            cut = "the search ran out of time (one line took too long: a pattern that backtracks?)"
+        elif not finished:
+            why = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
+            raise ToolError(
+                f"the search failed ({why[0]}); try a simpler pattern or a smaller path"
+            )
+        return _found(matches, counts, cut)
+
+
+class _Refused(Exception):
+    """A path that cannot be used; `why` is GIT_REFUSED, OUTSIDE, LOOP, MISSING or CHANGED."""
+
+    def __init__(self, why):
+        super().__init__(why)
+        self.why = why
+
+
+class Tree:
+    """A directory tree seen only through a descriptor of its root (see the module docstring)."""
+
+    def __init__(self, root, root_fd):
+        self.root = root  # its resolved path: absolute link targets are read against it
+        self.root_fd = root_fd
+
+    def open(self, parts, follow=True):
+        """Walk `parts` (names below root) from root; return (fd, real names, stat).
+
+        `fd` is open on the final file or folder (the caller closes it), or None for what
+        is neither (a FIFO, a device: never opened); `real` are the names actually walked,
+        links resolved. Raises _Refused (or OSError where the file system refused).
+        With `follow=False`, any link on the way is refused as CHANGED.
+        """
+        pending, real, hops = list(parts), [], 0
+        folder, final = os.dup(self.root_fd), None
+        try:
+            while pending:
+                name = pending.pop(0)
+                if name in ("", "."):
+                    continue
+                if name == "..":  # only from a link's target: a model's own '..' is refused
+                    if not real:
+                        raise _Refused(OUTSIDE)
+                    real.pop()
+                    os.close(folder)
+                    folder = None
+                    folder = self._reopen(real)
+                    continue
+                if name.lower() == ".git":
+                    raise _Refused(GIT_REFUSED)
+                try:
+                    info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+                except (FileNotFoundError, NotADirectoryError):
+                    raise _Refused(MISSING) from None
+                if stat.S_ISLNK(info.st_mode):
+                    hops += 1
+                    if not follow:
+                        raise _Refused(CHANGED)
+                    if hops > LINK_HOPS:
+                        raise _Refused(LOOP)
+                    target = os.readlink(name, dir_fd=folder)
+                    if os.path.isabs(target):
+                        if not Path(target).is_relative_to(self.root):
+                            raise _Refused(OUTSIDE)
+                        target = Path(target).relative_to(self.root).as_posix()
+                        real = []
+                        os.close(folder)
+                        folder = None
+                        folder = os.dup(self.root_fd)
+                    pending[:0] = target.split("/")
+                    continue
+                real.append(name)
+                if stat.S_ISDIR(info.st_mode):
+                    child = _open_nofollow(name, folder, OPEN_DIR)
+                    os.close(folder)
+                    folder = child
+                elif pending:
+                    raise _Refused(MISSING)  # a file used as a folder
+                elif stat.S_ISREG(info.st_mode):
+                    final = _open_nofollow(name, folder, OPEN_FILE)
+                else:
+                    return None, real, info
+            if final is None:
+                final, folder = folder, None
+            return final, real, os.fstat(final)
+        finally:
+            _close(folder)
+
+    def _reopen(self, real):
+        """The folder `real` (names of folders, no links), opened again from root."""
+        folder = os.dup(self.root_fd)
+        try:
+            for name in real:
+                child = _open_nofollow(name, folder, OPEN_DIR)
+                os.close(folder)
+                folder = child
+        except BaseException:
+            os.close(folder)
+            raise
+        return folder
+
+    def files(self, parts, counts):
+        """(shown path, bytes or None) for each regular file under `parts`, in sorted order.
+
+        Iterative, one open descriptor per level: a tree of any depth costs no recursion
+        and at most DEPTH_LIMIT descriptors; folders deeper are counted in counts["deep"].
+        Folder links are not followed (as os.walk); file links are, when they stay inside.
+        None stands for a file that is too large or could not be read.
+        """
+        fd, real, info = self.open(parts, follow=False)
+        if fd is None:
+            return
+        if not stat.S_ISDIR(info.st_mode):
+            try:
+                yield _shown(real), _head_or_none(fd, info)
+            finally:
+                os.close(fd)
+            return
+        stack = [(fd, real, None)]
+        try:
+            while stack:
+                folder, where, subfolders = stack[-1]
+                if subfolders is None:  # first visit: its files now, its subfolders after
+                    subfolders = []
+                    for name in _names(folder):
+                        info = _lstat(name, folder)
+                        if info is None:
+                            continue
+                        if stat.S_ISDIR(info.st_mode):
+                            if name.lower() not in SEARCH_PRUNED:
+                                subfolders.append(name)
+                        elif stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode):
+                            data = self._file(folder, [*where, name], info)
+                            if data is not False:
+                                yield _shown([*where, name]), data
+                    stack[-1] = (folder, where, iter(subfolders))
+                    continue
+                name = next(subfolders, None)
+                if name is None:
+                    os.close(folder)
+                    stack.pop()
+                elif len(stack) > DEPTH_LIMIT:
+                    counts["deep"] += 1
+                else:
+                    try:  # O_NOFOLLOW: a folder swapped for a link since it was listed is skipped
+                        stack.append((os.open(name, OPEN_DIR, dir_fd=folder), [*where, name], None))
+                    except OSError:
+                        pass
+        finally:
+            for folder, _, _ in stack:
+                os.close(folder)
+
+    def _file(self, folder, parts, info):
+        """The bytes of one listed file (None: too large or unreadable; False: not a file)."""
+        try:
+            if stat.S_ISLNK(info.st_mode):
+                fd, _, info = self.open(parts)  # a link inside root to a file inside it
+            else:
+                fd = _open_nofollow(parts[-1], folder, OPEN_FILE)
+                info = os.fstat(fd)
+        except _Refused as refused:
+            return None if refused.why == CHANGED else False
         except OSError:
             return None
-        return None if text is None else text.splitlines()
+        try:
+            return _head_or_none(fd, info) if stat.S_ISREG(info.st_mode) else False
+        finally:
+            _close(fd)
 
 
-def _not_a_file(target):
-    if target.is_dir():
+def _head_or_none(fd, info):
+    """A regular file's bytes, or None when too large or binary (judged from its head)."""
+    if info.st_size > SEARCH_FILE_BYTES:
+        return None
+    try:
+        with open(fd, "rb", closefd=False) as file:
+            head = file.read(SNIFF_BYTES)
+            if b"\0" in head:
+                return None  # binary: the rest is never read
+            return head + file.read(SEARCH_FILE_BYTES)
+    except OSError:
+        return None
+
+
+def search_child(root_fd):
+    """The search itself, run by CHILD_CODE: a JSON request on stdin, JSON lines on stdout.
+
+    Each match is one line `{"match": ..., <counts>}`, flushed at once, so that what was
+    found before a kill still reaches the harness; the last line is `{"cut": ..., <counts>}`.
+    """
+    request = json.load(sys.stdin)
+    tree = Tree(Path(request["root"]), root_fd)
+    pattern, stop_at = request["pattern"], time.monotonic() + request["seconds"]
+    try:
+        expression = re.compile(pattern)
+    except (re.error, OverflowError, RecursionError):
+        expression = None  # not an expression Python accepts: a literal search only
+    counts, size = {"searched": 0, "skipped": 0, "deep": 0}, 0
+
+    def send(item):
+        sys.stdout.write(json.dumps({**item, **counts}) + "\n")
+        sys.stdout.flush()
+
+    for shown, data in tree.files(request["parts"], counts):
+        text = None if data is None else _text(data, final=True)
+        if text is None:
+            counts["skipped"] += 1
+        else:
+            counts["searched"] += 1
+            for number, line in enumerate(text.splitlines(), 1):
+                if pattern in line or (expression is not None and expression.search(line)):
+                    match = f"{shown}:{number}: {line.strip()[:LINE_LIMIT]}"
+                    size += len(match) + 1
+                    if size > RESULT_LIMIT:
+                        return send({"cut": "the results were cut"})
+                    send({"match": match})
+                if time.monotonic() > stop_at:
+                    break
+        # subtle: skipped files count too: 200,000 binary files must not outrun the budget.
+        if time.monotonic() > stop_at:
+            return send({"cut": "the search ran out of time"})
+    send({"cut": None})
+
+
+def _found(matches, counts, cut):
+    result = {"matches": matches, "files_searched": counts["searched"]}
+    if counts["skipped"]:
+        result["files_skipped"] = f"{counts['skipped']} (binary, too large or unreadable)"
+    if counts["deep"]:
+        result["folders_skipped"] = f"{counts['deep']} (more than {DEPTH_LIMIT} levels deep)"
+    if cut:
+        result["note"] = (
+            f"{cut} after {len(matches)} matches; narrow the request with a more specific "
+            "pattern or a smaller path"
+        )
+    return result
+
+
+def _open_nofollow(name, folder, flags):
+    """Open `name` in `folder` without following a link; _Refused(CHANGED) if it became one."""
+    try:
+        return os.open(name, flags, dir_fd=folder)
+    except OSError as error:
+        # ELOOP/ENOTDIR: swapped for a link (or a file) since it was looked at; ENOENT: gone.
+        if error.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+            raise _Refused(CHANGED) from None
+        raise
+
+
+def _names(folder):
+    try:
+        return sorted(os.listdir(folder))
+    except OSError:
+        return []
+
+
+def _lstat(name, folder):
+    try:
+        return os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except OSError:
+        return None
+
+
+def _close(fd):
+    if fd is not None:
+        os.close(fd)
+
+
+def _shown(real):
+    """Names walked, as the model should write them: relative, with forward slashes."""
+    return "/".join(_printable(name) for name in real) or "."
+
+
+def _printable(name):
+    """A file name as text that always encodes: bytes that are not UTF-8 as \\xNN.
+
+    subtle: os.listdir hands such bytes over as lone surrogates, which no JSON encoder
+    or HTTP client can send; the SDK failed on the next request with them.
+    """
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
+def _not_a_file(info):
+    if stat.S_ISDIR(info.st_mode):
         return "is a directory; use list_dir on it"
-    if target.exists():
-        return "is not a regular file"
-    return "does not exist; use list_dir or search to find files"
-
-
-def _in_git(relative):
-    return any(part.lower() == ".git" for part in relative.parts)
+    return "is not a regular file"
 
 
 def _text(data, final):

@@ -7,14 +7,79 @@ budget fails the test instead of hanging the suite. `ask.py` runs as a real subp
 against the Ollama-protocol test server on 127.0.0.1, through the real `ollama` SDK.
 """
 
+import json
 import os
 import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 from agent_loop import STOPPED, TOOL_RESULT, agent_events
-from ollama_test_server import call, chunk
+from ollama_test_server import OllamaTestServer, call, chunk, reply
+from readonly_tools import PATTERN_LIMIT, ReadOnlyTools
 from repo_tools import EDITABLE, RepoTools, copy_sample
 from scripted_model import ScriptedChat
 from tool_guard import ToolBox, function_schema
+
+HERE = Path(__file__).resolve().parent
+ASK = HERE / "ask.py"
+SECRET = "TOP-SECRET-OUTSIDE"
+DEEP = 1100  # folders: past the ~1,000 frames at which a recursive walk fails on 3.11
+CHILD_TIMEOUT = 60  # seconds: far past any budget under test, short of a hung suite
+# The search requests that raised in `re`, `os` or the walk instead of answering.
+HOSTILE_SEARCHES = [
+    {"pattern": "a{99999999999}"},  # OverflowError in re.compile
+    {"pattern": "(" * 1200 + ")" * 1200},  # RecursionError in re.compile
+    {"pattern": "x", "path": "\ud800"},  # UnicodeEncodeError: a lone surrogate as a name
+    {"pattern": "needle"},  # through a tree DEEP folders deep (RecursionError in os.walk)
+]
+
+
+def deep_tree(root):
+    """`root` with a file at the top and a folder chain DEEP levels deep below it."""
+    root.mkdir()
+    (root / "top.txt").write_text("needle at the top\n")
+    folder = root
+    for _ in range(DEEP):  # subtle: os.makedirs recurses, and would fail here on 3.11
+        folder = folder / "d"
+        folder.mkdir()
+    return root
+
+
+def remove_deep_tree(root):
+    # subtle: shutil.rmtree (and so pytest's tmp_path cleanup) recurses; unwind by hand.
+    for depth in range(DEEP, 0, -1):
+        os.rmdir(root / "/".join(["d"] * depth))
+
+
+@pytest.fixture
+def deep_root(tmp_path):
+    root = deep_tree(tmp_path / "deep")
+    yield root
+    remove_deep_tree(root)
+
+
+def search_in_child(root, arguments, seconds):
+    """One search call in a fresh Python with `search_seconds` shrunk; its JSON result."""
+    code = (
+        "import json, sys\n"
+        f"sys.path.insert(0, {str(HERE)!r})\n"
+        "from readonly_tools import ReadOnlyTools\n"
+        "tools = ReadOnlyTools(sys.argv[1])\n"
+        "tools.search_seconds = float(sys.argv[2])\n"
+        "print(json.dumps(tools.invoke('search', json.loads(sys.argv[3]))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(root), str(seconds), json.dumps(arguments)],
+        capture_output=True,
+        text=True,
+        timeout=CHILD_TIMEOUT,  # a search that ignores its budget fails here
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
 
 # --- 1. a tool's exception is an error result ---------------------------------------------------
 
@@ -40,6 +105,177 @@ def test_any_exception_from_a_tool_becomes_an_error_result_and_the_loop_goes_on(
     assert results == [{"error": "divide failed: ZeroDivisionError: float division by zero"}]
     assert events[-1]["type"] == STOPPED and events[-1]["reason"] == "assistant_finished"
     assert len(chat.requests) == 2  # the model read the error and answered
+
+
+# --- 2. hostile searches answer instead of raising ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "arguments", HOSTILE_SEARCHES, ids=["overflow", "nested", "surrogate", "deep"]
+)
+def test_hostile_searches_answer_with_a_result_never_an_exception(deep_root, arguments):
+    result = ReadOnlyTools(deep_root).invoke("search", arguments)
+    json.dumps(result).encode("utf-8")  # what the model is sent: JSON, encodable as UTF-8
+    if "error" not in result:
+        assert result["files_searched"] == 1  # top.txt; the chain holds no file
+    if arguments["pattern"] == "needle":
+        assert result["matches"] == ["top.txt:1: needle at the top"]
+        assert "more than" in result["folders_skipped"]  # the answer says what it left out
+
+
+def test_list_and_read_refuse_a_path_that_cannot_be_a_file_name(tmp_path):
+    tools = ReadOnlyTools(tmp_path)
+    for name in ("list_dir", "read_file"):
+        assert "cannot be a file name" in tools.invoke(name, {"path": "src/\ud800.py"})["error"]
+
+
+# --- 2 (ask.py). the same calls end neither a question nor a session ---------------------------
+
+# Over the wire, a lone surrogate in the model's own call cannot be sent back to the server
+# in the next request (the SDK cannot encode it): that exchange ends as model_error, which
+# is the adapter's to report; here it must not end ask.py with a traceback.
+WIRE_SAFE = [arguments for arguments in HOSTILE_SEARCHES if arguments.get("path") != "\ud800"]
+
+
+def hostile_turn(searches):
+    calls = [call("search", index, **arguments) for index, arguments in enumerate(searches)]
+    return reply(chunk(tool_calls=calls, done=True))
+
+
+def run_ask(*args, stdin=""):
+    done = subprocess.run(
+        [sys.executable, str(ASK), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=CHILD_TIMEOUT,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def tool_results(body):
+    return [json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"]
+
+
+def test_ask_one_question_survives_hostile_searches(deep_root):
+    script = [hostile_turn(WIRE_SAFE), reply(chunk("Nothing crashed.", done=True))]
+    with OllamaTestServer(script) as server:
+        code, out, err = run_ask("--root", str(deep_root), "--host", server.host, "Search?")
+        bodies = server.chat_bodies()
+    assert code == 0, err
+    assert "Traceback" not in out + err
+    assert out.rstrip().endswith("Nothing crashed.")
+    overflow, nested, deep = tool_results(bodies[1])
+    assert deep["matches"] == ["top.txt:1: needle at the top"]
+
+
+def test_ask_one_question_with_a_surrogate_path_ends_without_a_traceback(tmp_path):
+    script = [hostile_turn([{"pattern": "x", "path": "\ud800"}])]
+    with OllamaTestServer(script) as server:
+        code, out, err = run_ask("--root", str(tmp_path), "--host", server.host, "Search?")
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+    assert '> search {"pattern": "x", "path": "\\ud800"}' in out  # shown escaped
+    assert "Traceback" not in out + err
+
+
+def test_ask_session_survives_hostile_searches_and_goes_on(deep_root):
+    script = [
+        hostile_turn(WIRE_SAFE),
+        reply(chunk("First answer.", done=True)),
+        hostile_turn([{"pattern": "x", "path": "\ud800"}]),
+        reply(chunk("Third answer.", done=True)),
+    ]
+    with OllamaTestServer(script) as server:
+        args = ("--root", str(deep_root), "--host", server.host)
+        code, out, err = run_ask(*args, stdin="First?\nSecond?\nThird?\nexit\n")
+        bodies = server.chat_bodies()
+    assert code == 0, err
+    assert "Traceback" not in out + err
+    assert "First answer." in out and "Third answer." in out
+    assert len(bodies) == 4  # the second exchange failed before its follow-up was sent
+    last = [(m["role"], m["content"]) for m in bodies[3]["messages"] if m["role"] == "user"]
+    assert last == [("user", "First?"), ("user", "Third?")]  # the failed one was left out
+    assert len(tool_results(bodies[3])) == len(WIRE_SAFE)  # the first exchange was kept
+
+
+# --- 3. search stays within its budget for any pattern ------------------------------------------
+
+
+def test_a_catastrophic_pattern_stops_at_the_search_budget(tmp_path):
+    (tmp_path / "a.txt").write_text("a" * 34 + "!\n")
+    (tmp_path / "b.txt").write_text("(a+)+$ is a pattern\n")
+    result = search_in_child(tmp_path, {"pattern": "(a+)+$"}, seconds=0.5)
+    assert "ran out of time" in result["note"]
+    # Literal search still works on a valid expression's text, before the slow line.
+    result = search_in_child(tmp_path, {"pattern": "(a+)+$", "path": "b.txt"}, seconds=0.5)
+    assert result["matches"] == ["b.txt:1: (a+)+$ is a pattern"]
+
+
+def test_a_pattern_longer_than_the_cap_is_refused(tmp_path):
+    (tmp_path / "a.txt").write_text("ab\n")
+    result = ReadOnlyTools(tmp_path).invoke("search", {"pattern": "(a|b)" * 20_000})
+    assert f"at most {PATTERN_LIMIT}" in result["error"]
+
+
+def test_skipped_binary_files_count_toward_the_search_budget(tmp_path):
+    for number in range(50):
+        (tmp_path / f"bin_{number:03}").write_bytes(b"\0needle")
+    (tmp_path / "zzz.txt").write_text("needle\n")
+    result = search_in_child(tmp_path, {"pattern": "needle"}, seconds=0)
+    assert "ran out of time" in result["note"]
+    assert int(result["files_skipped"].split()[0]) < 50  # it stopped among the binaries
+
+
+# --- 4. file names that are not UTF-8 -----------------------------------------------------------
+
+
+def test_non_utf8_file_names_are_shown_escaped_and_cross_the_sdk_wire(tmp_path):
+    (tmp_path / os.fsdecode(b"caf\xff.py")).write_text("needle = 1\n")
+    calls = [call("list_dir", path="."), call("search", 1, pattern="needle")]
+    script = [reply(chunk(tool_calls=calls, done=True)), reply(chunk("Done.", done=True))]
+    with OllamaTestServer(script) as server:
+        code, out, err = run_ask("--root", str(tmp_path), "--host", server.host, "Files?")
+        bodies = server.chat_bodies()
+    assert code == 0, err
+    listed, found = tool_results(bodies[1])
+    assert listed["entries"] == ["caf\\xff.py (11 bytes)"]
+    assert found["matches"] == ["caf\\xff.py:1: needle = 1"]
+
+
+# --- 5. confinement against a racing writer -----------------------------------------------------
+
+RACER = """\
+import os, sys
+os.chdir(sys.argv[1])
+for _ in range(int(sys.argv[2])):  # bounded: the test also kills it when done
+    os.rename("real", "d"); os.rename("d", "real")
+    os.rename("link", "d"); os.rename("d", "link")
+"""
+
+
+def test_a_racing_writer_cannot_swap_a_folder_for_a_link_out_of_the_root(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "passwd").write_text(f"{SECRET}\n")
+    root = tmp_path / "root"
+    (root / "real").mkdir(parents=True)
+    (root / "real" / "passwd").write_text("inside\n")
+    (root / "link").symlink_to(outside)
+    tools = ReadOnlyTools(root)
+    racer = subprocess.Popen([sys.executable, "-c", RACER, str(root), "10000000"])
+    try:
+        results = [tools.invoke("read_file", {"path": "d/passwd"}) for _ in range(4000)]
+        results += [tools.invoke("list_dir", {"path": "d"}) for _ in range(1000)]
+        results += [tools.invoke("search", {"pattern": "S", "path": "d"}) for _ in range(60)]
+    finally:
+        racer.kill()
+        racer.wait()
+    assert racer.returncode == -9  # it was still racing when the calls ended
+    leaked = [result for result in results if SECRET in json.dumps(result)]
+    assert leaked == []
+    # The race was real: some calls saw the folder, some found it swapped or gone.
+    assert any(result.get("text") == "inside\n" for result in results)
+    assert any("error" in result for result in results)
 
 
 # --- 6. replace_text never half-writes ----------------------------------------------------------

@@ -223,9 +223,9 @@ class ReadOnlyTools(ToolBox):
         _close(fd)
         if not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
             raise ToolError(f"{path!r} {_not_a_file(info)}")
-        return self._search_in_child(pattern, real)
+        return self._search_in_child(pattern, path, real)
 
-    def _search_in_child(self, pattern, real):
+    def _search_in_child(self, pattern, path, real):
         """Run `search_child` in a fresh interpreter; kill it if it outlives the budget.
 
         subtle: Python's `re` cannot be interrupted inside one match, and `(a+)+$` on 34
@@ -266,6 +266,8 @@ class ReadOnlyTools(ToolBox):
             counts = {key: item[key] for key in counts}
             if "match" in item:
                 matches.append(item["match"])
+            elif "refused" in item:
+                raise ToolError(f"{path!r} {item['refused']}")
             else:
                 cut, finished = item["cut"], True
         if killed:
@@ -456,22 +458,33 @@ def search_child(root_fd):
     """The search itself, run by CHILD_CODE: a JSON request on stdin, JSON lines on stdout.
 
     Each match is one line `{"match": ..., <counts>}`, flushed at once, so that what was
-    found before a kill still reaches the harness; the last line is `{"cut": ..., <counts>}`.
+    found before a kill still reaches the harness; the last line is `{"cut": ..., <counts>}`
+    (None, or why the search stopped early), or `{"refused": why}` if the path changed
+    since the harness checked it.
     """
     request = json.load(sys.stdin)
     tree = Tree(Path(request["root"]), root_fd)
-    pattern, stop_at = request["pattern"], time.monotonic() + request["seconds"]
-    try:
-        expression = re.compile(pattern)
-    except (re.error, OverflowError, RecursionError):
-        expression = None  # not an expression Python accepts: a literal search only
-    counts, size = {"searched": 0, "skipped": 0, "deep": 0}, 0
+    counts = {"searched": 0, "skipped": 0, "deep": 0}
 
     def send(item):
         sys.stdout.write(json.dumps({**item, **counts}) + "\n")
         sys.stdout.flush()
 
-    for shown, data in tree.files(request["parts"], counts):
+    stop_at = time.monotonic() + request["seconds"]
+    try:
+        send({"cut": _search(tree, request["pattern"], request["parts"], stop_at, counts, send)})
+    except _Refused as refused:
+        send({"refused": refused.why})
+
+
+def _search(tree, pattern, parts, stop_at, counts, send):
+    """Send each matching line under `parts`; return why the search stopped early, or None."""
+    try:
+        expression = re.compile(pattern)
+    except (re.error, OverflowError, RecursionError):
+        expression = None  # not an expression Python accepts: a literal search only
+    size = 0
+    for shown, data in tree.files(parts, counts):
         text = None if data is None else _text(data, final=True)
         if text is None:
             counts["skipped"] += 1
@@ -482,14 +495,14 @@ def search_child(root_fd):
                     match = f"{shown}:{number}: {line.strip()[:LINE_LIMIT]}"
                     size += len(match) + 1
                     if size > RESULT_LIMIT:
-                        return send({"cut": "the results were cut"})
+                        return "the results were cut"
                     send({"match": match})
                 if time.monotonic() > stop_at:
                     break
         # subtle: skipped files count too: 200,000 binary files must not outrun the budget.
         if time.monotonic() > stop_at:
-            return send({"cut": "the search ran out of time"})
-    send({"cut": None})
+            return "the search ran out of time"
+    return None
 
 
 def _found(matches, counts, cut):

@@ -247,6 +247,7 @@ def test_non_utf8_file_names_are_shown_escaped_and_cross_the_sdk_wire(tmp_path):
 RACER = """\
 import os, sys
 os.chdir(sys.argv[1])
+print("racing", flush=True)
 for _ in range(int(sys.argv[2])):  # bounded: the test also kills it when done
     os.rename("real", "d"); os.rename("d", "real")
     os.rename("link", "d"); os.rename("d", "link")
@@ -262,11 +263,15 @@ def test_a_racing_writer_cannot_swap_a_folder_for_a_link_out_of_the_root(tmp_pat
     (root / "real" / "passwd").write_text("inside\n")
     (root / "link").symlink_to(outside)
     tools = ReadOnlyTools(root)
-    racer = subprocess.Popen([sys.executable, "-c", RACER, str(root), "10000000"])
+    racer = subprocess.Popen(
+        [sys.executable, "-c", RACER, str(root), "10000000"], stdout=subprocess.PIPE, text=True
+    )
     try:
-        results = [tools.invoke("read_file", {"path": "d/passwd"}) for _ in range(4000)]
+        assert racer.stdout.readline() == "racing\n"  # the calls start once the swaps have
+        results = [tools.invoke("read_file", {"path": "d/passwd"}) for _ in range(10000)]
         results += [tools.invoke("list_dir", {"path": "d"}) for _ in range(1000)]
-        results += [tools.invoke("search", {"pattern": "S", "path": "d"}) for _ in range(60)]
+        # The whole tree: the walk lists `d` as a folder, then enters it (or not).
+        results += [tools.invoke("search", {"pattern": "S", "path": "."}) for _ in range(60)]
     finally:
         racer.kill()
         racer.wait()

@@ -15,7 +15,10 @@ disturbed runs). Targets are printed beside the figures:
 - replay: `replay.py recordings/repair.json` vs the bare pytest runs it must make (the
   `run_tests` call and the final independent run), with the same minimal environment
   (≤ 1.3×);
-- the whole test suite's wall time, once.
+- the whole test suite's wall time, once;
+- search (`--search` runs only this): the time of one `search` call on hostile input with
+  the shipped budget (a backtracking pattern, a 50 MB pattern, 200,000 binary files), and
+  what an ordinary search costs in its child process next to the same search run in-process.
 
 Not a test: timings on a shared machine are noisy, so nothing here passes or fails CI.
 """
@@ -38,6 +41,7 @@ from agent_loop import TASK, TEXT_DELTA, agent_events, conversation_start
 from isolation import isolation_kind, isolation_prefix
 from local_model import OPTIONS, LocalModel
 from ollama_test_server import OllamaTestServer, chunk, reply
+from readonly_tools import SEARCH_GRACE, SEARCH_SECONDS, ReadOnlyTools, _search
 from repo_tools import PYTEST_COMMAND, RepoTools, copy_sample, minimal_env
 from scripted_model import ScriptedChat
 
@@ -196,6 +200,58 @@ def suite():
     print(f"  {time.perf_counter() - started:.1f} s wall: {summary}")
 
 
+def timed(call, repeats):
+    """Durations of `repeats` calls, and the last call's result."""
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        result = call()
+        times.append(time.perf_counter() - started)
+    return times, result
+
+
+def search_limits(repeats):
+    print(
+        f"\nsearch: one call on hostile input, budget {SEARCH_SECONDS:g} s "
+        f"(+{SEARCH_GRACE:g} s before the child is killed); seconds min/median/max"
+    )
+    with tempfile.TemporaryDirectory() as scratch:
+        scratch = Path(scratch)
+        (scratch / "line.txt").write_text("a" * 34 + "!\n")
+        bins = scratch / "bins"
+        bins.mkdir()
+        for number in range(200_000):
+            (bins / f"{number:06}.bin").write_bytes(b"\0needle")
+        tools = ReadOnlyTools(scratch)
+        cases = [
+            ("(a+)+$ on 34 a's", {"pattern": "(a+)+$", "path": "line.txt"}, 1),
+            ("a 50 MB pattern", {"pattern": "a" * 50_000_000}, repeats),
+            ("200,000 binary files", {"pattern": "needle", "path": "bins"}, 1),
+        ]
+        for name, arguments, count in cases:
+            times, result = timed(
+                lambda arguments=arguments: tools.invoke("search", arguments), count
+            )
+            outcome = result.get("error") or result.get("note") or "finished"
+            skipped = result.get("files_skipped", "0").split()[0]
+            print(f"  {name:<22} {spread(times):>20}  skipped {skipped:>7}  {outcome[:60]}")
+    print("  ordinary search of this folder: in its child process vs the same search in-process")
+    tools = ReadOnlyTools(HERE)
+
+    def in_process():
+        counts = {"searched": 0, "skipped": 0, "deep": 0}
+        stop_at = time.monotonic() + SEARCH_SECONDS
+        _search(tools.tree, "def main", [], stop_at, counts, lambda item: None)
+
+    child_times, bare_times = interleaved(
+        lambda: tools.invoke("search", {"pattern": "def main"}), in_process, repeats
+    )
+    print(
+        f"  {'child / in-process':<22} {spread(child_times):>20} {spread(bare_times):>20}  "
+        f"+{(min(child_times) - min(bare_times)) * 1000:.0f} ms per search"
+    )
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -206,17 +262,22 @@ def main(argv=None):
         "--quick", action="store_true", help="3 repeats instead of 7 (faster, noisier)"
     )
     parser.add_argument("--no-suite", action="store_true", help="skip timing the test suite")
+    parser.add_argument("--search", action="store_true", help="run only the search section")
     args = parser.parse_args(argv)
     repeats = 3 if args.quick else 7
     print(
         f"bench.py on {platform.machine()}, {os.cpu_count()} cores, Python "
         f"{platform.python_version()}; {repeats} interleaved repeats per comparison"
     )
+    if args.search:
+        search_limits(repeats)
+        return
     print(f"{'seconds, min/median/max':<20} {'harness':>22} {'bare':>22}  ratio of minimums")
     with tempfile.TemporaryDirectory() as scratch:
         assembly(repeats, copy_sample(scratch))
     wire(repeats)
     replay_cost(repeats)
+    search_limits(repeats)
     if not args.no_suite:
         suite()
 

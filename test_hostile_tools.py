@@ -283,6 +283,28 @@ def test_a_racing_writer_cannot_swap_a_folder_for_a_link_out_of_the_root(tmp_pat
     assert any("error" in result for result in results)
 
 
+def test_links_that_stay_inside_the_root_are_followed(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("needle = 1\n")
+    (tmp_path / "README.md").write_text("# Demo\n")
+    (tmp_path / "lib").symlink_to("src")  # relative, to a folder
+    (tmp_path / "alias.py").symlink_to(tmp_path / "src" / "app.py")  # absolute, to a file
+    (tmp_path / "src" / "up.md").symlink_to("../README.md")  # through '..', still inside
+    tools = ReadOnlyTools(tmp_path)
+    assert tools.invoke("read_file", {"path": "lib/app.py"}) == {
+        "path": "src/app.py",
+        "text": "needle = 1\n",
+    }
+    assert tools.invoke("read_file", {"path": "alias.py"})["path"] == "src/app.py"
+    assert tools.invoke("read_file", {"path": "lib/up.md"})["text"] == "# Demo\n"
+    assert tools.invoke("list_dir", {"path": "lib"})["entries"] == [
+        "app.py (11 bytes)",
+        "up.md (7 bytes)",
+    ]
+    found = tools.invoke("search", {"pattern": "needle"})
+    assert found["matches"] == ["alias.py:1: needle = 1", "src/app.py:1: needle = 1"]
+
+
 # --- 6. replace_text never half-writes ----------------------------------------------------------
 
 

@@ -72,7 +72,7 @@ def _search_schema():
         "expression (case-sensitive; prefix (?i) to ignore case). .git, caches, virtual "
         "environments and binary files are skipped.",
         {
-            "pattern": "Text or regular expression to look for",
+            "pattern": "Text or regular expression to look for (at most 1,000 characters)",
             "path": "Directory or file to search, relative to the root; omit or use '.' for the "
             "whole tree",
         },

@@ -14,6 +14,15 @@ naming the problem, and no tool from it runs. A call with a missing or unknown n
 arguments of any wrong type, is the tools' guard's business: it becomes an error result
 the model can read.
 
+Limits that hold whatever the model sends (limits.py): at most MAX_TOOL_CALLS calls of one
+turn run, each call past it is answered with an error; nothing after the end of a turn is
+acted on: a chunk that arrives after the `done` chunk ends the turn as `model_error` ("data
+after the end of the turn"), so no tool from it runs. The deadline is checked before each
+request, after each chunk and around each tool, and the adapter raises DeadlineExceeded
+when a wait runs into it; either way the loop stops with `deadline`. A turn that was
+complete when time ran out is kept (its `model_done` is yielded), but none of its tools runs;
+a tool still running when time ran out gets no `tool_result` (it may have been cut short).
+
 Not here: the wire (see local_model.py), what the tools do (repo_tools.py), retries,
 context compaction, parallel tool execution.
 """
@@ -21,6 +30,7 @@ context compaction, parallel tool execution.
 import json
 import time
 
+from limits import MAX_TOOL_CALLS, Deadline, DeadlineExceeded
 from text_calls import text_tool_call
 
 SYSTEM_PROMPT = """\
@@ -73,6 +83,10 @@ STOP_REASONS = (
 )
 
 
+AFTER_THE_END = "the model sent data after the end of the turn (after its done chunk)"
+TOO_MANY_CALLS = f"too many calls in one turn; send at most {MAX_TOOL_CALLS}"
+
+
 class MalformedChunk(Exception):
     """The stream yielded something that is not an Ollama-shaped chunk."""
 
@@ -96,23 +110,25 @@ def agent_events(
 ):
     """Run the loop; return a generator of events. See the module docstring.
 
-    `deadline` is a total wall-clock budget in seconds, checked before each request and
-    between chunks; running out stops the loop with reason `deadline`.
+    `deadline` is a total wall-clock budget: seconds, or a `limits.Deadline` that the
+    adapter and the tools share, so that their waits end with it too.
     """
     # Checked here, not inside the generator, so a bad value fails at the call itself.
     if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
         raise ValueError(f"max_turns must be a positive int, got {max_turns!r}")
-    end = None if deadline is None else clock() + deadline
-    return _run(chat, tools, conversation_start(task, system, history), max_turns, end, clock)
+    if not isinstance(deadline, Deadline):
+        deadline = Deadline(deadline, clock)
+    return _run(chat, tools, conversation_start(task, system, history), max_turns, deadline)
 
 
-def _run(chat, tools, messages, max_turns, end, clock):
+def _run(chat, tools, messages, max_turns, deadline):
+    clock = deadline.clock
     for turn in range(1, max_turns + 1):
-        if end is not None and clock() >= end:
+        if deadline.expired():
             yield _stop(turn, DEADLINE)
             return
         yield {"type": MODEL_START, "turn": turn}
-        outcome = yield from _read_turn(chat, messages, tools.schemas, turn, end, clock)
+        outcome = yield from _read_turn(chat, messages, tools.schemas, turn, deadline)
         if outcome.get("stop"):
             yield _stop(turn, outcome["stop"], outcome.get("error"))
             return
@@ -128,11 +144,21 @@ def _run(chat, tools, messages, max_turns, end, clock):
             yield stop
             return
         for index, call in enumerate(calls):  # sequentially, in the model's order
+            if deadline.expired():  # a complete turn is kept, but no tool starts late
+                yield _stop(turn, DEADLINE)
+                return
             name, arguments = call["function"].get("name"), call["function"].get("arguments")
             where = {"turn": turn, "index": index, "name": name}
             yield {"type": TOOL_START, **where, "arguments": arguments}
             started = clock()
-            result = tools.invoke(name, arguments)
+            if index < MAX_TOOL_CALLS:
+                result = tools.invoke(name, arguments)
+            else:
+                result = {"error": TOO_MANY_CALLS}
+            if deadline.expired():
+                # subtle: the deadline may have cut the tool short; its result is not kept.
+                yield _stop(turn, DEADLINE)
+                return
             reply = {
                 "role": "tool",
                 "tool_name": name,
@@ -150,16 +176,19 @@ def _run(chat, tools, messages, max_turns, end, clock):
     yield _stop(max_turns, MAX_TURNS)
 
 
-def _read_turn(chat, messages, schemas, turn, end, clock):
+def _read_turn(chat, messages, schemas, turn, deadline):
     """Consume one whole model stream, yielding deltas; return the assembled turn."""
     content, thinking, calls = [], [], []  # pieces, joined once: linear in the stream
     done, done_reason, final, chunks = False, None, {}, 0
+    clock = deadline.clock
     started, first = clock(), None
     stream = None
     try:
         # The request carries a copy: later appends must not change what was sent.
         stream = iter(chat(list(messages), schemas))
         for chunks, chunk in enumerate(stream, 1):
+            if done:  # subtle: a call that comes after the end must never run
+                raise MalformedChunk(AFTER_THE_END)
             text, thought, new_calls = _parts(chunk)
             if chunks == 1:
                 first = clock() - started
@@ -173,8 +202,13 @@ def _read_turn(chat, messages, schemas, turn, end, clock):
             if text:
                 content.append(text)
                 yield {"type": TEXT_DELTA, "turn": turn, "text": text}
-            if end is not None and clock() >= end:
+            if deadline.expired():
+                if done:
+                    break  # the turn is complete: keep it; _run runs none of its tools
                 return {"stop": DEADLINE}
+    except DeadlineExceeded:  # the adapter's wait ran into the deadline
+        if not done:
+            return {"stop": DEADLINE}
     except Exception as error:  # the wire, the adapter or malformed data: the turn is lost
         return {"stop": MODEL_ERROR, "error": str(error) or type(error).__name__}
     finally:

@@ -21,8 +21,10 @@ import sys
 from contextlib import closing
 from pathlib import Path
 
+import quiet_interrupt  # first: Ctrl-C during the slow imports below exits quietly
 from agent_loop import (
     ASSISTANT_FINISHED,
+    DEADLINE,
     EMPTY_RESPONSE,
     INCOMPLETE_MODEL_TURN,
     MAX_TURNS,
@@ -36,9 +38,12 @@ from agent_loop import (
     agent_events,
     conversation_start,
 )
+from console import tolerant_output
+from limits import Deadline
 from local_model import (
     DEFAULT_MODEL,
     MAX_TOKENS,
+    READ_TIMEOUT,
     THINK_CHOICES,
     LocalModel,
     ModelError,
@@ -72,6 +77,7 @@ WHY = {
     EMPTY_RESPONSE: "the model's final message was blank; ask again",
     INCOMPLETE_MODEL_TURN: "the model's response was cut off before it ended "
     "(output limit reached, or the stream ended early)",
+    DEADLINE: "the answer ran out of time; raise --deadline or ask a narrower question",
 }
 
 EPILOG = """\
@@ -79,7 +85,7 @@ output: the answer and the tool calls on stdout, the model's thinking on stderr.
 session: type `exit` or press Ctrl-D to leave; Ctrl-C cancels the current answer
   (that question is then left out of the conversation) and returns to the prompt.
 exit codes (one question): 0 the model answered; 1 the loop stopped for another reason
-  (max_turns, empty_response, incomplete_model_turn); 2 usage error, or (checked before
+  (max_turns, empty_response, incomplete_model_turn, deadline); 2 usage error, or (checked before
   the first question) the server cannot be reached, lacks the model, or the model cannot
   use tools, or the model failed mid-answer (model_error); 130 interrupted with Ctrl-C.
   A session exits 0 (2 for a usage error, or a server or model that fails that check)."""
@@ -89,6 +95,16 @@ class UsageParser(argparse.ArgumentParser):
     def error(self, message):
         # One `error:` line, as for every other expected failure of the lab's CLIs.
         self.exit(EXIT_ERROR, f"error: {message} (see --help)\n")
+
+
+def positive_seconds(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
 
 
 def positive_int(text):
@@ -153,6 +169,21 @@ def parse_args(argv):
         help="output budget of one model turn: Ollama's num_predict, OpenAI's max_tokens "
         f"(default: {MAX_TOKENS})",
     )
+    parser.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=READ_TIMEOUT,
+        metavar="SECONDS",
+        help=f"seconds to wait for the server's next bytes (default: {READ_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--deadline",
+        type=positive_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="wall-clock budget of each answer: it caps every wait, and the answer stops "
+        "with reason `deadline` when it runs out (default: none)",
+    )
     args = parser.parse_args(argv)
     if args.api == "openai" and args.think != "auto":
         parser.error("--think applies to --api ollama; the OpenAI API has no standard switch")
@@ -171,10 +202,23 @@ def make_chat(args):
     if args.api == "openai":
         # As in record_run.py: a key for servers started with one, sent but never shown.
         key = os.environ.get("OPENAI_API_KEY")
-        chat = OpenAICompatibleModel(args.model, args.host, key, max_tokens=args.max_tokens)
+        chat = OpenAICompatibleModel(
+            args.model,
+            args.host,
+            key,
+            args.timeout,
+            max_tokens=args.max_tokens,
+            deadline=Deadline(args.deadline),
+        )
         chat.describe()
     else:
-        chat = LocalModel(args.model, args.host, max_tokens=args.max_tokens)
+        chat = LocalModel(
+            args.model,
+            args.host,
+            args.timeout,
+            max_tokens=args.max_tokens,
+            deadline=Deadline(args.deadline),
+        )
         chat.describe(args.think)  # sets the think value the requests send
     return chat
 
@@ -242,7 +286,11 @@ def result_summary(result):
 def answer(chat, tools, question, history, max_turns, display):
     """Ask one question, showing it as it happens; return (stopped event, conversation)."""
     messages = conversation_start(question, ASK_PROMPT, history)
-    events = agent_events(chat, tools, question, max_turns, system=ASK_PROMPT, history=history)
+    deadline = getattr(chat, "deadline", None)
+    if deadline is not None:
+        deadline.restart()  # each answer gets the whole budget
+    options = {"system": ASK_PROMPT, "history": history, "deadline": deadline}
+    events = agent_events(chat, tools, question, max_turns, **options)
     stop = None
     # closing(): on Ctrl-C the loop, and with it the model's stream, is closed at once, so
     # the server stops generating an answer nobody will read.
@@ -305,6 +353,8 @@ def session(chat, tools, max_turns, banner):
 
 
 def main(argv=None):
+    quiet_interrupt.ready()
+    tolerant_output()
     args = parse_args(argv)
     args.host = args.host or (default_base_url() if args.api == "openai" else default_host())
     tools = ReadOnlyTools(args.root)

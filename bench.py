@@ -18,7 +18,11 @@ disturbed runs). Targets are printed beside the figures:
 - the whole test suite's wall time, once;
 - search (`--search` runs only this): the time of one `search` call on hostile input with
   the shipped budget (a backtracking pattern, a 50 MB pattern, 200,000 binary files), and
-  what an ordinary search costs in its child process next to the same search run in-process.
+  what an ordinary search costs in its child process next to the same search run in-process;
+- wire caps (`--caps` runs only these): on each wire, a client process (so that its peak
+  memory is its own) against a hostile stand-in server: a 40 MB line (peak RSS vs an
+  ordinary turn; the cap is 8 MB), and a stall, a trickle and keep-alive comments under
+  `--deadline 1 --timeout 30` (how long until the run stops, and why).
 
 Not a test: timings on a shared machine are noisy, so nothing here passes or fails CI.
 """
@@ -41,6 +45,8 @@ from agent_loop import TASK, TEXT_DELTA, agent_events, conversation_start
 from isolation import isolation_kind, isolation_prefix
 from local_model import OPTIONS, LocalModel
 from ollama_test_server import OllamaTestServer, chunk, reply
+from openai_test_server import OpenAITestServer, content, finish
+from openai_test_server import reply as openai_reply
 from readonly_tools import SEARCH_GRACE, SEARCH_SECONDS, ReadOnlyTools, _search
 from repo_tools import PYTEST_COMMAND, RepoTools, copy_sample, minimal_env
 from scripted_model import ScriptedChat
@@ -187,6 +193,65 @@ def replay_cost(repeats):
     row("  repair.json", replay_times, bare_times, 1.3)
 
 
+CLIENT = """
+import sys, time
+from agent_loop import TASK, agent_events
+from limits import Deadline
+from repo_tools import RepoTools
+api, url, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+started = time.monotonic()
+deadline = Deadline(seconds)
+if api == "ollama":
+    from local_model import LocalModel
+    chat = LocalModel(host=url, timeout=30, deadline=deadline)
+else:
+    from openai_model import OpenAICompatibleModel
+    chat = OpenAICompatibleModel("test-model", url, timeout=30, deadline=deadline)
+stop = list(agent_events(chat, RepoTools("."), TASK, deadline=deadline))[-1]
+# subtle: VmHWM is this process's own peak; ru_maxrss would include the parent's pages
+# that the child shared between fork and exec.
+peak = [l for l in open("/proc/self/status") if l.startswith("VmHWM")][0].split()[1]
+print(int(peak) // 1024, stop["reason"], f"{time.monotonic() - started:.2f}",
+      (stop.get("error") or "")[:50])
+"""
+
+
+def client(api, url, seconds):
+    """Run one turn in a child process; return (its stop line, its peak RSS in MB)."""
+    command = [sys.executable, "-c", CLIENT, api, url, str(seconds)]
+    finished = subprocess.run(command, cwd=HERE, capture_output=True, text=True)
+    peak, _, line = finished.stdout.strip().partition(" ")
+    return line, float(peak)
+
+
+def caps():
+    print("\nwire caps: a client process against hostile stand-in servers (one run each)")
+    huge = 40 * 1024 * 1024
+    ollama_cases = {
+        "ordinary turn": reply(chunk("ok"), chunk(done=True)),
+        "one 40 MB line": reply(b'{"message": {"content": "' + b"x" * huge + b'"}}\n'),
+        "stall after 1": reply(chunk("a"), chunk(done=True), pause_after_first=30),
+        "byte every 0.2 s": reply(chunk("a"), drip=(b"x", 0.2)),
+    }
+    openai_cases = {
+        "ordinary turn": openai_reply(content("ok"), finish()),
+        "one 40 MB line": openai_reply("data: " + "x" * huge + "\n\n"),
+        "stall after 1": openai_reply(content("a"), finish(), pause_after_first=30),
+        "byte every 0.2 s": openai_reply(content("a"), drip=("x", 0.2)),
+        "keep-alive 0.2 s": openai_reply(content("a"), drip=(": keep-alive\n\n", 0.2)),
+    }
+    print(f"  {'wire':<7}{'case':<18}{'peak RSS':>9}  stop reason, seconds (--deadline 1)")
+    for api, cases in (("ollama", ollama_cases), ("openai", openai_cases)):
+        for name, script in cases.items():
+            if api == "ollama":
+                with OllamaTestServer([script]) as server:
+                    line, rss = client(api, server.host, 1.0)
+            else:
+                with OpenAITestServer([script]) as server:
+                    line, rss = client(api, server.base_url, 1.0)
+            print(f"  {api:<7}{name:<18}{rss:>6.0f} MB  {line}")
+
+
 def suite():
     print("\ntest suite: python -m pytest -q, once")
     started = time.perf_counter()
@@ -263,7 +328,11 @@ def main(argv=None):
     )
     parser.add_argument("--no-suite", action="store_true", help="skip timing the test suite")
     parser.add_argument("--search", action="store_true", help="run only the search section")
+    parser.add_argument("--caps", action="store_true", help="only the wire caps")
     args = parser.parse_args(argv)
+    if args.caps:
+        caps()
+        return
     repeats = 3 if args.quick else 7
     print(
         f"bench.py on {platform.machine()}, {os.cpu_count()} cores, Python "
@@ -276,6 +345,7 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as scratch:
         assembly(repeats, copy_sample(scratch))
     wire(repeats)
+    caps()
     replay_cost(repeats)
     search_limits(repeats)
     if not args.no_suite:

@@ -23,6 +23,18 @@ from repo_tools import PASSED, TESTS_FAILED
 from text_calls import NOTE as TEXT_CALL_NOTE
 
 
+def tolerant_output():
+    """Let stdout and stderr print any text: what cannot be encoded is shown escaped.
+
+    subtle: a model or a server can send a lone surrogate, and a terminal (or a pipe under
+    another PYTHONIOENCODING) may not encode every character; a run must never crash on
+    printing what it was sent. The CLIs call this first.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def test_line(result):
     """'1 failed · 3 passed' for a test run whose tests ran; else the verdict's reason.
 

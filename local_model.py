@@ -8,6 +8,10 @@ yields each chunk as `ChatResponse.model_dump(exclude_none=True)`. Its preflight
 `tools` is refused before anything runs, and `think` is sent only to a model with
 `thinking` (Ollama answers HTTP 400 to any other). Every way the wire can fail is
 translated here, once, into a `ModelError` whose text tells the user what to do.
+The limits (limits.py) are enforced below the SDK, in an httpx transport: every wait is
+capped by the run's deadline, a watchdog ends a stream when time is up (raising
+DeadlineExceeded, which the loop turns into `deadline`), and one line longer than
+MAX_LINE_BYTES ends the turn.
 
 Not here: deciding whether a turn is complete (the loop does that: a stream that simply
 ends without `done` raises nothing on this side), retries, or any other wire (see
@@ -22,6 +26,8 @@ from urllib.parse import urlsplit
 
 import httpx
 import ollama
+
+from limits import MAX_LINE_BYTES, Deadline, DeadlineExceeded, LineTooLong, Watchdog
 
 DEFAULT_MODEL = "gemma4:e2b"
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -50,10 +56,82 @@ NO_THINKING = (
     "{model} cannot think (its capabilities: {capabilities}), so --think on cannot be "
     "sent; use --think auto, or pick a model that lists `thinking` in `ollama show`"
 )
+NOT_A_STREAM = "the server at {host} answered something that is not a stream ({detail})"
+CANNOT_ENCODE = (
+    "the request could not be encoded as UTF-8: the conversation holds text that is not "
+    "valid Unicode (a lone surrogate, e.g. from a file name); the server never saw it ({detail})"
+)
 
 
 class ModelError(Exception):
     """A model request failed; the message says what went wrong and what to do."""
+
+
+class NotAStream(Exception):
+    """HTTP 200, but the body is not Ollama's NDJSON (an HTML page from a proxy, say)."""
+
+
+class _LimitedTransport(httpx.HTTPTransport):
+    """httpx's transport, with the run's deadline and the line cap enforced on every response.
+
+    subtle: the SDK reads the body with `iter_lines()`, which would gather a line of any
+    length, and httpx fixes a read's timeout when the body starts; so both limits are held
+    here, on the bytes, where the SDK cannot undo them.
+    """
+
+    def __init__(self, deadline_of, **kwargs):
+        super().__init__(**kwargs)
+        self.deadline_of = deadline_of  # the model's current Deadline, read per request
+
+    def handle_request(self, request):
+        deadline = self.deadline_of()
+        deadline.check()
+        timeout = dict(request.extensions.get("timeout") or {})
+        for key, seconds in timeout.items():  # also the wait for the response's headers
+            if seconds is not None:
+                timeout[key] = max(deadline.cap(seconds), 0.001)
+        request.extensions["timeout"] = timeout
+        response = super().handle_request(request)
+        kind = response.headers.get("content-type", "")
+        if response.status_code == 200 and kind and "json" not in kind:
+            response.close()
+            raise NotAStream(f"HTTP 200 with Content-Type {kind}")
+        network = response.extensions.get("network_stream")
+        sock = network.get_extra_info("socket") if network is not None else None
+        stream = _LimitedStream(response.stream, deadline, Watchdog(deadline, sock))
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=stream,
+            extensions=response.extensions,
+        )
+
+
+class _LimitedStream(httpx.SyncByteStream):
+    def __init__(self, inner, deadline, watchdog):
+        self.inner, self.deadline, self.watchdog = inner, deadline, watchdog
+
+    def __iter__(self):
+        line = 0  # bytes since the last newline
+        try:
+            for piece in self.inner:  # at most 64 KB each: only the line across them can grow
+                first, last = piece.find(b"\n"), piece.rfind(b"\n")
+                if line + (first if first >= 0 else len(piece)) > MAX_LINE_BYTES:
+                    raise LineTooLong()
+                line = len(piece) - last - 1 if last >= 0 else line + len(piece)
+                yield piece
+        except (LineTooLong, GeneratorExit):
+            raise
+        except Exception as error:
+            if self.watchdog.fired or self.deadline.expired(margin=0.05):
+                raise self.deadline.error() from error
+            raise
+        if self.watchdog.fired:  # the shutdown can look like a clean end of the body
+            raise self.deadline.error()
+
+    def close(self):
+        self.watchdog.cancel()
+        self.inner.close()
 
 
 def default_host():
@@ -98,15 +176,24 @@ class LocalModel:
     """
 
     def __init__(
-        self, model=DEFAULT_MODEL, host=None, timeout=READ_TIMEOUT, think=True, max_tokens=None
+        self,
+        model=DEFAULT_MODEL,
+        host=None,
+        timeout=READ_TIMEOUT,
+        think=True,
+        max_tokens=None,
+        deadline=None,
     ):
         self.model = model
         self.host = base_url(host or default_host())
         self.timeout = timeout
         self.think = think
         self.options = {**OPTIONS, "num_predict": max_tokens or MAX_TOKENS}
+        self.deadline = deadline or Deadline()  # ask.py sets a fresh one per question
         self.client = ollama.Client(
-            host=self.host, timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT)
+            host=self.host,
+            timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT),
+            transport=_LimitedTransport(lambda: self.deadline),
         )
 
     def __call__(self, messages, tools):
@@ -123,7 +210,11 @@ class LocalModel:
             )
             for chunk in stream:
                 yield chunk.model_dump(exclude_none=True)
+        except DeadlineExceeded:
+            raise  # not a failure of the wire: the loop stops with `deadline`
         except Exception as error:
+            if self.deadline.expired(margin=0.05):  # a wait capped by the deadline ran out
+                raise self.deadline.error() from error
             raise ModelError(self.explain(error)) from error
         finally:
             if stream is not None:
@@ -136,6 +227,12 @@ class LocalModel:
         # the first next(), not as the SDK's ConnectionError at chat().
         if isinstance(error, (httpx.ConnectError, ConnectionError)):
             return CANNOT_CONNECT.format(**where)
+        if isinstance(error, LineTooLong):
+            return str(error)
+        if isinstance(error, NotAStream):
+            return NOT_A_STREAM.format(**where)
+        if isinstance(error, UnicodeEncodeError):  # our request, never the server's answer
+            return CANNOT_ENCODE.format(**where)
         if isinstance(error, httpx.TimeoutException):
             return STALLED.format(seconds=self.timeout, **where)
         if isinstance(error, (httpx.RemoteProtocolError, httpx.ReadError)):
@@ -189,6 +286,8 @@ class LocalModel:
         # The SDK has no call for /api/version; a missing version is not worth failing for.
         try:
             with urllib.request.urlopen(f"{self.host}/api/version", timeout=5) as response:
-                return json.load(response).get("version")
-        except (OSError, ValueError):
+                answer = json.load(response)
+        except (OSError, ValueError, RecursionError):
             return None
+        version = answer.get("version") if isinstance(answer, dict) else None
+        return version if isinstance(version, str) else None

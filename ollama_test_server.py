@@ -55,15 +55,37 @@ def call(name, index=0, **arguments):
     return {"id": f"call_{name}_{index}", "function": function}
 
 
-def reply(*lines, status=200, end="done", pause_after_first=0.0, gate=None):
+def reply(
+    *lines,
+    status=200,
+    end="done",
+    pause_after_first=0.0,
+    gate=None,
+    drip=None,
+    content_type="application/x-ndjson",
+    pause_before=0.0,
+):
     """A scripted answer to one POST /api/chat.
 
-    `status` other than 200 answers `{"error": lines[0]}` with that status before any
-    stream. `end` is "done" (a clean end) or "cut" (the connection drops mid-body).
+    A line is a dict (sent as one JSON line) or bytes (sent as they are, for broken or huge
+    lines). `status` other than 200 answers `{"error": lines[0]}` with that status before
+    any stream. `end` is "done" (a clean end) or "cut" (the connection drops mid-body).
     `pause_after_first` stalls after the first line; `gate` (a threading.Event) holds the
-    rest of the stream until a test sets it.
+    rest of the stream until a test sets it. `pause_before` stalls before the response
+    (a server still reading the prompt). `drip=(data, seconds)` then sends `data` every
+    `seconds`, for at most a minute or until the client hangs up: traffic that never
+    completes a line.
     """
-    return {"lines": lines, "status": status, "end": end, "pause": pause_after_first, "gate": gate}
+    return {
+        "lines": lines,
+        "status": status,
+        "end": end,
+        "pause": pause_after_first,
+        "gate": gate,
+        "drip": drip,
+        "content_type": content_type,
+        "pause_before": pause_before,
+    }
 
 
 def qualified(name):
@@ -84,11 +106,13 @@ class OllamaTestServer:
         models=((TEST_MODEL, STAND_IN_DIGEST),),
         version="0.0.0-test",
         capabilities=None,
+        version_answer=None,
     ):
         self.replies = list(replies)
         self.models = dict(models)
         self.capabilities = dict(capabilities or {})
         self.version = version
+        self.version_answer = version_answer  # any JSON value, to answer /api/version oddly
         self.requests = []  # (path, parsed JSON body or None), in arrival order
         self.first_line_sent = []  # time.perf_counter() as each stream's first line is sent
         self.hung_up = 0  # streams the client closed before the server had sent them all
@@ -153,7 +177,8 @@ def _handler_for(server):
                 ]
                 self._send_json(200, {"models": models})
             elif self.path == "/api/version":
-                self._send_json(200, {"version": server.version})
+                answer = server.version_answer
+                self._send_json(200, {"version": server.version} if answer is None else answer)
             else:
                 self._send_json(404, {"error": "not found"})
 
@@ -169,19 +194,26 @@ def _handler_for(server):
             if script["status"] != 200:
                 self._send_json(script["status"], {"error": script["lines"][0]})
                 return
+            time.sleep(script["pause_before"])
             self.send_response(200)
-            self.send_header("Content-Type", "application/x-ndjson")
+            self.send_header("Content-Type", script["content_type"])
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             try:
                 for number, line in enumerate(script["lines"]):
                     if number == 0:  # taken just before the write, so no reader can beat it
                         server.first_line_sent.append(time.perf_counter())
-                    self._send_chunk((json.dumps(line) + "\n").encode())
+                    raw = line if isinstance(line, bytes) else (json.dumps(line) + "\n").encode()
+                    self._send_chunk(raw)
                     if number == 0 and script["pause"]:
                         time.sleep(script["pause"])
                     if number == 0 and script["gate"] is not None:
                         script["gate"].wait(10)
+                if script["drip"]:
+                    data, seconds = script["drip"]
+                    for _ in range(int(60 / seconds)):
+                        self._send_chunk(data)
+                        time.sleep(seconds)
                 if script["end"] == "cut":
                     self.close_connection = True  # no terminating chunk: a cut body
                     return

@@ -8,7 +8,10 @@ replay reuses: `chunks_from_events` turns the streamed events into chunks of the
 `request_body` turns the loop's Ollama-shaped conversation back into an OpenAI request
 (ids for calls, `tool_call_id` for results). The HTTP part around them parses Server-Sent
 Events with the standard library and translates every way the wire fails, once, into an
-`OpenAIModelError` whose text says what to do.
+`OpenAIModelError` whose text says what to do. The limits of limits.py hold here too: each
+read's timeout is the smaller of `timeout` and the deadline's time left, a watchdog shuts the
+socket down when time is up (DeadlineExceeded, which the loop turns into `deadline`), and
+one line over MAX_LINE_BYTES ends the turn.
 
 Not here: deciding whether a turn may run its tools (the loop does that from `done` and
 `done_reason`), retries, API-key discovery, or any wire other than chat completions.
@@ -18,6 +21,8 @@ import http.client
 import json
 import os
 from urllib.parse import urlsplit
+
+from limits import MAX_LINE_BYTES, Deadline, DeadlineExceeded, LineTooLong, Watchdog
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"  # llama-server's default port
 # local_model.OPTIONS where the OpenAI API has an equivalent; the context size (num_ctx)
@@ -44,6 +49,8 @@ HTTP_ERROR = "the server at {base_url} refused the request (HTTP {status}): {det
 NOT_FOUND_HINT = " (is {base_url} the API root, usually ending in /v1, and the model served?)"
 STREAM_ERROR = "the server reported an error mid-response: {detail}"
 BAD_RESPONSE = "the server at {base_url} sent what is not a chat-completions stream ({detail})"
+NOT_A_STREAM = "the server at {base_url} answered something that is not a stream ({detail})"
+AFTER_THE_END = "the server sent data after the end of the turn (after its finish_reason): {detail}"
 MALFORMED_EVENT = "the server sent an event of the wrong shape: {detail}"
 MODEL_MISSING = (
     "model {model!r} is not served at {base_url}, which lists: {listed}. "
@@ -70,28 +77,37 @@ def chunks_from_events(events):
     `index` and yielded, complete, only on the final `done: True` chunk, after the last
     event: a call's arguments are a JSON string that can be parsed only once it is whole.
     A stream that ends without any `finish_reason` yields no `done` chunk at all; one with a
-    `finish_reason` is complete even if `[DONE]` never came (some servers omit it).
+    `finish_reason` is complete even if `[DONE]` never came (some servers omit it), or if
+    the deadline cut the wait for it. After the `finish_reason`, only events without text or
+    calls (a usage report) may come: anything else is an error, so it can never run.
     """
     calls = {}  # index -> {"name": ..., "pieces": [argument fragments]}
     finish_reason, usage = None, None
-    for event in events:
-        if not isinstance(event, dict):
-            raise OpenAIModelError(MALFORMED_EVENT.format(detail=f"{event!r:.200}"))
-        if "error" in event:
-            raise OpenAIModelError(STREAM_ERROR.format(detail=_error_text(event["error"])))
-        usage = event.get("usage") or usage  # may come on its own event, after the finish
-        choice, delta = _choice(event)
-        text = delta.get("content")
-        # subtle: some servers send the same text under both names; take one, never both.
-        thought = delta.get("reasoning_content") or delta.get("reasoning")
-        if text or thought:
-            message = {"role": "assistant", "content": text or ""}
-            if thought:
-                message["thinking"] = thought
-            yield {"message": message, "done": False}
-        for fragment in delta.get("tool_calls") or []:
-            _add_fragment(calls, fragment)
-        finish_reason = choice.get("finish_reason") or finish_reason
+    try:
+        for event in events:
+            if not isinstance(event, dict):
+                raise OpenAIModelError(MALFORMED_EVENT.format(detail=f"{event!r:.200}"))
+            if "error" in event:
+                raise OpenAIModelError(STREAM_ERROR.format(detail=_error_text(event["error"])))
+            usage = event.get("usage") or usage  # may come on its own event, after the finish
+            choice, delta = _choice(event)
+            text = delta.get("content")
+            # subtle: some servers send the same text under both names; take one, never both.
+            thought = delta.get("reasoning_content") or delta.get("reasoning")
+            if finish_reason is not None and (text or thought or delta.get("tool_calls")):
+                raise OpenAIModelError(AFTER_THE_END.format(detail=f"{event!r:.200}"))
+            if text or thought:
+                message = {"role": "assistant", "content": text or ""}
+                if thought:
+                    message["thinking"] = thought
+                yield {"message": message, "done": False}
+            for fragment in delta.get("tool_calls") or []:
+                _add_fragment(calls, fragment)
+            finish_reason = choice.get("finish_reason") or finish_reason
+    except DeadlineExceeded:
+        if finish_reason is None:
+            raise
+        # subtle: the turn was whole; the loop keeps it and runs none of its tools.
     if finish_reason is None:
         return  # subtle: no done chunk, so the loop stops with incomplete_model_turn
     final = {
@@ -126,6 +142,8 @@ def _add_fragment(calls, fragment):
     if not isinstance(fragment, dict) or not isinstance(fragment.get("function", {}), dict):
         raise OpenAIModelError(MALFORMED_EVENT.format(detail=f"tool call {fragment!r:.200}"))
     index = fragment.get("index")
+    if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
+        raise OpenAIModelError(MALFORMED_EVENT.format(detail=f"tool call index {index!r:.50}"))
     if index is None:
         # A server that omits `index` can only mean: a fragment with a new id starts a call.
         starts = fragment.get("id") is not None or not calls
@@ -265,26 +283,48 @@ def _json(text):
         raise ValueError(f"an event is not JSON: {text[:200]!r}") from None
 
 
-def _lines(response):
+def _lines(response, before_read=lambda: None):
     """The body's lines as they arrive; a cut chunked body raises IncompleteRead.
+
+    A line longer than MAX_LINE_BYTES raises LineTooLong: its pieces are kept in a list,
+    so memory and time stay linear in what was read. `before_read` runs before each read
+    (to set its timeout).
 
     subtle: `response.readline()` would hide the cut: on a chunked body it peeks, and
     peeking swallows IncompleteRead and reports a clean end instead.
     """
-    rest = b""
-    while piece := response.read1(65536):
-        *lines, rest = (rest + piece).split(b"\n")
-        for line in lines:
-            yield line + b"\n"
-    if rest:
-        yield rest
+    pending, size = [], 0  # the unfinished line's pieces, and their length
+    while True:
+        before_read()
+        piece = response.read1(65536)
+        if not piece:
+            break
+        start = 0
+        while (end := piece.find(b"\n", start)) >= 0:
+            if size + end - start > MAX_LINE_BYTES:
+                raise LineTooLong()
+            yield b"".join(pending) + piece[start : end + 1]
+            pending, size, start = [], 0, end + 1
+        if start < len(piece):
+            pending.append(piece[start:])
+            size += len(piece) - start
+            if size > MAX_LINE_BYTES:
+                raise LineTooLong()
+    if pending:
+        yield b"".join(pending)
 
 
 class OpenAICompatibleModel:
     """`chat(messages, tools)` for a model behind an OpenAI-compatible server; yields chunks."""
 
     def __init__(
-        self, model, base_url=DEFAULT_BASE_URL, api_key=None, timeout=READ_TIMEOUT, max_tokens=None
+        self,
+        model,
+        base_url=DEFAULT_BASE_URL,
+        api_key=None,
+        timeout=READ_TIMEOUT,
+        max_tokens=None,
+        deadline=None,
     ):
         url = base_url if "://" in base_url else f"http://{base_url}"
         parts = urlsplit(url)
@@ -295,6 +335,7 @@ class OpenAICompatibleModel:
         self.api_key = api_key
         self.timeout = timeout
         self.sampling = {**SAMPLING, "max_tokens": max_tokens or SAMPLING["max_tokens"]}
+        self.deadline = deadline or Deadline()  # ask.py sets a fresh one per question
         self._parts = parts
 
     def __call__(self, messages, tools):
@@ -312,18 +353,30 @@ class OpenAICompatibleModel:
         because the turn can no longer be shown to be whole.
         """
         body = json.dumps(request_body(self.model, messages, tools, self.sampling)).encode()
+        deadline = self.deadline
         connection = self._connect()
+        watchdog = Watchdog(deadline, connection.sock)
+
+        def cap_read():  # each read waits at most --timeout, and never past the deadline
+            deadline.check()
+            connection.sock.settimeout(max(deadline.cap(self.timeout), 0.001))
+
         try:
             headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
             connection.request("POST", self._path("/chat/completions"), body, self._auth(headers))
             response = connection.getresponse()
             self._check(response)
-            yield from sse_events(_lines(response))
-        except OpenAIModelError:
+            yield from sse_events(_lines(response, cap_read))
+            if watchdog.fired:  # the shutdown can look like a clean end of the body
+                raise deadline.error()
+        except (OpenAIModelError, DeadlineExceeded):
             raise
         except Exception as error:
+            if watchdog.fired or deadline.expired(margin=0.05):
+                raise deadline.error() from error  # a wait ran into the deadline
             raise OpenAIModelError(self.explain(error)) from error
         finally:
+            watchdog.cancel()
             connection.close()  # ends the response, so the server stops generating for us
 
     def explain(self, error):
@@ -331,6 +384,8 @@ class OpenAICompatibleModel:
         where = {"base_url": self.base_url, "detail": error}
         if isinstance(error, TimeoutError):
             return STALLED.format(seconds=self.timeout, **where)
+        if isinstance(error, LineTooLong):
+            return str(error)
         if isinstance(error, (http.client.IncompleteRead, ConnectionError)):
             # subtle: a cut chunked body raises IncompleteRead; a cut that the framing
             # cannot show is a clean end, and then only a missing finish_reason tells.
@@ -384,14 +439,19 @@ class OpenAICompatibleModel:
         kind = (
             http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
         )
-        connection = kind(parts.hostname, parts.port, timeout=CONNECT_TIMEOUT)
+        self.deadline.check()
+        timeout = max(self.deadline.cap(CONNECT_TIMEOUT), 0.001)
+        connection = kind(parts.hostname, parts.port, timeout=timeout)
         try:
             connection.connect()
         except OSError as error:  # refused, unknown host, connect timeout, TLS failure
             connection.close()
+            if self.deadline.expired(margin=0.05):
+                raise self.deadline.error() from error
             detail = {"base_url": self.base_url, "detail": error}
             raise OpenAIModelError(CANNOT_CONNECT.format(**detail)) from error
-        connection.sock.settimeout(self.timeout)  # from here on: the read timeout
+        # From here on, the read timeout; subtle: 0 would mean non-blocking, never "no wait".
+        connection.sock.settimeout(max(self.deadline.cap(self.timeout), 0.001))
         return connection
 
     def _path(self, endpoint):
@@ -409,6 +469,9 @@ class OpenAICompatibleModel:
         kind = response.getheader("Content-Type", "")
         if "json" in kind:  # the server ignored "stream": true and sent one whole answer
             raise ValueError(f"Content-Type {kind}, not text/event-stream")
+        if kind and "event-stream" not in kind:  # an HTML page from a proxy, say
+            detail = f"HTTP 200 with Content-Type {kind}"
+            raise OpenAIModelError(NOT_A_STREAM.format(base_url=self.base_url, detail=detail))
 
     def _http_error(self, response):
         text = response.read(64_000).decode("utf-8", errors="replace")

@@ -61,7 +61,15 @@ def error_event(message, code=500):
     return {"error": {"code": code, "message": message, "type": "server_error"}}
 
 
-def reply(*events, status=200, end="done", pause_after_first=0.0, gate=None):
+def reply(
+    *events,
+    status=200,
+    end="done",
+    pause_after_first=0.0,
+    gate=None,
+    drip=None,
+    content_type="text/event-stream",
+):
     """A scripted answer to one POST /v1/chat/completions.
 
     Each event is a dict (sent as `data: {json}` and a blank line) or a str (sent as it is,
@@ -70,6 +78,8 @@ def reply(*events, status=200, end="done", pause_after_first=0.0, gate=None):
     (`data: [DONE]`, then a clean end), "no-done" (a clean end without `[DONE]`) or "cut"
     (the connection drops mid-body). `pause_after_first` stalls after the first event;
     `gate` (a threading.Event) holds the rest of the stream until a test sets it.
+    `drip=(text, seconds)` then sends `text` every `seconds`, for at most a minute or until
+    the client hangs up: keep-alive comments, or bytes that never complete a line.
     """
     return {
         "events": events,
@@ -77,6 +87,8 @@ def reply(*events, status=200, end="done", pause_after_first=0.0, gate=None):
         "end": end,
         "pause": pause_after_first,
         "gate": gate,
+        "drip": drip,
+        "content_type": content_type,
     }
 
 
@@ -152,7 +164,7 @@ def _handler_for(server):
                 )
                 return
             self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Type", script["content_type"])
             self.send_header("Cache-Control", "no-cache")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
@@ -165,6 +177,11 @@ def _handler_for(server):
                         time.sleep(script["pause"])
                     if number == 0 and script["gate"] is not None:
                         script["gate"].wait(10)
+                if script["drip"]:
+                    text, seconds = script["drip"]
+                    for _ in range(int(60 / seconds)):
+                        self._send_chunk(text.encode())
+                        time.sleep(seconds)
                 if script["end"] == "cut":
                     self.close_connection = True  # no terminating chunk: a cut body
                     return

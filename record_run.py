@@ -20,9 +20,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+import quiet_interrupt  # first: Ctrl-C during the slow imports below exits quietly
 from agent_loop import INTERRUPTED, STOPPED, SYSTEM_PROMPT, TASK, agent_events
-from console import Transcript, test_line
+from console import Transcript, test_line, tolerant_output
 from isolation import chosen, notice
+from limits import Deadline
 from local_model import (
     DEFAULT_MODEL,
     MAX_TOKENS,
@@ -136,9 +138,9 @@ def parse_args(argv):
         "--deadline",
         type=positive_seconds,
         default=None,
-        help="total wall-clock budget of the loop in seconds, checked before each request and "
-        "between chunks: a stalled read waits up to --timeout, a test run up to 15 s "
-        "(default: none)",
+        help="total wall-clock budget of the loop in seconds: it caps every wait (each read "
+        "waits at most min(--timeout, time left), each test run min(15 s, time left)) and "
+        "stops the run with reason `deadline` (default: none)",
     )
     parser.add_argument(
         "--output",
@@ -174,14 +176,19 @@ def parse_args(argv):
 def record_attempt(
     recorder, model_info, output, max_turns, deadline=None, isolate=True, out=sys.stdout
 ):
-    """Run one attempt through `recorder` (a RecordingChat); save it; return the exit code."""
+    """Run one attempt through `recorder` (a RecordingChat); save it; return the exit code.
+
+    `deadline` is seconds or a limits.Deadline (the one the model's adapter shares)."""
+    if not isinstance(deadline, Deadline):
+        deadline = Deadline(deadline)
     with tempfile.TemporaryDirectory(prefix="agent-lab-") as scratch:
         repo = copy_sample(scratch)
         tests_sha256, source_sha256 = sha256_file(repo / TEST_FILE), sha256_file(repo / SOURCE_FILE)
         starting = independent_tests(repo, isolate)
         print(f"Starting tests: {test_line(starting)}", file=out, flush=True)
         events, view = [], Transcript(out)
-        tools = RepoTools(repo, isolate=isolate)
+        tools = RepoTools(repo, isolate=isolate, deadline=deadline)
+        deadline.restart()  # the budget is the loop's: the starting tests do not count
         loop = agent_events(recorder, tools, TASK, max_turns, deadline=deadline)
         final = None
         try:
@@ -206,7 +213,7 @@ def record_attempt(
             "task": TASK,
             "system": SYSTEM_PROMPT,
             "max_turns": max_turns,
-            "deadline": deadline,
+            "deadline": deadline.seconds,
             "isolation": chosen(isolate),
             "model_calls": recorder.calls,
             "messages": transcript(TASK, SYSTEM_PROMPT, events),
@@ -243,6 +250,8 @@ def record_attempt(
 
 
 def main(argv=None):
+    quiet_interrupt.ready()
+    tolerant_output()
     args = parse_args(argv)
     if args.output.is_dir():
         return fail(f"{args.output} is a folder; give --output a file name")
@@ -264,13 +273,14 @@ def main(argv=None):
             model = LocalModel(args.model, args.host, args.timeout, max_tokens=args.max_tokens)
             recorder = RecordingChat(model)
             info = model.describe(args.think)  # refuses a model without tools, before any run
+        model.deadline = deadline = Deadline(args.deadline)  # shared with the loop and tools
     except (ModelError, OpenAIModelError) as error:
         return fail(str(error))
     except ValueError as error:  # a --host that is not a URL
         return fail(f"--host {args.host}: {error}")
     identity = info.get("digest") or info.get("base_url")
     print(f"Model: {args.model} (live, {identity})  |  Recording: {args.output}")
-    return record_attempt(recorder, info, args.output, args.max_turns, args.deadline, args.isolate)
+    return record_attempt(recorder, info, args.output, args.max_turns, deadline, args.isolate)
 
 
 def writable(path):

@@ -3,8 +3,10 @@
 `RecordingChat` wraps a live `chat` and keeps every chunk it yields, per model call, with
 how the stream ended. `ReplayChat` plays those calls back to the loop: the same chunks, an
 error re-raised at the same point, a stream that ended without `done` ending there again.
-`load` refuses a file that is not a recording, naming the field that is wrong; `save`
-writes atomically, so a crash mid-save leaves any earlier file intact.
+`load` refuses a file that is not a recording, naming the field that is wrong (also one
+nested too deep, or holding text that is not Unicode); `save` writes atomically, so a crash
+mid-save leaves any earlier file intact, and writes whatever a server sent as valid JSON:
+a lone surrogate as a JSON escape, NaN or infinity as null (the text kept aside).
 
 Not here: talking to a model (local_model.py), comparing a replay with its recording
 (replay.py), printing (console.py). This module imports neither the SDK nor the network.
@@ -12,6 +14,7 @@ Not here: talking to a model (local_model.py), comparing a replay with its recor
 
 import hashlib
 import json
+import math
 import os
 import re
 import tempfile
@@ -28,6 +31,7 @@ from agent_loop import (
     conversation_start,
 )
 from isolation import KINDS
+from limits import DeadlineExceeded
 
 FORMAT = "agent-loop-recording/1"
 SOURCES = ("live", "scripted", "fault-injection")
@@ -73,15 +77,47 @@ def normalise(text, root):
     return re.sub(r"\b\d+(\.\d+)?s \(\d+:\d+:\d+\)", "<t>s", text)  # "in 61.2s (0:01:01)"
 
 
+MAX_DEPTH = 100  # a real recording nests about ten levels; deeper breaks the comparisons
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_text(recording):
+    """`recording` as indented JSON text that is valid UTF-8 and valid JSON, whatever it holds.
+
+    subtle: a server can send NaN or 1e400 (parsed as infinity), which JSON cannot hold: such
+    a number is saved as null, and its text kept in `non_finite_numbers` with where it was.
+    A lone surrogate cannot be written as UTF-8; as a JSON escape it round-trips.
+    """
+    try:
+        text = json.dumps(recording, indent=2, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        found = []
+        recording = _finite(recording, "", found)
+        recording["non_finite_numbers"] = found
+        text = json.dumps(recording, indent=2, ensure_ascii=False, allow_nan=False)
+    return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _finite(value, where, found):
+    if isinstance(value, float) and not math.isfinite(value):
+        found.append({"at": where.lstrip("."), "text": json.dumps(value)})
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v, f"{where}.{k}", found) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v, f"{where}[{i}]", found) for i, v in enumerate(value)]
+    return value
+
+
 def save(path, recording):
     """Write `recording` as indented UTF-8 JSON, atomically (temp file, then rename)."""
+    text = json_text(recording)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
-            json.dump(recording, file, indent=2, ensure_ascii=False)
-            file.write("\n")
+            file.write(text + "\n")
             file.flush()
             os.fsync(file.fileno())
         os.chmod(temporary, 0o644)  # mkstemp makes it private; a recording is shared data
@@ -117,8 +153,13 @@ def load(path):
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as error:
         raise RecordingError(f"{path}: cannot be read ({error.strerror})") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (UnicodeDecodeError, ValueError) as error:  # also an integer of 5,000 digits
         raise RecordingError(f"{path}: not a JSON recording ({error})") from None
+    except RecursionError:
+        raise RecordingError(f"{path}: not a recording (nested too deeply to read)") from None
+    problem = _text_problem(data)
+    if problem:
+        raise RecordingError(f"{path}: {problem}")
     if not isinstance(data, dict):
         raise RecordingError(f"{path}: not a recording (expected a JSON object)")
     if data.get("format") != FORMAT:
@@ -142,6 +183,27 @@ def load(path):
     if problem:
         raise RecordingError(f"{path}: field {problem}")
     return data
+
+
+def _text_problem(data):
+    """Nesting deeper than MAX_DEPTH, or a lone surrogate in any text, as a sentence, or None.
+
+    Walked without recursion, so no file can make this check itself overflow the stack.
+    """
+    pending = [(data, "", 0)]
+    while pending:
+        value, where, depth = pending.pop()
+        if depth > MAX_DEPTH:
+            return f"nested deeper than {MAX_DEPTH} levels (at {where[:80]}...)"
+        if isinstance(value, dict):
+            pending += [(v, f"{where}.{k}", depth + 1) for k, v in value.items()]
+            pending += [(k, f"{where} (a key)", depth + 1) for k in value]
+        elif isinstance(value, list):
+            pending += [(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
+        elif isinstance(value, str) and LONE_SURROGATE.search(value):
+            shown = where.lstrip(".") or "the whole file"
+            return f"field {shown!r} holds a lone surrogate, which is not Unicode text"
+    return None
 
 
 def _is_int(value, least=0):
@@ -258,6 +320,10 @@ class RecordingChat:
                 if isinstance(chunk, dict) and chunk.get("done") is True:
                     saved["ended"] = ENDED_DONE
                 yield chunk
+        except DeadlineExceeded:  # our own clock closed the stream, as the loop does
+            if saved["ended"] != ENDED_DONE:
+                saved["ended"] = ENDED_CLOSED
+            raise
         except Exception as error:
             saved["ended"], saved["error"] = ENDED_ERROR, str(error) or type(error).__name__
             raise

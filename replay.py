@@ -21,8 +21,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+import quiet_interrupt  # first: Ctrl-C during the slow imports below exits quietly
 from agent_loop import DEADLINE, INTERRUPTED, STOPPED, agent_events
-from console import Transcript, test_line
+from console import Transcript, test_line, tolerant_output
 from divergence import event_divergence, request_divergences, tool_divergences
 from isolation import notice
 from recording import RECORDINGS, RecordingError, ReplayChat, load, sha256_file
@@ -168,6 +169,12 @@ def replay_one(path, show_requests=False, isolate=True, out=sys.stdout):
                 break
             events.append(event)
             view.show(event)
+        # A run stopped while a model call had produced no event yet (the server was still
+        # reading the prompt) did make that request: make it too, so that the requests match.
+        # The step that makes it cannot run a tool, and what it yields is past the cut.
+        while cut_short and len(chat.requests) < len(recording["model_calls"]):
+            if next(loop, None) is None:
+                break
         loop.close()
         if cut_short:
             view.stop_line(recording["stop"])
@@ -201,6 +208,8 @@ def replay_one(path, show_requests=False, isolate=True, out=sys.stdout):
 
 
 def main(argv=None):
+    quiet_interrupt.ready()
+    tolerant_output()
     args = parse_args(argv)
     paths = args.recordings or sorted(RECORDINGS.glob("*.json"))
     if notice(args.isolate):

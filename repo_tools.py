@@ -319,10 +319,11 @@ class RepoTools(ToolBox):
         function_schema("run_tests", "Run the repository's tests with pytest.", {}),
     ]
 
-    def __init__(self, root, test_timeout=TEST_TIMEOUT, isolate=True):
+    def __init__(self, root, test_timeout=TEST_TIMEOUT, isolate=True, deadline=None):
         self.root = Path(root).resolve()
         self.test_timeout = test_timeout
         self.isolate = isolate  # run_tests under the best isolation here (isolation.py)
+        self.deadline = deadline  # a limits.Deadline: a test run never outlasts it
 
     def handlers(self):
         return {
@@ -384,4 +385,5 @@ class RepoTools(ToolBox):
         return {"path": EDITABLE, "replaced": 1}
 
     def run_tests(self):
-        return run_pytest(self.root, timeout=self.test_timeout, isolate=self.isolate)
+        timeout = self.deadline.cap(self.test_timeout) if self.deadline else self.test_timeout
+        return run_pytest(self.root, timeout=timeout, isolate=self.isolate)

@@ -1,0 +1,97 @@
+"""The limits that hold whatever a server or a model does, defined once.
+
+`Deadline(seconds)` is one absolute end on a monotonic clock. The CLI makes one and hands
+it to the loop, the wire adapter and the tools, so that every wait ends with it: the loop
+checks it between steps, each read's timeout is `cap(--timeout)` (the smaller of the two),
+each test run's limit is `cap(15 s)`, and a `Watchdog` shuts a streaming socket down when
+time is up, so a server that sends keep-alive comments or one byte at a time cannot stretch
+the budget. Whoever notices first raises `DeadlineExceeded`; the loop stops with `deadline`.
+`MAX_LINE_BYTES` bounds one line of a stream (the memory one line can cost), and
+`MAX_TOOL_CALLS` the calls that run from one turn.
+
+Not here: what happens at a limit (agent_loop.py and the adapters decide that).
+"""
+
+import math
+import socket
+import threading
+import time
+
+MAX_LINE_BYTES = 8 * 1024 * 1024  # one NDJSON or SSE line; a real chunk is a few hundred bytes
+MAX_TOOL_CALLS = 32  # per turn; the calls past it are answered with an error, none runs
+LINE_TOO_LONG = (
+    f"the server sent a line longer than {MAX_LINE_BYTES >> 20} MB without ending it; "
+    "the turn was abandoned (the lab's cap on one line of a stream)"
+)
+
+
+class DeadlineExceeded(Exception):
+    """The run's time is up: the loop stops with reason `deadline`."""
+
+
+class LineTooLong(Exception):
+    """One line of a stream went past MAX_LINE_BYTES."""
+
+    def __init__(self):
+        super().__init__(LINE_TOO_LONG)
+
+
+class Deadline:
+    """An absolute end on `clock` (None: no end), shared by everything that waits."""
+
+    def __init__(self, seconds=None, clock=time.monotonic):
+        self.clock = clock
+        self.seconds = seconds
+        self.restart()
+
+    def restart(self):
+        """Count the budget from now (the CLIs start it when the loop starts)."""
+        self.end = None if self.seconds is None else self.clock() + self.seconds
+        return self
+
+    def left(self):
+        """Seconds until the end (0 once it has passed; infinity without a deadline)."""
+        return math.inf if self.end is None else max(0.0, self.end - self.clock())
+
+    def expired(self, margin=0.0):
+        """Whether the end has passed (or is less than `margin` seconds away)."""
+        return self.end is not None and self.clock() + margin >= self.end
+
+    def cap(self, seconds):
+        """`seconds`, or the time left if that is shorter: the longest any wait may take."""
+        return min(seconds, self.left())
+
+    def error(self):
+        return DeadlineExceeded(f"the deadline of {self.seconds:g} s has passed")
+
+    def check(self):
+        if self.expired():
+            raise self.error()
+
+
+class Watchdog:
+    """Shuts `sock` down when `deadline` passes, ending whatever read is waiting on it.
+
+    subtle: a read's timeout counts from the last byte, so a server that sends one byte
+    now and then would never trip it; only a timer on the absolute end holds the budget.
+    Always `cancel()` it (in a `finally`) once the response is over.
+    """
+
+    def __init__(self, deadline, sock):
+        self.fired = False
+        self._timer = None
+        if deadline.end is not None and sock is not None:
+            self._timer = threading.Timer(deadline.left(), self._fire, (sock,))
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _fire(self, sock):
+        self.fired = True
+        try:
+            sock.shutdown(socket.SHUT_RDWR)  # the blocked read returns at once
+        except OSError:
+            pass  # already closed: the response ended on its own
+
+    def cancel(self):
+        if self._timer is not None:
+            self._timer.cancel()

@@ -1,0 +1,191 @@
+"""Whatever a server sends or a file holds, the lab saves, prints and refuses it cleanly.
+
+A lone surrogate in streamed text, NaN and 1e400 from a server, a recording nested 100,000
+deep or holding a 5,000-digit integer, an HTML page instead of a stream, fragments with
+mixed index types, an odd /api/version answer, a request we cannot encode, and Ctrl-C while
+the CLIs are still importing: each is either handled as data or refused in one line, never
+a traceback. The servers are the stand-ins on 127.0.0.1; the files are made by each test.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_loop import MODEL_ERROR, TASK, agent_events
+from conftest import sigint_default
+from local_model import LocalModel, ModelError
+from ollama_test_server import OllamaTestServer, chunk
+from ollama_test_server import reply as ollama_reply
+from openai_model import OpenAICompatibleModel, OpenAIModelError, chunks_from_events
+from openai_test_server import TEST_MODEL, OpenAITestServer, event, finish, tool_call
+from openai_test_server import reply as openai_reply
+from recording import RECORDINGS, save
+from repo_tools import RepoTools, copy_sample
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return copy_sample(tmp_path)
+
+
+def cli(*args, env=None):
+    command = [sys.executable, str(HERE / args[0]), *map(str, args[1:])]
+    return subprocess.run(command, capture_output=True, cwd=HERE, env=env)
+
+
+# --- a lone surrogate in streamed text: printed and saved -------------------------------------
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "ascii"])
+def test_lone_surrogate_in_streamed_text_is_printed_and_saved(tmp_path, encoding):
+    output = tmp_path / "surrogate.json"
+    turn = ollama_reply(chunk("bad \ud800 text"), chunk(" end", done=True))
+    env = {**os.environ, "PYTHONIOENCODING": encoding}
+    with OllamaTestServer([turn]) as server:
+        finished = cli("record_run.py", "--host", server.host, "--output", output, env=env)
+    assert b"Traceback" not in finished.stderr, finished.stderr.decode(errors="replace")
+    assert finished.returncode == 1  # the final tests fail: nothing was repaired
+    assert b"\\ud800" in finished.stdout  # shown escaped, not dropped
+    saved = json.loads(output.read_bytes().decode("utf-8"))  # valid UTF-8 and valid JSON
+    assert saved["messages"][-1]["content"] == "bad \ud800 text end"  # round-trips
+
+
+def test_non_finite_numbers_are_saved_as_null_with_their_text_kept(tmp_path):
+    path = tmp_path / "numbers.json"
+    save(path, {"a": float("nan"), "b": [1.5, float("inf")]})
+
+    def refuse(name):
+        raise AssertionError(f"{name} is not JSON")
+
+    data = json.loads(path.read_text(encoding="utf-8"), parse_constant=refuse)
+    assert data["a"] is None and data["b"] == [1.5, None]
+    assert data["non_finite_numbers"] == [
+        {"at": "a", "text": "NaN"},
+        {"at": "b[1]", "text": "Infinity"},
+    ]
+
+
+def test_server_nan_and_1e400_reach_a_recording_as_valid_json(tmp_path):
+    output = tmp_path / "nan.json"
+    odd = 'data: {"choices": [{"delta": {"content": "x"}}], "score": NaN, "big": 1e400}\n\n'
+    with OpenAITestServer([openai_reply(odd, finish())]) as server:
+        options = ["--api", "openai", "--model", TEST_MODEL, "--host", server.base_url]
+        finished = cli("record_run.py", *options, "--output", output)
+    assert finished.returncode == 1, finished.stderr
+    text = output.read_text(encoding="utf-8")
+    assert "NaN" not in text.replace('"NaN"', "") and "Infinity" not in text.replace(
+        '"Infinity"', ""
+    )
+    saved = json.loads(text)
+    assert saved["model_calls"][0]["events"][0]["score"] is None
+    assert {"at": "model_calls[0].events[0].big", "text": "Infinity"} in saved["non_finite_numbers"]
+
+
+# --- replay refuses what it cannot read, in one line ---------------------------------------------
+
+
+def shipped():
+    return (RECORDINGS / "repair.json").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "name, make, says",
+    [
+        ("deep", lambda: "[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ("digits", lambda: shipped().replace('"max_turns": 12', '"max_turns": ' + "9" * 5000, 1),
+         "not a JSON recording"),
+        ("description", lambda: shipped().replace('"description": "', '"description": "\\ud800', 1),
+         "lone surrogate"),
+        ("chunks", lambda: shipped().replace('"content": "', '"content": "\\udfff', 1),
+         "lone surrogate"),
+        ("nested", lambda: shipped()[:-2] + ', "x": ' + "[" * 500 + "]" * 500 + "}\n",
+         "nested deeper than"),
+    ],
+)  # fmt: skip
+def test_replay_refuses_an_unreadable_recording_in_one_line(tmp_path, name, make, says):
+    path = tmp_path / f"{name}.json"
+    text = make()
+    assert text != shipped()  # the change took
+    path.write_text(text, encoding="utf-8")
+    finished = cli("replay.py", path)
+    stderr = finished.stderr.decode()
+    assert finished.returncode == 2, stderr
+    assert "Traceback" not in stderr and says in stderr
+
+
+# --- the wire: say what actually happened ----------------------------------------------------
+
+
+def test_a_request_we_cannot_encode_is_not_blamed_on_the_server():
+    with OllamaTestServer([]) as server:
+        model = LocalModel(host=server.host)
+        messages = [{"role": "user", "content": "list \udcff.py"}]  # a non-UTF-8 file name
+        with pytest.raises(ModelError) as raised:
+            list(model(messages, []))
+    assert "could not be encoded" in str(raised.value)
+    assert "sent a response" not in str(raised.value)
+
+
+def test_ollama_html_page_is_not_a_stream(repo):
+    page = ollama_reply(b"<html><body>proxy login</body></html>\n", content_type="text/html")
+    with OllamaTestServer([page]) as server:
+        events = list(agent_events(LocalModel(host=server.host), RepoTools(repo), TASK))
+    assert events[-1]["reason"] == MODEL_ERROR
+    assert "not a stream" in events[-1]["error"]
+
+
+def test_openai_html_page_is_not_a_stream(repo):
+    page = openai_reply("<html><body>proxy login</body></html>\n", content_type="text/html")
+    with OpenAITestServer([page]) as server:
+        chat = OpenAICompatibleModel(TEST_MODEL, server.base_url)
+        events = list(agent_events(chat, RepoTools(repo), TASK))
+    assert events[-1]["reason"] == MODEL_ERROR
+    assert "not a stream" in events[-1]["error"]
+
+
+def test_mixed_index_types_are_a_malformed_fragment():
+    text_index = event({"tool_calls": [{"index": "1", "function": {"arguments": "{}"}}]})
+    stream = [tool_call(0, "{}", name="read_file"), text_index, finish("tool_calls")]
+    with pytest.raises(OpenAIModelError, match="wrong shape"):
+        list(chunks_from_events(stream))
+
+
+def test_odd_version_answer_is_no_version_not_a_traceback():
+    with OllamaTestServer(version_answer=[1]) as server:
+        info = LocalModel(host=server.host).describe()
+    assert info["server_version"] is None
+
+
+# --- Ctrl-C while the CLI is still importing -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "script, argument",
+    [("record_run.py", "--help"), ("ask.py", "--help"), ("replay.py", "recordings/repair.json")],
+)
+def test_ctrl_c_during_the_imports_prints_no_traceback(script, argument):
+    # python -v reports each import as it happens: interrupt as the CLI's own imports begin.
+    # Whatever the signal then lands on (the SDK's imports, or the run itself after them),
+    # the CLI must exit 130 without a traceback.
+    command = [sys.executable, "-v", str(HERE / script), argument]
+    process = subprocess.Popen(
+        command, cwd=HERE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        preexec_fn=sigint_default,
+    )  # fmt: skip
+    seen = []
+    for line in process.stderr:
+        seen.append(line)
+        if b"import 'agent_loop'" in line:  # the CLI's own imports have begun
+            process.send_signal(signal.SIGINT)
+            break
+    rest = process.stderr.read()
+    process.wait()
+    assert b"Traceback" not in rest, rest.decode(errors="replace")[-2000:]
+    assert process.returncode == 130

@@ -1,0 +1,275 @@
+"""Every limit holds whatever the server or the model does: deadline, line cap, call cap.
+
+Hostile servers are the stand-ins (ollama_test_server.py, openai_test_server.py) on
+127.0.0.1, scripted to stall after one chunk, trickle bytes that never end a line, send
+keep-alive comments forever, or one enormous line; hostile models are scripted turns. Each
+timing test is bounded by the limits under test, with a wide margin: the deadline is a
+second or two, the timeout it must beat is 30 s, and the test only asserts that the run
+ended with reason `deadline` well before the timeout could have ended it.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agent_loop import (
+    AFTER_THE_END,
+    DEADLINE,
+    MODEL_DONE,
+    MODEL_ERROR,
+    MODEL_START,
+    STOPPED,
+    TASK,
+    TOO_MANY_CALLS,
+    TOOL_RESULT,
+    TOOL_START,
+    agent_events,
+)
+from limits import MAX_LINE_BYTES, MAX_TOOL_CALLS, Deadline
+from local_model import LocalModel
+from ollama_test_server import OllamaTestServer, call, chunk
+from ollama_test_server import reply as ollama_reply
+from openai_model import OpenAICompatibleModel
+from openai_test_server import (
+    TEST_MODEL,
+    OpenAITestServer,
+    content,
+    finish,
+    tool_call,
+)
+from openai_test_server import reply as openai_reply
+from recording import load
+from replay import REPRODUCED, replay_one
+from repo_tools import RepoTools, copy_sample
+from scripted_model import ScriptedChat
+from test_fuzz import CountingTools
+
+HERE = Path(__file__).resolve().parent
+STALL = 30.0  # how long a hostile server holds out; also the --timeout the deadline must beat
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return copy_sample(tmp_path)
+
+
+def run_with(chat_for, script, repo, seconds=1.0):
+    """Run the loop over `script` with a `seconds` deadline shared by adapter and loop.
+
+    Returns (events, elapsed seconds). `chat_for(deadline)` makes the adapter.
+    """
+    deadline = Deadline(seconds)
+    chat = chat_for(deadline)
+    started = time.monotonic()
+    events = list(agent_events(chat, RepoTools(repo, deadline=deadline), TASK, deadline=deadline))
+    return events, time.monotonic() - started
+
+
+def assert_stopped_by_the_deadline(events, elapsed):
+    assert events[-1]["type"] == STOPPED
+    assert events[-1]["reason"] == DEADLINE, events[-1]
+    # A wide margin: the deadline is 1 s, the timeout that used to end these runs is 30 s.
+    assert elapsed < STALL / 2
+
+
+def ollama(server):
+    return lambda deadline: LocalModel(host=server.host, timeout=STALL, deadline=deadline)
+
+
+def openai(server):
+    return lambda deadline: OpenAICompatibleModel(
+        TEST_MODEL, server.base_url, timeout=STALL, deadline=deadline
+    )
+
+
+# --- the deadline caps every wait, on both wires ------------------------------------------------
+
+
+def test_ollama_stall_after_one_chunk_stops_at_the_deadline_not_the_timeout(repo):
+    stalled = ollama_reply(chunk("Let me"), chunk(done=True), pause_after_first=STALL)
+    with OllamaTestServer([stalled]) as server:
+        events, elapsed = run_with(ollama(server), None, repo)
+    assert_stopped_by_the_deadline(events, elapsed)
+
+
+def test_ollama_trickle_that_never_ends_a_line_cannot_stretch_the_deadline(repo):
+    trickle = ollama_reply(chunk("Let me"), drip=(b"x", 0.2))
+    with OllamaTestServer([trickle]) as server:
+        events, elapsed = run_with(ollama(server), None, repo)
+    assert_stopped_by_the_deadline(events, elapsed)
+
+
+def test_ollama_silence_before_the_first_byte_stops_at_the_deadline(repo):
+    # The server reads the prompt and sends nothing, not even its headers.
+    silent = ollama_reply(chunk("late"), chunk(done=True), pause_before=STALL)
+    with OllamaTestServer([silent]) as server:
+        events, elapsed = run_with(ollama(server), None, repo)
+    assert_stopped_by_the_deadline(events, elapsed)
+
+
+def test_openai_stall_after_one_event_stops_at_the_deadline_not_the_timeout(repo):
+    stalled = openai_reply(content("Let me"), finish(), pause_after_first=STALL)
+    with OpenAITestServer([stalled]) as server:
+        events, elapsed = run_with(openai(server), None, repo)
+    assert_stopped_by_the_deadline(events, elapsed)
+
+
+def test_openai_keep_alive_comments_cannot_stretch_the_deadline(repo):
+    comments = openai_reply(content("Let me"), drip=(": keep-alive\n\n", 0.2))
+    with OpenAITestServer([comments]) as server:
+        events, elapsed = run_with(openai(server), None, repo)
+    assert_stopped_by_the_deadline(events, elapsed)
+
+
+def test_openai_trickle_of_a_partial_line_cannot_stretch_the_deadline(repo):
+    trickle = openai_reply(content("Let me"), drip=("x", 0.2))
+    with OpenAITestServer([trickle]) as server:
+        events, elapsed = run_with(openai(server), None, repo)
+    assert_stopped_by_the_deadline(events, elapsed)
+
+
+def test_a_test_run_never_outlasts_the_deadline(repo):
+    # Collection now takes 30 s; run_tests would wait its full 15 s without the deadline.
+    source = repo / "path_rules.py"
+    source.write_text("import time\ntime.sleep(30)\n" + source.read_text())
+    chat = ScriptedChat([[chunk(tool_calls=[call("run_tests")], done=True)]])
+    events, elapsed = run_with(lambda deadline: chat, None, repo)
+    assert_stopped_by_the_deadline(events, elapsed)
+    assert [e["type"] for e in events].count(TOOL_START) == 1
+    assert [e for e in events if e["type"] == TOOL_RESULT] == []  # cut short: not kept
+
+
+def test_a_turn_asking_for_many_test_runs_stops_at_the_deadline(repo):
+    many = [call("run_tests", index=i) for i in range(40)]
+    chat = ScriptedChat([[chunk(tool_calls=many, done=True)]])
+    events, elapsed = run_with(lambda deadline: chat, None, repo, seconds=2.0)
+    assert_stopped_by_the_deadline(events, elapsed)
+    assert sum(e["type"] == TOOL_RESULT for e in events) < 40
+
+
+def test_a_turn_complete_when_time_runs_out_is_kept_and_runs_no_tool(repo):
+    # The done chunk arrives, then the server holds the stream open past the deadline.
+    tools = [call("run_tests")]
+    held = ollama_reply(chunk(tool_calls=tools, done=True), pause_after_first=STALL)
+    with OllamaTestServer([held]) as server:
+        events, elapsed = run_with(ollama(server), None, repo)
+    assert_stopped_by_the_deadline(events, elapsed)
+    done = [e for e in events if e["type"] == MODEL_DONE]
+    assert len(done) == 1 and done[0]["message"]["tool_calls"][0]["function"]["name"] == "run_tests"
+    assert [e for e in events if e["type"] == TOOL_START] == []
+
+
+def test_openai_turn_complete_before_the_deadline_cut_is_kept_and_runs_no_tool(repo):
+    events_ = [tool_call(0, "{}", name="run_tests"), finish("tool_calls")]
+    # The finish event, then no [DONE] and no end: the deadline cuts the wait for it.
+    held = openai_reply(*events_, drip=(": still here\n\n", 0.2))
+    with OpenAITestServer([held]) as server:
+        events, elapsed = run_with(openai(server), None, repo)
+    assert_stopped_by_the_deadline(events, elapsed)
+    assert sum(e["type"] == MODEL_DONE for e in events) == 1
+    assert [e for e in events if e["type"] == TOOL_START] == []
+
+
+# --- the deadline through the real recorder, then replayed (issue 12's real-server shapes) -------
+
+
+def record(*options, env=None):
+    command = [sys.executable, str(HERE / "record_run.py"), *map(str, options)]
+    return subprocess.run(command, capture_output=True, text=True, cwd=HERE, env=env)
+
+
+def test_recording_of_a_model_call_cut_before_any_event_replays_the_same_requests(tmp_path):
+    # llama-server on a CPU sends nothing while it reads the prompt; the deadline lands then.
+    output = tmp_path / "cut-before-any-event.json"
+    read = openai_reply(tool_call(0, '{"path": "path_rules.py"}', name="read_file"), finish())
+    silent = openai_reply(": reading the prompt\n\n", content("late"), pause_after_first=STALL)
+    with OpenAITestServer([read, silent]) as server:
+        options = ["--api", "openai", "--model", TEST_MODEL, "--host", server.base_url]
+        finished = record(*options, "--deadline", 3, "--timeout", STALL, "--output", output)
+    assert finished.returncode == 1, finished.stdout + finished.stderr
+    recording = load(output)
+    assert recording["stop"]["reason"] == DEADLINE
+    assert recording["model_calls"][1]["events"] == []
+    assert recording["model_calls"][1]["ended"] == "closed"
+    assert recording["events"][-2]["type"] == MODEL_START
+    assert replay_one(output, out=open(os.devnull, "w")) == REPRODUCED
+
+
+def test_recording_of_a_deadline_on_the_completing_event_keeps_the_turn_and_replays(tmp_path):
+    output = tmp_path / "deadline-on-completing-event.json"
+    turn = [tool_call(0, '{"path": "path_rules.py"}', name="read_file"), finish("tool_calls")]
+    held = openai_reply(*turn, drip=(": still here\n\n", 0.2))
+    with OpenAITestServer([held]) as server:
+        options = ["--api", "openai", "--model", TEST_MODEL, "--host", server.base_url]
+        finished = record(*options, "--deadline", 2, "--timeout", STALL, "--output", output)
+    assert finished.returncode == 1, finished.stdout + finished.stderr
+    recording = load(output)
+    kinds = [e["type"] for e in recording["events"]]
+    assert kinds == [MODEL_START, MODEL_DONE, STOPPED]
+    assert recording["stop"]["reason"] == DEADLINE
+    assert replay_one(output, out=open(os.devnull, "w")) == REPRODUCED
+
+
+# --- memory and calls are bounded --------------------------------------------------------------
+
+
+def test_ollama_line_over_the_cap_ends_the_turn_naming_the_cap(repo):
+    huge = b'{"message": {"role": "assistant", "content": "' + b"x" * (MAX_LINE_BYTES + 1)
+    with OllamaTestServer([ollama_reply(chunk("a"), huge + b'"}}\n')]) as server:
+        events, _ = run_with(ollama(server), None, repo, seconds=60)
+    assert events[-1]["reason"] == MODEL_ERROR
+    assert "8 MB" in events[-1]["error"]
+
+
+def test_openai_line_over_the_cap_ends_the_turn_naming_the_cap(repo):
+    huge = "data: " + "x" * (MAX_LINE_BYTES + 1) + "\n\n"
+    with OpenAITestServer([openai_reply(content("a"), huge)]) as server:
+        events, _ = run_with(openai(server), None, repo, seconds=60)
+    assert events[-1]["reason"] == MODEL_ERROR
+    assert "8 MB" in events[-1]["error"]
+
+
+def test_calls_past_the_cap_get_an_error_each_and_none_runs():
+    calls = [call("ping", index=i) for i in range(MAX_TOOL_CALLS + 8)]
+    chat = ScriptedChat([[chunk(tool_calls=calls, done=True)], [chunk("done", done=True)]])
+    tools = CountingTools()
+    events = list(agent_events(chat, tools, TASK))
+    results = [e["result"] for e in events if e["type"] == TOOL_RESULT]
+    assert len(tools.ran) == MAX_TOOL_CALLS
+    assert results[MAX_TOOL_CALLS:] == [{"error": TOO_MANY_CALLS}] * 8
+    sent_back = [m for m in chat.requests[1] if m["role"] == "tool"]
+    assert len(sent_back) == MAX_TOOL_CALLS + 8  # every call is answered
+
+
+# --- nothing after the end of a turn is acted on --------------------------------------------------
+
+
+def test_ollama_call_after_done_never_runs():
+    late = [chunk("ok", done=True), chunk(tool_calls=[call("ping")])]
+    chat, tools = ScriptedChat([late]), CountingTools()
+    events = list(agent_events(chat, tools, TASK))
+    assert events[-1]["reason"] == MODEL_ERROR and events[-1]["error"] == AFTER_THE_END
+    assert tools.ran == []
+
+
+def test_openai_call_after_finish_reason_never_runs(repo):
+    late = openai_reply(content("ok"), finish(), tool_call(0, "{}", name="run_tests"))
+    with OpenAITestServer([late]) as server:
+        events, _ = run_with(openai(server), None, repo, seconds=60)
+    assert events[-1]["reason"] == MODEL_ERROR
+    assert "after the end of the turn" in events[-1]["error"]
+    assert [e for e in events if e["type"] == TOOL_START] == []
+
+
+def test_openai_usage_after_finish_reason_is_still_a_complete_turn(repo):
+    usage = {"prompt_tokens": 5, "completion_tokens": 2}
+    turn = openai_reply(content("ok"), finish(), {"choices": [], "usage": usage})
+    with OpenAITestServer([turn]) as server:
+        events, _ = run_with(openai(server), None, repo, seconds=60)
+    assert events[-1]["reason"] == "assistant_finished"
+    assert json.loads(json.dumps(events[-2]["model_counters"]))["eval_count"] == 2

@@ -273,3 +273,23 @@ def test_openai_usage_after_finish_reason_is_still_a_complete_turn(repo):
         events, _ = run_with(openai(server), None, repo, seconds=60)
     assert events[-1]["reason"] == "assistant_finished"
     assert json.loads(json.dumps(events[-2]["model_counters"]))["eval_count"] == 2
+
+
+# --- ask.py takes the same limits -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", ["ollama", "openai"])
+def test_ask_stops_a_stalled_answer_at_its_deadline(tmp_path, api):
+    if api == "ollama":
+        server = OllamaTestServer([ollama_reply(chunk("Let"), pause_after_first=STALL)])
+        where = ["--host", server.host]
+    else:
+        server = OpenAITestServer([openai_reply(content("Let"), pause_after_first=STALL)])
+        where = ["--api", "openai", "--model", TEST_MODEL, "--host", server.base_url]
+    limits = ["--deadline", "1", "--timeout", str(STALL)]
+    command = [sys.executable, str(HERE / "ask.py"), "--root", str(tmp_path), *where, *limits]
+    with server:
+        # The subprocess timeout only keeps a broken build from hanging the suite.
+        finished = subprocess.run([*command, "Hi?"], capture_output=True, text=True, timeout=STALL)
+    assert finished.returncode == 1, finished.stderr
+    assert finished.stderr.startswith("error: stopped without an answer: deadline")

@@ -10,6 +10,7 @@ ended with reason `deadline` well before the timeout could have ended it.
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -30,6 +31,7 @@ from agent_loop import (
     TOOL_START,
     agent_events,
 )
+from conftest import sigint_default
 from limits import MAX_LINE_BYTES, MAX_TOOL_CALLS, Deadline
 from local_model import LocalModel
 from ollama_test_server import OllamaTestServer, call, chunk
@@ -212,6 +214,31 @@ def test_recording_of_a_deadline_on_the_completing_event_keeps_the_turn_and_repl
     kinds = [e["type"] for e in recording["events"]]
     assert kinds == [MODEL_START, MODEL_DONE, STOPPED]
     assert recording["stop"]["reason"] == DEADLINE
+    assert replay_one(output, out=open(os.devnull, "w")) == REPRODUCED
+
+
+def test_recording_of_ctrl_c_before_any_event_of_a_call_replays_the_same_requests(tmp_path):
+    output = tmp_path / "ctrl-c-before-any-event.json"
+    silent = openai_reply(": reading the prompt\n\n", content("late"), pause_after_first=STALL)
+    with OpenAITestServer([silent]) as server:
+        options = ["--api", "openai", "--model", TEST_MODEL, "--host", server.base_url]
+        command = [sys.executable, str(HERE / "record_run.py"), *options, "--output", output]
+        process = subprocess.Popen(
+            command, cwd=HERE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            preexec_fn=sigint_default,
+        )  # fmt: skip
+        try:
+            until = time.monotonic() + STALL  # wait for the observable event: the request
+            while not (server.chat_bodies() and server.events_sent) and time.monotonic() < until:
+                time.sleep(0.02)
+            process.send_signal(signal.SIGINT)
+            _, err = process.communicate(timeout=STALL)
+        finally:
+            process.kill()
+    assert process.returncode == 130 and b"Traceback" not in err, err
+    recording = load(output)
+    assert recording["stop"]["reason"] == "interrupted"
+    assert recording["model_calls"] == [{"request_length": 2, "events": [], "ended": "closed"}]
     assert replay_one(output, out=open(os.devnull, "w")) == REPRODUCED
 
 

@@ -217,6 +217,21 @@ def test_recording_of_a_deadline_on_the_completing_event_keeps_the_turn_and_repl
     assert replay_one(output, out=open(os.devnull, "w")) == REPRODUCED
 
 
+def test_recording_of_a_deadline_among_many_test_runs_replays(tmp_path):
+    # Twenty test runs take longer than the deadline: it lands during one or between two.
+    output = tmp_path / "deadline-during-tools.json"
+    many = ollama_reply(
+        chunk(tool_calls=[call("run_tests", index=i) for i in range(20)], done=True)
+    )
+    with OllamaTestServer([many]) as server:
+        finished = record("--host", server.host, "--deadline", 1, "--output", output)
+    assert finished.returncode == 1, finished.stdout + finished.stderr
+    recording = load(output)
+    assert recording["stop"]["reason"] == DEADLINE
+    assert sum(e["type"] == TOOL_RESULT for e in recording["events"]) < 20
+    assert replay_one(output, out=open(os.devnull, "w")) == REPRODUCED
+
+
 def test_recording_of_ctrl_c_before_any_event_of_a_call_replays_the_same_requests(tmp_path):
     output = tmp_path / "ctrl-c-before-any-event.json"
     silent = openai_reply(": reading the prompt\n\n", content("late"), pause_after_first=STALL)

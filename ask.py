@@ -203,23 +203,13 @@ def make_chat(args):
         # As in record_run.py: a key for servers started with one, sent but never shown.
         key = os.environ.get("OPENAI_API_KEY")
         chat = OpenAICompatibleModel(
-            args.model,
-            args.host,
-            key,
-            args.timeout,
-            max_tokens=args.max_tokens,
-            deadline=Deadline(args.deadline),
+            args.model, args.host, key, args.timeout, max_tokens=args.max_tokens
         )
         chat.describe()
     else:
-        chat = LocalModel(
-            args.model,
-            args.host,
-            args.timeout,
-            max_tokens=args.max_tokens,
-            deadline=Deadline(args.deadline),
-        )
+        chat = LocalModel(args.model, args.host, args.timeout, max_tokens=args.max_tokens)
         chat.describe(args.think)  # sets the think value the requests send
+    chat.deadline = Deadline(args.deadline)  # after the check: each answer restarts it
     return chat
 
 

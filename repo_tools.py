@@ -17,7 +17,7 @@ import ast
 import functools
 import os
 import re
-import shutil
+import select
 import signal
 import stat
 import subprocess
@@ -38,6 +38,7 @@ READABLE = (SOURCE_FILE, TEST_FILE)
 EDITABLE = SOURCE_FILE
 TEST_TIMEOUT = 15.0
 OUTPUT_LIMIT = 4000  # characters of test output kept: the tail, where pytest's summary is
+OUTPUT_KEPT = 64 * 1024  # bytes of output held while a run goes on: room for the limit
 READ_LIMIT = 20000  # characters of a file returned by read_file
 # subtle: --rootdir pins the names in the report (tests.test_path_rules.test_...), which
 # otherwise depend on configuration files found above the temporary copy.
@@ -49,10 +50,27 @@ NO_REPORT = "no test report: the run ended before pytest wrote it"
 OUTCOME_TAGS = (("failure", "failed"), ("error", "error"), ("skipped", "skipped"))
 
 
-def copy_sample(parent):
-    """A fresh copy of `sample_repo/` inside the directory `parent`; the original is never used."""
-    ignore = shutil.ignore_patterns("__pycache__", ".pytest_cache")
-    return Path(shutil.copytree(SAMPLE_REPO, Path(parent) / "repo", ignore=ignore))
+def _snapshot(folder):
+    """{relative path: bytes} of the files under `folder` (caches left out)."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in files}
+
+
+# subtle: read once, when the harness starts. With --no-isolate the edited code can rewrite
+# sample_repo/ itself; every copy, and the verdict's idea of "the unchanged tests", come
+# from these bytes instead, so such a rewrite cannot pass for the original.
+SAMPLE_FILES = _snapshot(SAMPLE_REPO)
+PRISTINE_TESTS = SAMPLE_FILES[TEST_FILE]
+
+
+def copy_sample(parent, source=None):
+    """A fresh copy of the sample inside the directory `parent` (as the harness started
+    with it), optionally with `source` (bytes) as its path_rules.py."""
+    root = Path(parent) / "repo"
+    for name, data in SAMPLE_FILES.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(source if source is not None and name == SOURCE_FILE else data)
+    return root
 
 
 def minimal_env():
@@ -108,12 +126,18 @@ def run_pytest(root, timeout=TEST_TIMEOUT, isolate=True):
     with tempfile.TemporaryDirectory(
         prefix="agent-lab-report-", ignore_cleanup_errors=True
     ) as folder:
-        report = Path(folder) / "report.xml"
+        report, settings = Path(folder) / "report.xml", Path(folder) / "pytest.ini"
+        # subtle: an explicit, empty configuration: otherwise pytest looks for pytest.ini,
+        # tox.ini or setup.cfg in the copy's parent folders, where an unisolated edit may
+        # have left one (with addopts = -p some_plugin) for the next run to find.
+        settings.write_text("[pytest]\n")
         writable = (Path(root).resolve(), Path(folder).resolve())
         prefix = isolation_prefix(chosen(isolate), writable)
-        command = [*prefix, sys.executable, *PYTEST_COMMAND, f"--junitxml={report}"]
+        command = [*prefix, sys.executable, *PYTEST_COMMAND, "-c", str(settings)]
+        command.append(f"--junitxml={report}")
         exit_code, output = _run(command, root, timeout)
         verdict = judge(root, exit_code, report, timeout)
+    output = redact(output)  # before the cut, so no part of a secret survives at its edge
     if len(output) > OUTPUT_LIMIT:
         output = (
             f"[... {len(output) - OUTPUT_LIMIT} earlier characters cut]\n" + output[-OUTPUT_LIMIT:]
@@ -122,7 +146,12 @@ def run_pytest(root, timeout=TEST_TIMEOUT, isolate=True):
 
 
 def _run(command, root, timeout):
-    """(exit code or None on a timeout, the whole output as text) of one test run."""
+    """(exit code or None on a timeout, the output's tail as text) of one test run.
+
+    subtle: only the last OUTPUT_KEPT bytes are ever held: the edited code can write
+    gigabytes to its output in 15 s, and the harness must not hold them all to keep 4,000
+    characters.
+    """
     process = subprocess.Popen(
         command,
         cwd=root,
@@ -132,18 +161,33 @@ def _run(command, root, timeout):
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+    tail, dropped, end = bytearray(), 0, time.monotonic() + timeout
+    exit_code = None
     try:
-        output, _ = process.communicate(timeout=timeout)
-        exit_code = process.returncode
+        pipe = process.stdout.fileno()
+        while (left := end - time.monotonic()) > 0:
+            if not select.select([pipe], [], [], left)[0]:
+                continue  # nothing yet; the loop's condition ends it at the time limit
+            data = os.read(pipe, 65536)
+            if not data:  # every writer closed the pipe: the run has ended
+                exit_code = process.wait(timeout=max(end - time.monotonic(), 0.01))
+                break
+            tail += data
+            if len(tail) > OUTPUT_KEPT:
+                dropped += len(tail) - OUTPUT_KEPT
+                del tail[: len(tail) - OUTPUT_KEPT]
     except subprocess.TimeoutExpired:
-        _kill_group(process)
-        output, _ = process.communicate()
-        output += f"\n[timed out after {timeout:g} s; the test process group was killed]".encode()
-        exit_code = None
+        pass  # the output ended but the process did not: a timeout like any other
     finally:
         _kill_group(process)
         process.wait()
-    return exit_code, output.decode("utf-8", errors="replace")
+        process.stdout.close()
+    text = tail.decode("utf-8", errors="replace")
+    if dropped:
+        text = f"[... {dropped} earlier bytes of output dropped]\n" + text
+    if exit_code is None:
+        text += f"\n[timed out after {timeout:g} s; the test process group was killed]"
+    return exit_code, text
 
 
 def count_results(output):
@@ -166,7 +210,7 @@ def expected_tests():
     code can change. The sample's tests are plain top-level functions; a test file with
     classes or parametrised tests would need a collect-only run of a pristine copy instead.
     """
-    tree = ast.parse((SAMPLE_REPO / TEST_FILE).read_bytes())
+    tree = ast.parse(PRISTINE_TESTS)
     module = TEST_FILE.removesuffix(".py").replace("/", ".")
     return tuple(
         f"{module}.{node.name}"
@@ -192,7 +236,7 @@ def read_regular_file(path, limit):
 
 def tests_unchanged(root):
     """Whether the copy's test file is byte-identical to the sample's (False if unreadable)."""
-    original = (SAMPLE_REPO / TEST_FILE).read_bytes()
+    original = PRISTINE_TESTS
     try:
         return read_regular_file(Path(root) / TEST_FILE, len(original)) == original
     except OSError:
@@ -296,10 +340,34 @@ def judge(root, exit_code, report, timeout=TEST_TIMEOUT):
 def independent_tests(root, isolate=True):
     """The verdict from outside the loop: a fresh pytest run, its counts, its duration.
 
-    Redacted like a tool result: a run of the edited code may print the harness's secrets."""
+    subtle: not run in `root`. The edited code ran there, and may have left things behind
+    that change what the next run does without touching path_rules.py (a conftest.py, a
+    `path_rules/` package, a pytest.ini) and then put the source back. The run goes on a
+    fresh copy of the sample holding only the bytes of root's path_rules.py; the test file
+    in `root` must still be the sample's. Redacted like a tool result: a run of the edited
+    code may print the harness's secrets.
+    """
     started = time.monotonic()
-    result = redact(run_pytest(root, isolate=isolate))
-    return {**result, "seconds": time.monotonic() - started}
+    try:
+        source = read_regular_file(Path(root) / SOURCE_FILE, REPORT_LIMIT)
+    except OSError as error:
+        source, unreadable = None, f"{SOURCE_FILE} cannot be read ({error.strerror or error})"
+    else:
+        unreadable = f"{SOURCE_FILE} is larger than {REPORT_LIMIT} bytes"
+        unreadable = unreadable if len(source) > REPORT_LIMIT else None
+    if unreadable:
+        counts = {"passed": 0, "failed": 0, "errors": 0, "collected": 0}
+        result = {"exit_code": None, "output": "", **counts, "verdict": FAILED}
+        result["reason"] = unreadable
+    else:
+        with tempfile.TemporaryDirectory(prefix="agent-lab-verdict-") as scratch:
+            fresh = copy_sample(scratch, source)
+            result = run_pytest(fresh, isolate=isolate)
+            # the run's own paths read as the copy's, so a replay normalises them alike
+            result["output"] = result["output"].replace(str(fresh), str(Path(root).resolve()))
+        if result["verdict"] == PASSED and not tests_unchanged(root):
+            result.update(verdict=FAILED, reason=f"tests changed: {TEST_FILE} is not the sample's")
+    return {**redact(result), "seconds": time.monotonic() - started}
 
 
 class RepoTools(ToolBox):
@@ -355,6 +423,7 @@ class RepoTools(ToolBox):
             raise ToolError(f"{path} does not exist") from None
         except UnicodeDecodeError:
             raise ToolError(f"{path} is not UTF-8 text") from None
+        text = redact(text)  # before the cut, so no part of a secret survives at its edge
         if len(text) > READ_LIMIT:
             text = text[:READ_LIMIT] + f"\n[... cut: the file has {len(text)} characters]"
         return {"path": path, "text": text}

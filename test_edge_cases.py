@@ -215,7 +215,7 @@ def test_recorder_does_not_count_a_run_that_rewrote_the_test_file(tmp_path, caps
         RecordingChat(ScriptedChat(script)), {"name": "scripted"}, output, 4, out=out
     )
     saved = load(output)
-    assert saved["final_tests"]["exit_code"] == 0  # the rewritten tests pass...
+    assert saved["final_tests"]["verdict"] == "failed"  # judged on the sample's own tests...
     assert saved["tests_unchanged"] is False
     assert code == record_run.EXIT_FAILED  # ...and the run does not count
     assert "the test file changed" in capsys.readouterr().err

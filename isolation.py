@@ -3,10 +3,13 @@ the disk and the harness.
 
 `isolation_kind()` names the best mechanism that works on this machine (probed once:
 installed is not enough), in this order:
-- "bubblewrap" (`bwrap`): new network, PID and IPC namespaces; the whole file system
-  read-only except the folders bound writable (the temporary copy and the fresh folder the
-  test report goes to); a new session; it dies with the harness. In its own PID namespace
-  the test process sees none of the harness's processes (so not their
+- "bubblewrap" (`bwrap`): new network, PID and IPC namespaces; a file system made of the
+  system folders and the Python installation, read-only, an empty private /tmp, and the
+  folders bound writable (the temporary copy and the fresh folder the test report goes
+  to); a new session; it dies with the harness. Nothing else of the machine is there: no
+  home folder, no /run, no Unix socket of another program (a new network namespace does
+  not stop a connect() to a socket file: D-Bus or Docker's would reach outside). In its own
+  PID namespace the test process sees none of the harness's processes (so not their
   `/proc/<pid>/environ`), and everything it starts dies when the run ends, `setsid` or not.
 - "network-only" (`unshare --net`, where it works: root, or user namespaces allowed): no
   network, nothing else; the code can still write wherever you can and read your processes.
@@ -20,6 +23,7 @@ buggy or hostile edit can reach, on Linux, with tools that are usually already t
 """
 
 import functools
+import os
 import shutil
 import subprocess
 import sys
@@ -27,7 +31,8 @@ import sys
 BUBBLEWRAP, NETWORK_ONLY, NONE = "bubblewrap", "network-only", "none"
 KINDS = (BUBBLEWRAP, NETWORK_ONLY, NONE)
 
-BWRAP_BASE = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+# What the tests need to run Python, read-only; the Python installation is added to it.
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 BWRAP_UNSHARE = [
     "--unshare-net",
     "--unshare-pid",
@@ -52,7 +57,31 @@ def isolation_prefix(kind, writable=()):
     for folder in map(str, writable):
         binds += ["--bind", folder, folder]
     chdir = ["--chdir", str(writable[0])] if writable else []
-    return [shutil.which("bwrap"), *BWRAP_BASE, *binds, *chdir, *BWRAP_UNSHARE, "--"]
+    return [shutil.which("bwrap"), *bwrap_mounts(), *binds, *chdir, *BWRAP_UNSHARE, "--"]
+
+
+def bwrap_mounts():
+    """The sandbox's file system: system folders and this Python, read-only, a fresh /tmp.
+
+    subtle: binding all of `/` read-only would still let the tests connect() to every Unix
+    socket on the machine (D-Bus, Docker, X11): only what is mounted is there at all.
+    """
+    mounts = []
+    for folder in SYSTEM_FOLDERS:
+        mounts += ["--ro-bind-try", folder, folder]
+    mounts += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for folder in _python_folders():  # after /tmp: a checkout may live under /tmp
+        mounts += ["--ro-bind", folder, folder]
+    return mounts
+
+
+def _python_folders():
+    """The folders this interpreter and its packages live in, outside the system folders."""
+    found = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    found.add(os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))))
+    found = {os.path.realpath(folder) for folder in found} | found
+    inside = tuple(f"{folder}/" for folder in SYSTEM_FOLDERS)
+    return sorted(f for f in found if os.path.isdir(f) and not f"{f}/".startswith(inside))
 
 
 def chosen(isolate):
@@ -76,7 +105,7 @@ def notice(isolate):
 def isolation_kind():
     """ "bubblewrap", "network-only" or "none": the first mechanism that works here."""
     bwrap, unshare = shutil.which("bwrap"), shutil.which("unshare")
-    if bwrap and _works([bwrap, *BWRAP_BASE, *BWRAP_UNSHARE, "--"]):
+    if bwrap and _works([bwrap, *bwrap_mounts(), *BWRAP_UNSHARE, "--"]):
         return BUBBLEWRAP
     if unshare and _works([unshare, "--net", "--"]):
         return NETWORK_ONLY

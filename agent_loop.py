@@ -6,6 +6,9 @@ to the conversation and asks again, until the model stops asking or a limit is r
 Everything that happens is yielded as a small dict event, so a terminal, a recorder or a
 test can watch the same run. Why the loop stopped is the `reason` of its last event,
 `stopped`; whether the repository now passes is not the loop's business (see README).
+`AgentLoop` is the same loop with its conversation in view: the loop alone appends to its
+`messages`, which a recorder saves and a session continues. Each way a run ends is a `Stop`
+raised where it is decided, and turned into the one `stopped` event in `events()`.
 
 Malformed model output never raises here. A chunk that is not an object, a `message` that
 is not an object, `content`/`thinking` that is not text, `tool_calls` that is not a list,
@@ -91,147 +94,168 @@ class MalformedChunk(Exception):
     """The stream yielded something that is not an Ollama-shaped chunk."""
 
 
+class Stop(Exception):
+    """The run ends: `reason` is one of STOP_REASONS; `event(turn)` is its `stopped` event."""
+
+    def __init__(self, reason, error=None, text_tool_call=None):
+        super().__init__(reason)
+        self.reason, self.error, self.text_tool_call = reason, error, text_tool_call
+
+    def event(self, turn):
+        event = {"type": STOPPED, "turn": turn, "reason": self.reason}
+        if self.error is not None:
+            event["error"] = self.error
+        if self.text_tool_call:  # a call the model wrote as text: shown to the user, never run
+            event["text_tool_call"] = self.text_tool_call
+        return event
+
+
 def conversation_start(task, system=SYSTEM_PROMPT, history=None):
     """The messages of the first request: a new conversation, or `history` continued."""
     start = list(history) if history else [{"role": "system", "content": system}]
     return start + [{"role": "user", "content": task}]
 
 
-def agent_events(
-    chat,
-    tools,
-    task,
-    max_turns=8,
-    *,
-    system=SYSTEM_PROMPT,
-    history=None,
-    deadline=None,
-    clock=time.monotonic,
-):
-    """Run the loop; return a generator of events. See the module docstring.
+def agent_events(chat, tools, task, max_turns=8, **options):
+    """The loop's events, for a caller that needs nothing else (see AgentLoop)."""
+    return AgentLoop(chat, tools, task, max_turns, **options).events()
 
+
+class AgentLoop:
+    """One run of the loop. `events()` runs it; `messages` is the conversation it builds.
+
+    The loop alone appends to `messages`, each message before the event that announces it,
+    so a recorder or a session reads the conversation here instead of rebuilding it.
     `deadline` is a total wall-clock budget: seconds, or a `limits.Deadline` that the
     adapter and the tools share, so that their waits end with it too.
     """
-    # Checked here, not inside the generator, so a bad value fails at the call itself.
-    if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
-        raise ValueError(f"max_turns must be a positive int, got {max_turns!r}")
-    if not isinstance(deadline, Deadline):
-        deadline = Deadline(deadline, clock)
-    return _run(chat, tools, conversation_start(task, system, history), max_turns, deadline)
 
+    def __init__(
+        self,
+        chat,
+        tools,
+        task,
+        max_turns=8,
+        *,
+        system=SYSTEM_PROMPT,
+        history=None,
+        deadline=None,
+        clock=time.monotonic,
+    ):
+        # Checked here, not inside the generator, so a bad value fails at the call itself.
+        if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
+            raise ValueError(f"max_turns must be a positive int, got {max_turns!r}")
+        self.chat, self.tools, self.max_turns = chat, tools, max_turns
+        self.deadline = deadline if isinstance(deadline, Deadline) else Deadline(deadline, clock)
+        self.messages = conversation_start(task, system, history)
 
-def _run(chat, tools, messages, max_turns, deadline):
-    clock = deadline.clock
-    for turn in range(1, max_turns + 1):
-        if deadline.expired():
-            yield _stop(turn, DEADLINE)
-            return
-        yield {"type": MODEL_START, "turn": turn}
-        outcome = yield from _read_turn(chat, messages, tools.schemas, turn, deadline)
-        if outcome.get("stop"):
-            yield _stop(turn, outcome["stop"], outcome.get("error"))
-            return
-        message = outcome["message"]
-        messages.append(message)
-        yield {"type": MODEL_DONE, "turn": turn, **outcome}
-        calls = message.get("tool_calls", [])
-        if not calls:
-            stop = _stop(turn, ASSISTANT_FINISHED if message["content"].strip() else EMPTY_RESPONSE)
-            written = text_tool_call(message["content"], tools.schemas)
-            if written:  # a call the model wrote as text: shown to the user, never run
-                stop["text_tool_call"] = written
-            yield stop
-            return
-        for index, call in enumerate(calls):  # sequentially, in the model's order
-            if deadline.expired():  # a complete turn is kept, but no tool starts late
-                yield _stop(turn, DEADLINE)
-                return
-            name, arguments = call["function"].get("name"), call["function"].get("arguments")
-            where = {"turn": turn, "index": index, "name": name}
-            yield {"type": TOOL_START, **where, "arguments": arguments}
-            started = clock()
-            if index < MAX_TOOL_CALLS:
-                result = tools.invoke(name, arguments)
-            else:
-                result = {"error": TOO_MANY_CALLS}
-            if deadline.expired():
-                # subtle: the deadline may have cut the tool short; its result is not kept.
-                yield _stop(turn, DEADLINE)
-                return
-            reply = {
-                "role": "tool",
-                "tool_name": name,
-                "content": json.dumps(result, ensure_ascii=False),
-            }
-            messages.append(reply)
-            seconds = clock() - started
-            yield {
-                "type": TOOL_RESULT,
-                **where,
-                "result": result,
-                "message": reply,
-                "seconds": seconds,
-            }
-    yield _stop(max_turns, MAX_TURNS)
+    def events(self):
+        """Run the loop (once), yielding its events; the last one is always `stopped`."""
+        try:
+            for turn in range(1, self.max_turns + 1):
+                if self.deadline.expired():
+                    raise Stop(DEADLINE)
+                yield {"type": MODEL_START, "turn": turn}
+                done = yield from self._read_turn(turn)
+                self.messages.append(done["message"])
+                yield done
+                calls = done["message"].get("tool_calls", [])
+                if not calls:
+                    content = done["message"]["content"]
+                    reason = ASSISTANT_FINISHED if content.strip() else EMPTY_RESPONSE
+                    raise Stop(reason, text_tool_call=text_tool_call(content, self.tools.schemas))
+                for index, call in enumerate(calls):  # sequentially, in the model's order
+                    yield from self._run_tool(turn, index, call)
+            raise Stop(MAX_TURNS)  # the last allowed turn's tools have run; no further request
+        except Stop as stop:
+            yield stop.event(turn)
 
+    def _read_turn(self, turn):
+        """Consume one whole model stream, yielding deltas; return the `model_done` event.
 
-def _read_turn(chat, messages, schemas, turn, deadline):
-    """Consume one whole model stream, yielding deltas; return the assembled turn."""
-    content, thinking, calls = [], [], []  # pieces, joined once: linear in the stream
-    done, done_reason, final, chunks = False, None, {}, 0
-    clock = deadline.clock
-    started, first = clock(), None
-    stream = None
-    try:
-        # The request carries a copy: later appends must not change what was sent.
-        stream = iter(chat(list(messages), schemas))
-        for chunks, chunk in enumerate(stream, 1):
-            if done:  # subtle: a call that comes after the end must never run
-                raise MalformedChunk(AFTER_THE_END)
-            text, thought, new_calls = _parts(chunk)
-            if chunks == 1:
-                first = clock() - started
-            if new_calls:
-                calls.extend(new_calls)
-            if chunk.get("done") is True:
-                done, done_reason, final = True, chunk.get("done_reason"), chunk
-            if thought:
-                thinking.append(thought)
-                yield {"type": THINKING_DELTA, "turn": turn, "text": thought}
-            if text:
-                content.append(text)
-                yield {"type": TEXT_DELTA, "turn": turn, "text": text}
-            if deadline.expired():
-                if done:
-                    break  # the turn is complete: keep it; _run runs none of its tools
-                return {"stop": DEADLINE}
-    except DeadlineExceeded:  # the adapter's wait ran into the deadline
-        if not done:
-            return {"stop": DEADLINE}
-    except Exception as error:  # the wire, the adapter or malformed data: the turn is lost
-        return {"stop": MODEL_ERROR, "error": str(error) or type(error).__name__}
-    finally:
-        if hasattr(stream, "close"):
-            stream.close()  # on every path, so the server stops generating for us
-    if not done or done_reason == "length":
-        # subtle: a partial turn may hold a half-decided tool call; it must never run.
-        return {"stop": INCOMPLETE_MODEL_TURN}
-    message = {"role": "assistant", "content": "".join(content)}
-    if thinking:
-        message["thinking"] = "".join(thinking)
-    if calls:
-        message["tool_calls"] = calls
-    counters = {k: v for k, v in final.items() if k.endswith(("_count", "_duration"))}
-    return {
-        "message": message,
-        "done_reason": done_reason,
-        "chunks": chunks,
-        "characters": sum(map(len, content)) + sum(map(len, thinking)),
-        "seconds": clock() - started,
-        "first_chunk_seconds": first,
-        "model_counters": counters,
-    }
+        Raises Stop instead when the turn is not complete: a failed, cut or unfinished stream.
+        """
+        content, thinking, calls = [], [], []  # pieces, joined once: linear in the stream
+        final, late, chunks = None, False, 0  # the done chunk; whether time ran out first
+        deadline, clock = self.deadline, self.deadline.clock  # locals: read once per chunk
+        started, first = clock(), None
+        stream = None
+        try:
+            # The request carries a copy: later appends must not change what was sent.
+            stream = iter(self.chat(list(self.messages), self.tools.schemas))
+            for chunks, chunk in enumerate(stream, 1):
+                if final is not None:  # subtle: a call that comes after the end must never run
+                    raise MalformedChunk(AFTER_THE_END)
+                text, thought, new_calls = _parts(chunk)
+                if chunks == 1:
+                    first = clock() - started
+                if new_calls:
+                    calls.extend(new_calls)
+                if chunk.get("done") is True:
+                    final = chunk
+                if thought:
+                    thinking.append(thought)
+                    yield {"type": THINKING_DELTA, "turn": turn, "text": thought}
+                if text:
+                    content.append(text)
+                    yield {"type": TEXT_DELTA, "turn": turn, "text": text}
+                if deadline.expired():
+                    late = True  # a complete turn is still kept; events() runs none of its tools
+                    break
+        except DeadlineExceeded:  # the adapter's wait ran into the deadline
+            late = True
+        except Exception as error:  # the wire, the adapter or malformed data: the turn is lost
+            raise Stop(MODEL_ERROR, str(error) or type(error).__name__) from None
+        finally:
+            if hasattr(stream, "close"):
+                stream.close()  # on every path, so the server stops generating for us
+        if final is None and late:
+            raise Stop(DEADLINE)
+        if final is None or final.get("done_reason") == "length":
+            # subtle: a partial turn may hold a half-decided tool call; it must never run.
+            raise Stop(INCOMPLETE_MODEL_TURN)
+        message = {"role": "assistant", "content": "".join(content)}
+        if thinking:
+            message["thinking"] = "".join(thinking)
+        if calls:
+            message["tool_calls"] = calls
+        return {
+            "type": MODEL_DONE,
+            "turn": turn,
+            "message": message,
+            "done_reason": final.get("done_reason"),
+            "chunks": chunks,
+            "characters": sum(map(len, content)) + sum(map(len, thinking)),
+            "seconds": clock() - started,
+            "first_chunk_seconds": first,
+            "model_counters": {
+                k: v for k, v in final.items() if k.endswith(("_count", "_duration"))
+            },
+        }
+
+    def _run_tool(self, turn, index, call):
+        """Run one call, yielding `tool_start` and `tool_result`; Stop at the deadline."""
+        if self.deadline.expired():  # a complete turn is kept, but no tool starts late
+            raise Stop(DEADLINE)
+        name, arguments = call["function"].get("name"), call["function"].get("arguments")
+        where = {"turn": turn, "index": index, "name": name}
+        yield {"type": TOOL_START, **where, "arguments": arguments}
+        started = self.deadline.clock()
+        if index < MAX_TOOL_CALLS:
+            result = self.tools.invoke(name, arguments)
+        else:
+            result = {"error": TOO_MANY_CALLS}
+        if self.deadline.expired():
+            # subtle: the deadline may have cut the tool short; its result is not kept.
+            raise Stop(DEADLINE)
+        reply = {
+            "role": "tool",
+            "tool_name": name,
+            "content": json.dumps(result, ensure_ascii=False),
+        }
+        self.messages.append(reply)
+        seconds = self.deadline.clock() - started
+        yield {"type": TOOL_RESULT, **where, "result": result, "message": reply, "seconds": seconds}
 
 
 def _parts(chunk):
@@ -260,10 +284,3 @@ def _parts(chunk):
                 "malformed chunk: a tool call is not an object with a 'function' object"
             )
     return content or "", thinking or "", calls
-
-
-def _stop(turn, reason, error=None):
-    event = {"type": STOPPED, "turn": turn, "reason": reason}
-    if error is not None:
-        event["error"] = error
-    return event

@@ -28,15 +28,13 @@ from agent_loop import (
     EMPTY_RESPONSE,
     INCOMPLETE_MODEL_TURN,
     MAX_TURNS,
-    MODEL_DONE,
     MODEL_ERROR,
     STOPPED,
     TEXT_DELTA,
     THINKING_DELTA,
     TOOL_RESULT,
     TOOL_START,
-    agent_events,
-    conversation_start,
+    AgentLoop,
 )
 from console import tolerant_output
 from limits import Deadline
@@ -275,23 +273,20 @@ def result_summary(result):
 
 def answer(chat, tools, question, history, max_turns, display):
     """Ask one question, showing it as it happens; return (stopped event, conversation)."""
-    messages = conversation_start(question, ASK_PROMPT, history)
     deadline = getattr(chat, "deadline", None)
     if deadline is not None:
         deadline.restart()  # each answer gets the whole budget
     options = {"system": ASK_PROMPT, "history": history, "deadline": deadline}
-    events = agent_events(chat, tools, question, max_turns, **options)
+    agent = AgentLoop(chat, tools, question, max_turns, **options)
     stop = None
     # closing(): on Ctrl-C the loop, and with it the model's stream, is closed at once, so
     # the server stops generating an answer nobody will read.
-    with closing(events):
+    with closing(agent.events()) as events:
         for event in events:
             display.show(event)
-            if event["type"] in (MODEL_DONE, TOOL_RESULT):
-                messages.append(event["message"])
-            elif event["type"] == STOPPED:
+            if event["type"] == STOPPED:
                 stop = event
-    return stop, messages
+    return stop, agent.messages
 
 
 def complain(stop, max_turns):

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 import quiet_interrupt  # first: Ctrl-C during the slow imports below exits quietly
-from agent_loop import INTERRUPTED, STOPPED, SYSTEM_PROMPT, TASK, agent_events
+from agent_loop import INTERRUPTED, STOPPED, SYSTEM_PROMPT, TASK, AgentLoop, Stop
 from console import Transcript, test_line, tolerant_output
 from isolation import chosen, notice
 from limits import Deadline
@@ -41,7 +41,7 @@ from openai_model import (
     chunks_from_events,
     default_base_url,
 )
-from recording import FORMAT, RECORDINGS, RecordingChat, save, sha256_file, transcript
+from recording import FORMAT, RECORDINGS, RecordingChat, save, sha256_file
 from repo_tools import (
     PASSED,
     SOURCE_FILE,
@@ -189,8 +189,8 @@ def record_attempt(
         events, view = [], Transcript(out)
         tools = RepoTools(repo, isolate=isolate, deadline=deadline)
         deadline.restart()  # the budget is the loop's: the starting tests do not count
-        loop = agent_events(recorder, tools, TASK, max_turns, deadline=deadline)
-        final = None
+        agent = AgentLoop(recorder, tools, TASK, max_turns, deadline=deadline)
+        loop, final = agent.events(), None
         try:
             for event in loop:
                 events.append(event)
@@ -200,8 +200,7 @@ def record_attempt(
             loop.close()  # closes the model stream; a running test group was killed already
         stop = events[-1] if events and events[-1]["type"] == STOPPED else None
         if stop is None:
-            stop = {"type": STOPPED, "turn": events[-1]["turn"] if events else 1}
-            stop["reason"] = INTERRUPTED
+            stop = Stop(INTERRUPTED).event(events[-1]["turn"] if events else 1)
             view.stop_line(stop)
         recording = {
             "format": FORMAT,
@@ -216,7 +215,7 @@ def record_attempt(
             "deadline": deadline.seconds,
             "isolation": chosen(isolate),
             "model_calls": recorder.calls,
-            "messages": transcript(TASK, SYSTEM_PROMPT, events),
+            "messages": agent.messages,
             "events": events,
             "stop": stop,
             "starting_tests": starting,

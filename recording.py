@@ -28,7 +28,6 @@ from agent_loop import (
     STOPPED,
     TOOL_RESULT,
     TOOL_START,
-    conversation_start,
 )
 from isolation import KINDS
 from limits import DeadlineExceeded
@@ -61,12 +60,6 @@ class ReplayExhausted(Exception):
 
 def sha256_file(path):
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def transcript(task, system, events, history=None):
-    """The conversation a run built: its start plus every message the loop appended."""
-    appended = [e["message"] for e in events if e["type"] in (MODEL_DONE, TOOL_RESULT)]
-    return conversation_start(task, system, history) + appended
 
 
 def normalise(text, root):

@@ -1,20 +1,48 @@
 """Where a replay differs from its recording, said precisely enough to act on.
 
-Each function compares one aspect (the event sequence, the tool calls, the requests sent
-to the model) and returns sentences such as "tool call 3 (model call 3, replace_text):
-arguments.new: expected ..., got ...". Before comparing, what legitimately differs
-between two runs is taken out: timings are dropped, and temporary paths and pytest's
-durations are normalised.
+`divergences(...)` lists every way a replay differs from its recording; each function it
+calls compares one aspect (the event sequence, the tool calls, the requests sent to the
+model, the resulting source, the final tests) and returns sentences such as "tool call 3
+(model call 3, replace_text): arguments.new: expected ..., got ...". Before comparing,
+what legitimately differs between two runs is taken out: timings are dropped, and
+temporary paths and pytest's durations are normalised.
 
 Not here: running anything. replay.py runs the loop and hands the results over.
 """
 
 import json
+import re
 
 from agent_loop import MODEL_START, TOOL_RESULT, TOOL_START
-from recording import normalise
+from repo_tools import SOURCE_FILE
 
 TIMING_KEYS = ("seconds", "first_chunk_seconds")  # differ on every run; never compared
+# The final tests' fields that must match, where the recording has them.
+VERDICT_KEYS = ("verdict", "reason", "passed", "failed", "errors", "collected")
+
+
+def divergences(recording, expected, events, requests, source, final, root):
+    """Every way a replay differs from `recording`, one sentence each; empty: it reproduced.
+
+    `expected` are the recorded events the replay must match, `events`, `requests`,
+    `source` and `final` what the replay produced, in its temporary copy `root`.
+    """
+    recorded_root = recording.get("workdir")
+    problems = [event_divergence(expected, events, recorded_root, root)]
+    problems += tool_divergences(expected, events, recorded_root, root)
+    problems += request_divergences(recording, requests, root)
+    if "final_source" in recording and recording["final_source"] != source:
+        problems.append(f"resulting {SOURCE_FILE} differs from the recorded one")
+    problems += final_tests_divergences(recording["final_tests"], final)
+    return [p for p in problems if p]
+
+
+def normalise(text, root):
+    """`text` with what legitimately differs between runs replaced: timings, temp paths."""
+    if root:
+        text = text.replace(str(root), "<repo>")
+    text = re.sub(r"\bin \d+(\.\d+)?s\b", "in <t>s", text)  # pytest's "4 passed in 0.03s"
+    return re.sub(r"\b\d+(\.\d+)?s \(\d+:\d+:\d+\)", "<t>s", text)  # "in 61.2s (0:01:01)"
 
 
 def comparable(value, root):
@@ -109,4 +137,19 @@ def request_divergences(recording, requests, got_root):
             break  # every later request carries the same difference
     if len(requests) != len(saved_calls):
         problems.append(f"model calls: {len(saved_calls)} recorded, {len(requests)} made")
+    return problems
+
+
+def final_tests_divergences(recorded, final):
+    """How the final tests' exit code, verdict and counts differ from the recorded ones."""
+    if recorded is None or final is None:
+        return []
+    problems = []
+    if final["exit_code"] != recorded["exit_code"]:
+        problems.append(
+            f"final tests: expected exit code {recorded['exit_code']}, got {final['exit_code']}"
+        )
+    for key in VERDICT_KEYS:
+        if key in recorded and recorded[key] != final.get(key):
+            problems.append(f"final tests: expected {key} {recorded[key]}, got {final.get(key)}")
     return problems

@@ -41,7 +41,7 @@ from openai_model import (
     chunks_from_events,
     default_base_url,
 )
-from recording import FORMAT, RECORDINGS, RecordingChat, save, sha256_file
+from recording import RECORDINGS, RecordingChat, build, save, sha256_file
 from repo_tools import (
     PASSED,
     SOURCE_FILE,
@@ -202,31 +202,28 @@ def record_attempt(
         if stop is None:
             stop = Stop(INTERRUPTED).event(events[-1]["turn"] if events else 1)
             view.stop_line(stop)
-        recording = {
-            "format": FORMAT,
-            "source": "live",
-            "description": f"Live attempt by {model_info['name']}, recorded with record_run.py "
+        recording = build(
+            source="live",
+            description=f"Live attempt by {model_info['name']}, recorded with record_run.py "
             f"on {datetime.date.today().isoformat()}.",
-            "model": model_info,
-            "api": model_info.get("api", "ollama"),
-            "task": TASK,
-            "system": SYSTEM_PROMPT,
-            "max_turns": max_turns,
-            "deadline": deadline.seconds,
-            "isolation": chosen(isolate),
-            "model_calls": recorder.calls,
-            "messages": agent.messages,
-            "events": events,
-            "stop": stop,
-            "starting_tests": starting,
-            "final_tests": final,
-            "interrupted": final is None,  # Ctrl-C in the loop or in the final tests
-            "tests_sha256": tests_sha256,
-            "source_sha256": source_sha256,
-            "tests_unchanged": tests_unchanged(repo),
-            "final_source": final_source(repo),
-            "workdir": str(repo),
-        }
+            model=model_info,
+            task=TASK,
+            system=SYSTEM_PROMPT,
+            max_turns=max_turns,
+            deadline=deadline.seconds,
+            isolation=chosen(isolate),
+            model_calls=recorder.calls,
+            messages=agent.messages,
+            events=events,
+            stop=stop,
+            starting_tests=starting,
+            final_tests=final,
+            tests_sha256=tests_sha256,
+            source_sha256=source_sha256,
+            tests_unchanged=tests_unchanged(repo),
+            final_source=final_source(repo),
+            workdir=str(repo),
+        )
     try:
         save(output, recording)
     except OSError as error:

@@ -1,15 +1,17 @@
 """Recordings: what a run saves, how it is saved and read back, and the two chat wrappers.
 
-`RecordingChat` wraps a live `chat` and keeps every chunk it yields, per model call, with
-how the stream ended. `ReplayChat` plays those calls back to the loop: the same chunks, an
-error re-raised at the same point, a stream that ended without `done` ending there again.
-`load` refuses a file that is not a recording, naming the field that is wrong (also one
-nested too deep, or holding text that is not Unicode); `save` writes atomically, so a crash
-mid-save leaves any earlier file intact, and writes whatever a server sent as valid JSON:
-a lone surrogate as a JSON escape, NaN or infinity as null (the text kept aside).
+`build` makes the recording of one run, every field in the order it is saved; `load` checks
+a file against the same fields (REQUIRED), refusing one that is not a recording and naming
+the field that is wrong (also one nested too deep, or holding text that is not Unicode);
+`save` writes atomically, so a crash mid-save leaves any earlier file intact, and writes
+whatever a server sent as valid JSON: a lone surrogate as a JSON escape, NaN or infinity as
+null (the text kept aside). `RecordingChat` wraps a live `chat` and keeps every chunk it
+yields, per model call, with how the stream ended. `ReplayChat` plays those calls back to
+the loop: the same chunks, an error re-raised at the same point, a stream that ended
+without `done` ending there again.
 
 Not here: talking to a model (local_model.py), comparing a replay with its recording
-(replay.py), printing (console.py). This module imports neither the SDK nor the network.
+(divergence.py), printing (console.py). This module imports neither the SDK nor the network.
 """
 
 import hashlib
@@ -62,14 +64,6 @@ def sha256_file(path):
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def normalise(text, root):
-    """`text` with what legitimately differs between runs replaced: timings, temp paths."""
-    if root:
-        text = text.replace(str(root), "<repo>")
-    text = re.sub(r"\bin \d+(\.\d+)?s\b", "in <t>s", text)  # pytest's "4 passed in 0.03s"
-    return re.sub(r"\b\d+(\.\d+)?s \(\d+:\d+:\d+\)", "<t>s", text)  # "in 61.2s (0:01:01)"
-
-
 MAX_DEPTH = 100  # a real recording nests about ten levels; deeper breaks the comparisons
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -118,6 +112,59 @@ def save(path, recording):
     except BaseException:
         os.unlink(temporary)
         raise
+
+
+def build(
+    *,
+    source,
+    description,
+    model,
+    task,
+    system,
+    max_turns,
+    deadline,
+    isolation,
+    model_calls,
+    messages,
+    events,
+    stop,
+    starting_tests,
+    final_tests,
+    tests_sha256,
+    source_sha256,
+    tests_unchanged,
+    final_source,
+    workdir,
+):
+    """One run as a recording: every field, in the order it is saved (REQUIRED: below).
+
+    `final_tests` None means the run was interrupted (Ctrl-C in the loop or in the final
+    tests); `api` is read from the model's description ("ollama" unless it says otherwise).
+    """
+    return {
+        "format": FORMAT,
+        "source": source,
+        "description": description,
+        "model": model,
+        "api": model.get("api", "ollama"),
+        "task": task,
+        "system": system,
+        "max_turns": max_turns,
+        "deadline": deadline,
+        "isolation": isolation,
+        "model_calls": model_calls,
+        "messages": messages,
+        "events": events,
+        "stop": stop,
+        "starting_tests": starting_tests,
+        "final_tests": final_tests,
+        "interrupted": final_tests is None,
+        "tests_sha256": tests_sha256,
+        "source_sha256": source_sha256,
+        "tests_unchanged": tests_unchanged,
+        "final_source": final_source,
+        "workdir": workdir,
+    }
 
 
 # field -> the types it may hold; checked in this order, and named in the error

@@ -24,7 +24,7 @@ from pathlib import Path
 import quiet_interrupt  # first: Ctrl-C during the slow imports below exits quietly
 from agent_loop import DEADLINE, INTERRUPTED, STOPPED, agent_events
 from console import Transcript, test_line, tolerant_output
-from divergence import event_divergence, request_divergences, tool_divergences
+from divergence import divergences
 from isolation import notice
 from recording import RECORDINGS, RecordingError, ReplayChat, load, sha256_file
 from repo_tools import (
@@ -129,17 +129,6 @@ def shown(path):
         return path
 
 
-def verdict_divergences(recorded, final):
-    """How the final tests' verdict and counts differ from the recorded ones."""
-    if recorded is None or final is None:
-        return []
-    problems = []
-    for key in ("verdict", "reason", "passed", "failed", "errors", "collected"):
-        if key in recorded and recorded[key] != final.get(key):
-            problems.append(f"final tests: expected {key} {recorded[key]}, got {final.get(key)}")
-    return problems
-
-
 def replay_one(path, show_requests=False, isolate=True, out=sys.stdout):
     """Replay one recording; print what happens; return REPRODUCED, DIVERGED or CANNOT_REPLAY."""
     try:
@@ -185,19 +174,7 @@ def replay_one(path, show_requests=False, isolate=True, out=sys.stdout):
     print("\n".join(timeline(events, recording["events"], tests_seconds=today)), file=out)
     if show_requests:
         print_requests(recording, chat.requests, out)
-    recorded_root = recording.get("workdir")
-    problems = [event_divergence(expected, events, recorded_root, repo)]
-    problems += tool_divergences(expected, events, recorded_root, repo)
-    problems += request_divergences(recording, chat.requests, repo)
-    if "final_source" in recording and recording["final_source"] != source:
-        problems.append(f"resulting {SOURCE_FILE} differs from the recorded one")
-    if final is not None and final["exit_code"] != recording["final_tests"]["exit_code"]:
-        recorded_exit = recording["final_tests"]["exit_code"]
-        problems.append(
-            f"final tests: expected exit code {recorded_exit}, got {final['exit_code']}"
-        )
-    problems += verdict_divergences(recording["final_tests"], final)
-    problems = [p for p in problems if p]
+    problems = divergences(recording, expected, events, chat.requests, source, final, repo)
     if not problems:
         print("reproduced", file=out)
         return REPRODUCED

@@ -1,6 +1,6 @@
-"""How a run looks in a terminal: the transcript as it happens, and the closing summary.
+"""How a run looks in a terminal: each step as it happens, and the closing summary.
 
-`Transcript.show(event)` prints one loop event: streamed thinking and text as they
+`RunPrinter.show(event)` prints one loop event: streamed thinking and text as they
 arrive, each tool call with its arguments, a one-line summary of each result, the stop.
 record_run.py and replay.py print through it, so a live run and its replay read the same.
 
@@ -65,7 +65,9 @@ def result_line(name, result):
     return json.dumps(result)[:100]
 
 
-class Transcript:
+class RunPrinter:
+    """Prints a run's events as they come; `stop_line` prints a stop the loop never yielded."""
+
     def __init__(self, out=sys.stdout):
         self.out = out
         self.streaming = None  # "thinking" or "text" while a delta line is open

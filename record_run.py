@@ -22,7 +22,7 @@ from pathlib import Path
 
 import quiet_interrupt  # first: Ctrl-C during the slow imports below exits quietly
 from agent_loop import INTERRUPTED, STOPPED, SYSTEM_PROMPT, TASK, AgentLoop, Stop
-from console import Transcript, test_line, tolerant_output
+from console import RunPrinter, test_line, tolerant_output
 from isolation import chosen, notice
 from limits import Deadline
 from local_model import (
@@ -186,7 +186,7 @@ def record_attempt(
         tests_sha256, source_sha256 = sha256_file(repo / TEST_FILE), sha256_file(repo / SOURCE_FILE)
         starting = independent_tests(repo, isolate)
         print(f"Starting tests: {test_line(starting)}", file=out, flush=True)
-        events, view = [], Transcript(out)
+        events, view = [], RunPrinter(out)
         tools = RepoTools(repo, isolate=isolate, deadline=deadline)
         deadline.restart()  # the budget is the loop's: the starting tests do not count
         agent = AgentLoop(recorder, tools, TASK, max_turns, deadline=deadline)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import quiet_interrupt  # first: Ctrl-C during the slow imports below exits quietly
 from agent_loop import DEADLINE, INTERRUPTED, STOPPED, agent_events
-from console import Transcript, test_line, tolerant_output
+from console import RunPrinter, test_line, tolerant_output
 from divergence import divergences
 from isolation import notice
 from recording import RECORDINGS, RecordingError, ReplayChat, load, sha256_file
@@ -148,7 +148,7 @@ def replay_one(path, show_requests=False, isolate=True, out=sys.stdout):
     with tempfile.TemporaryDirectory(prefix="agent-lab-replay-") as scratch:
         repo = copy_sample(scratch)
         chat = ReplayChat(recording["model_calls"], assembler(recording))
-        view, events = Transcript(out), []
+        view, events = RunPrinter(out), []
         task, turns, system = recording["task"], recording["max_turns"], recording["system"]
         loop = agent_events(chat, RepoTools(repo, isolate=isolate), task, turns, system=system)
         # subtle: stop *before* asking for the next event; asking could run one more tool.

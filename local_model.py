@@ -27,22 +27,18 @@ from urllib.parse import urlsplit
 import httpx
 import ollama
 
+import wire_errors
 from limits import MAX_LINE_BYTES, Deadline, DeadlineExceeded, LineTooLong, Watchdog
+from wire_errors import CONNECT_TIMEOUT, DEADLINE_MARGIN, READ_TIMEOUT, STALLED, with_scheme
 
 DEFAULT_MODEL = "gemma4:e2b"
 DEFAULT_HOST = "http://127.0.0.1:11434"
 OPTIONS = {"temperature": 0, "seed": 7, "num_ctx": 8192, "num_predict": 2048}
 MAX_TOKENS = OPTIONS["num_predict"]  # the output budget of one model turn, unless told
 THINK_CHOICES = ("auto", "on", "off")  # --think: as the model allows, or forced
-READ_TIMEOUT = 120.0  # seconds without a byte from the server; the SDK's default is no limit
-CONNECT_TIMEOUT = 10.0
 
 # The user-facing messages, defined once; the tests import them.
 CANNOT_CONNECT = "cannot reach Ollama at {host}: is `ollama serve` running there? ({detail})"
-STALLED = (
-    "Ollama at {host} sent nothing for {seconds:g} s: it may be stalled, or a slow machine may "
-    "still be reading the prompt; raise --timeout to wait longer ({detail})"
-)
 CONNECTION_CUT = "the connection to Ollama at {host} was cut mid-response ({detail})"
 MODEL_MISSING = "model {model!r} is not available at {host}: run `ollama pull {model}` ({detail})"
 HTTP_ERROR = "Ollama at {host} refused the request (HTTP {status}): {detail}"
@@ -69,6 +65,20 @@ class ModelError(Exception):
 
 class NotAStream(Exception):
     """HTTP 200, but the body is not Ollama's NDJSON (an HTML page from a proxy, say)."""
+
+
+# Which failure of the wire gets which message: the first row the error is an instance of.
+FAILURES = (
+    # subtle: in streaming mode a refused connection surfaces as httpx.ConnectError at the
+    # first next(), not as the SDK's ConnectionError at chat().
+    ((httpx.ConnectError, ConnectionError), CANNOT_CONNECT),
+    (LineTooLong, "{detail}"),
+    (NotAStream, NOT_A_STREAM),
+    (UnicodeEncodeError, CANNOT_ENCODE),  # our request, never the server's answer
+    (httpx.TimeoutException, STALLED),
+    ((httpx.RemoteProtocolError, httpx.ReadError), CONNECTION_CUT),
+    (ValueError, BAD_RESPONSE),  # a bad JSON line, or a chunk pydantic rejects
+)
 
 
 class _LimitedTransport(httpx.HTTPTransport):
@@ -123,7 +133,7 @@ class _LimitedStream(httpx.SyncByteStream):
         except (LineTooLong, GeneratorExit):
             raise
         except Exception as error:
-            if self.watchdog.fired or self.deadline.expired(margin=0.05):
+            if self.watchdog.fired or self.deadline.expired(margin=DEADLINE_MARGIN):
                 raise self.deadline.error() from error
             raise
         if self.watchdog.fired:  # the shutdown can look like a clean end of the body
@@ -160,8 +170,7 @@ def think_value(model, capabilities, setting="auto"):
 
 def base_url(host):
     """`host` as a URL, the way Ollama's clients read OLLAMA_HOST ("0.0.0.0" → port 11434)."""
-    url = host if "://" in host else f"http://{host}"
-    parts = urlsplit(url)
+    parts = urlsplit(with_scheme(host))
     netloc = parts.netloc if parts.port else f"{parts.hostname}:11434"
     return f"{parts.scheme}://{netloc}{parts.path.rstrip('/')}"
 
@@ -213,30 +222,15 @@ class LocalModel:
         except DeadlineExceeded:
             raise  # not a failure of the wire: the loop stops with `deadline`
         except Exception as error:
-            if self.deadline.expired(margin=0.05):  # a wait capped by the deadline ran out
-                raise self.deadline.error() from error
-            raise ModelError(self.explain(error)) from error
+            failure = ModelError(self.explain(error))
+            raise wire_errors.translated(error, self.deadline, failure) from error
         finally:
             if stream is not None:
                 stream.close()  # ends the HTTP response, so the server stops generating
 
     def explain(self, error):
         """One actionable sentence for a failure of the SDK or the wire below it."""
-        where = {"host": self.host, "model": self.model, "detail": error}
-        # subtle: in streaming mode a refused connection surfaces as httpx.ConnectError at
-        # the first next(), not as the SDK's ConnectionError at chat().
-        if isinstance(error, (httpx.ConnectError, ConnectionError)):
-            return CANNOT_CONNECT.format(**where)
-        if isinstance(error, LineTooLong):
-            return str(error)
-        if isinstance(error, NotAStream):
-            return NOT_A_STREAM.format(**where)
-        if isinstance(error, UnicodeEncodeError):  # our request, never the server's answer
-            return CANNOT_ENCODE.format(**where)
-        if isinstance(error, httpx.TimeoutException):
-            return STALLED.format(seconds=self.timeout, **where)
-        if isinstance(error, (httpx.RemoteProtocolError, httpx.ReadError)):
-            return CONNECTION_CUT.format(**where)
+        where = {"host": self.host, "model": self.model, "seconds": self.timeout}
         if isinstance(error, ollama.ResponseError):
             where["detail"] = error.error
             if error.status_code == 404:
@@ -244,9 +238,7 @@ class LocalModel:
             if error.status_code == -1:  # an {"error": ...} line after the stream began
                 return STREAM_ERROR.format(**where)
             return HTTP_ERROR.format(status=error.status_code, **where)
-        if isinstance(error, ValueError):  # bad JSON line, or a chunk pydantic rejects
-            return BAD_RESPONSE.format(**where)
-        return f"{type(error).__name__}: {error}"
+        return wire_errors.explain(error, FAILURES, server=f"Ollama at {self.host}", **where)
 
     def describe(self, think="auto"):
         """The preflight: the model's digest, capabilities and the server's version.

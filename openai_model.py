@@ -22,7 +22,9 @@ import json
 import os
 from urllib.parse import urlsplit
 
+import wire_errors
 from limits import MAX_LINE_BYTES, Deadline, DeadlineExceeded, LineTooLong, Watchdog
+from wire_errors import CONNECT_TIMEOUT, READ_TIMEOUT, STALLED, with_scheme
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"  # llama-server's default port
 # local_model.OPTIONS where the OpenAI API has an equivalent; the context size (num_ctx)
@@ -32,17 +34,11 @@ SAMPLING = {"temperature": 0, "seed": 7, "max_tokens": 2048}
 STREAM_OPTIONS = {"include_usage": True}
 # The token counts, under the names the loop keeps from Ollama's final chunk.
 USAGE_COUNTERS = {"prompt_eval_count": "prompt_tokens", "eval_count": "completion_tokens"}
-READ_TIMEOUT = 120.0  # seconds without a byte from the server, as in local_model
-CONNECT_TIMEOUT = 10.0
 
 # The user-facing messages, defined once; the tests import them.
 CANNOT_CONNECT = (
     "cannot reach an OpenAI-compatible server at {base_url}: is the server running there? "
     "({detail})"
-)
-STALLED = (
-    "the server at {base_url} sent nothing for {seconds:g} s: it may be stalled, or a slow "
-    "machine may still be reading the prompt; raise --timeout to wait longer ({detail})"
 )
 CONNECTION_CUT = "the connection to {base_url} was cut mid-response ({detail})"
 HTTP_ERROR = "the server at {base_url} refused the request (HTTP {status}): {detail}"
@@ -55,6 +51,17 @@ MALFORMED_EVENT = "the server sent an event of the wrong shape: {detail}"
 MODEL_MISSING = (
     "model {model!r} is not served at {base_url}, which lists: {listed}. "
     "Pass one of those as the model, or load {model!r} on the server"
+)
+
+
+# Which failure of the wire (after connecting) gets which message: the first row that fits.
+FAILURES = (
+    (TimeoutError, STALLED),
+    (LineTooLong, "{detail}"),
+    # subtle: a cut chunked body raises IncompleteRead; a cut that the framing cannot show
+    # is a clean end, and then only a missing finish_reason tells.
+    ((http.client.IncompleteRead, ConnectionError), CONNECTION_CUT),
+    ((ValueError, http.client.HTTPException), BAD_RESPONSE),
 )
 
 
@@ -326,7 +333,7 @@ class OpenAICompatibleModel:
         max_tokens=None,
         deadline=None,
     ):
-        url = base_url if "://" in base_url else f"http://{base_url}"
+        url = with_scheme(base_url)
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"base URL must be http(s)://host[:port][/path], got {base_url!r}")
@@ -372,27 +379,18 @@ class OpenAICompatibleModel:
         except (OpenAIModelError, DeadlineExceeded):
             raise
         except Exception as error:
-            if watchdog.fired or deadline.expired(margin=0.05):
-                raise deadline.error() from error  # a wait ran into the deadline
-            raise OpenAIModelError(self.explain(error)) from error
+            failure = OpenAIModelError(self.explain(error))
+            raise wire_errors.translated(error, deadline, failure, watchdog.fired) from error
         finally:
             watchdog.cancel()
             connection.close()  # ends the response, so the server stops generating for us
 
     def explain(self, error):
         """One actionable sentence for a failure of the wire after connecting."""
-        where = {"base_url": self.base_url, "detail": error}
-        if isinstance(error, TimeoutError):
-            return STALLED.format(seconds=self.timeout, **where)
-        if isinstance(error, LineTooLong):
-            return str(error)
-        if isinstance(error, (http.client.IncompleteRead, ConnectionError)):
-            # subtle: a cut chunked body raises IncompleteRead; a cut that the framing
-            # cannot show is a clean end, and then only a missing finish_reason tells.
-            return CONNECTION_CUT.format(**where)
-        if isinstance(error, (ValueError, http.client.HTTPException)):
-            return BAD_RESPONSE.format(**where)
-        return f"{type(error).__name__}: {error}"
+        where = {"base_url": self.base_url, "seconds": self.timeout}
+        return wire_errors.explain(
+            error, FAILURES, server=f"the server at {self.base_url}", **where
+        )
 
     def describe(self):
         """The server's entry for the model (from `GET {base_url}/models`), or the error.
@@ -446,10 +444,8 @@ class OpenAICompatibleModel:
             connection.connect()
         except OSError as error:  # refused, unknown host, connect timeout, TLS failure
             connection.close()
-            if self.deadline.expired(margin=0.05):
-                raise self.deadline.error() from error
-            detail = {"base_url": self.base_url, "detail": error}
-            raise OpenAIModelError(CANNOT_CONNECT.format(**detail)) from error
+            failure = OpenAIModelError(CANNOT_CONNECT.format(base_url=self.base_url, detail=error))
+            raise wire_errors.translated(error, self.deadline, failure) from error
         # From here on, the read timeout; subtle: 0 would mean non-blocking, never "no wait".
         connection.sock.settimeout(max(self.deadline.cap(self.timeout), 0.001))
         return connection

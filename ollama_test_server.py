@@ -10,13 +10,14 @@ asks a model for what it lacks: `think: true` without `thinking`, `tools` withou
 receives is kept, so a test can assert the exact JSON the SDK sent.
 
 Not a model and not Ollama: every chunk it sends was written by hand (see `chunk`). It
-serves only 127.0.0.1 and stops with its context manager.
+serves only 127.0.0.1 and stops with its context manager; the HTTP plumbing it shares with
+openai_test_server.py is in stand_in_server.py.
 """
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from stand_in_server import StandInServer, StreamHandler
 
 TEST_MODEL = "gemma4:e2b"
 # A made-up digest: it marks the stand-in, never a real model's weights.
@@ -96,7 +97,7 @@ def qualified(name):
     return f"{prefix}{name}{tag}"
 
 
-class OllamaTestServer:
+class OllamaTestServer(StandInServer):
     """`capabilities` maps a model name to what `/api/show` lists for it (None: the field
     is left out, as servers older than capabilities do); others get DEFAULT_CAPABILITIES."""
 
@@ -108,29 +109,17 @@ class OllamaTestServer:
         capabilities=None,
         version_answer=None,
     ):
-        self.replies = list(replies)
+        super().__init__(_Handler, replies)
         self.models = dict(models)
         self.capabilities = dict(capabilities or {})
         self.version = version
         self.version_answer = version_answer  # any JSON value, to answer /api/version oddly
         self.requests = []  # (path, parsed JSON body or None), in arrival order
         self.first_line_sent = []  # time.perf_counter() as each stream's first line is sent
-        self.hung_up = 0  # streams the client closed before the server had sent them all
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
-        self.host = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self.host = self.address
 
     def chat_bodies(self):
         return [body for path, body in self.requests if path == "/api/chat"]
-
-    def __enter__(self):
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self._server.shutdown()
-        self._server.server_close()
 
     def model_capabilities(self, name):
         """The capabilities of model `name` ("x" finds "x:latest"), or KeyError."""
@@ -161,92 +150,59 @@ class OllamaTestServer:
             return self.replies.pop(0)
 
 
-def _handler_for(server):
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+class _Handler(StreamHandler):
+    def do_GET(self):
+        server = self.stand_in
+        server.requests.append((self.path, None))
+        if self.path == "/api/tags":
+            models = [
+                {"name": name, "model": name, "digest": digest, "size": 1}
+                for name, digest in server.models.items()
+            ]
+            self.send_json(200, {"models": models})
+        elif self.path == "/api/version":
+            answer = server.version_answer
+            self.send_json(200, {"version": server.version} if answer is None else answer)
+        else:
+            self.send_json(404, {"error": "not found"})
 
-        def log_message(self, *args):  # keep test output quiet
-            pass
+    def do_POST(self):
+        server = self.stand_in
+        body = self.read_json()
+        if self.path == "/api/show":
+            self._show(body)
+            return
+        if self.path != "/api/chat":
+            self.send_json(404, {"error": "not found"})
+            return
+        script = server._next_reply(body)
+        if script["status"] != 200:
+            self.send_json(script["status"], {"error": script["lines"][0]})
+            return
+        time.sleep(script["pause_before"])
+        lines = (
+            line if isinstance(line, bytes) else (json.dumps(line) + "\n").encode()
+            for line in script["lines"]
+        )
 
-        def do_GET(self):
-            server.requests.append((self.path, None))
-            if self.path == "/api/tags":
-                models = [
-                    {"name": name, "model": name, "digest": digest, "size": 1}
-                    for name, digest in server.models.items()
-                ]
-                self._send_json(200, {"models": models})
-            elif self.path == "/api/version":
-                answer = server.version_answer
-                self._send_json(200, {"version": server.version} if answer is None else answer)
-            else:
-                self._send_json(404, {"error": "not found"})
+        def sent(number):  # taken just before the first write, so no reader can beat it
+            if number == 0:
+                server.first_line_sent.append(time.perf_counter())
 
-        def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            if self.path == "/api/show":
-                self._show(body)
-                return
-            if self.path != "/api/chat":
-                self._send_json(404, {"error": "not found"})
-                return
-            script = server._next_reply(body)
-            if script["status"] != 200:
-                self._send_json(script["status"], {"error": script["lines"][0]})
-                return
-            time.sleep(script["pause_before"])
-            self.send_response(200)
-            self.send_header("Content-Type", script["content_type"])
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            try:
-                for number, line in enumerate(script["lines"]):
-                    if number == 0:  # taken just before the write, so no reader can beat it
-                        server.first_line_sent.append(time.perf_counter())
-                    raw = line if isinstance(line, bytes) else (json.dumps(line) + "\n").encode()
-                    self._send_chunk(raw)
-                    if number == 0 and script["pause"]:
-                        time.sleep(script["pause"])
-                    if number == 0 and script["gate"] is not None:
-                        script["gate"].wait(10)
-                if script["drip"]:
-                    data, seconds = script["drip"]
-                    for _ in range(int(60 / seconds)):
-                        self._send_chunk(data)
-                        time.sleep(seconds)
-                if script["end"] == "cut":
-                    self.close_connection = True  # no terminating chunk: a cut body
-                    return
-                self.wfile.write(b"0\r\n\r\n")
-            except (BrokenPipeError, ConnectionResetError):
-                server.hung_up += 1
-                self.close_connection = True  # the client hung up; nothing to tell it
+        self.stream(script, lines, sent=sent)
 
-        def _show(self, body):
-            server.requests.append(("/api/show", body))
-            name = body.get("model") or body.get("name")
-            try:
-                capabilities = server.model_capabilities(name)
-            except KeyError:
-                self._send_json(404, {"error": f"model '{name}' not found"})
-                return
-            # subtle: the SDK requires `model_info` (Ollama always sends it, maybe empty).
-            shown = {"modelfile": f"FROM {name}\n", "details": {"format": "gguf"}}
-            shown.update({"model_info": {}, "modified_at": "2026-11-29T00:00:00Z"})
-            if capabilities is not None:
-                shown["capabilities"] = capabilities
-            self._send_json(200, shown)
-
-        def _send_chunk(self, data):
-            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-            self.wfile.flush()
-
-        def _send_json(self, status, payload):
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    return Handler
+    def _show(self, body):
+        server = self.stand_in
+        server.requests.append(("/api/show", body))
+        name = body.get("model") or body.get("name")
+        try:
+            capabilities = server.model_capabilities(name)
+        except KeyError:
+            self.send_json(404, {"error": f"model '{name}' not found"})
+            return
+        # subtle: the SDK requires `model_info` (Ollama always sends it, maybe empty).
+        shown = {"modelfile": f"FROM {name}\n", "details": {"format": "gguf"}}
+        shown.update({"model_info": {}, "modified_at": "2026-11-29T00:00:00Z"})
+        if capabilities is not None:
+            shown["capabilities"] = capabilities
+        self.send_json(200, shown)

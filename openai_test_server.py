@@ -10,13 +10,13 @@ status with an OpenAI-style error body, an error event mid-stream, a missing `[D
 cut connection, or a stall.
 
 Not a model and not llama-server: every event it sends was written by hand with the helpers
-below. It serves only 127.0.0.1 and stops with its context manager.
+below. It serves only 127.0.0.1 and stops with its context manager; the HTTP plumbing it
+shares with ollama_test_server.py is in stand_in_server.py.
 """
 
 import json
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from stand_in_server import StandInServer, StreamHandler
 
 TEST_MODEL = "test-model"
 API_ROOT = "/v1"
@@ -92,29 +92,16 @@ def reply(
     }
 
 
-class OpenAITestServer:
+class OpenAITestServer(StandInServer):
     def __init__(self, replies=(), models=(TEST_MODEL,)):
-        self.replies = list(replies)
+        super().__init__(_Handler, replies)
         self.models = list(models)
         self.requests = []  # {"method", "path", "headers", "body"}, in arrival order
         self.events_sent = 0  # stream events written so far, over all replies
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}{API_ROOT}"
+        self.base_url = self.address + API_ROOT
 
     def chat_bodies(self):
         return [r["body"] for r in self.requests if r["path"] == API_ROOT + "/chat/completions"]
-
-    def __enter__(self):
-        # A short poll interval: shutdown() waits up to that long, once per test.
-        serve = {"target": self._server.serve_forever, "kwargs": {"poll_interval": 0.05}}
-        threading.Thread(**serve, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self._server.shutdown()
-        self._server.server_close()
 
     def _next_reply(self, body):
         with self._lock:
@@ -130,77 +117,39 @@ def _error_body(status, message):
     return {"error": {"code": status, "message": message, "type": kind}}
 
 
-def _handler_for(server):
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+class _Handler(StreamHandler):
+    def _keep(self, body):
+        entry = {"method": self.command, "path": self.path, "headers": dict(self.headers)}
+        self.stand_in.requests.append({**entry, "body": body})
 
-        def log_message(self, *args):  # keep test output quiet
-            pass
+    def do_GET(self):
+        self._keep(None)
+        if self.path == API_ROOT + "/models":
+            models = [
+                {"id": name, "object": "model", "owned_by": "test"} for name in self.stand_in.models
+            ]
+            self.send_json(200, {"object": "list", "data": models})
+        else:
+            self.send_json(404, _error_body(404, "File Not Found"))
 
-        def _keep(self, body):
-            entry = {"method": self.command, "path": self.path, "headers": dict(self.headers)}
-            server.requests.append({**entry, "body": body})
+    def do_POST(self):
+        server = self.stand_in
+        body = self.read_json()
+        self._keep(body)
+        if self.path != API_ROOT + "/chat/completions":
+            self.send_json(404, _error_body(404, "File Not Found"))
+            return
+        script = server._next_reply(body)
+        if script["status"] != 200:
+            self.send_json(script["status"], _error_body(script["status"], script["events"][0]))
+            return
+        events = (
+            (item if isinstance(item, str) else f"data: {json.dumps(item)}\n\n").encode()
+            for item in script["events"]
+        )
 
-        def do_GET(self):
-            self._keep(None)
-            if self.path == API_ROOT + "/models":
-                models = [
-                    {"id": name, "object": "model", "owned_by": "test"} for name in server.models
-                ]
-                self._send_json(200, {"object": "list", "data": models})
-            else:
-                self._send_json(404, _error_body(404, "File Not Found"))
+        def sent(number):  # counted first: the client may read the event at once
+            server.events_sent += 1
 
-        def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            self._keep(body)
-            if self.path != API_ROOT + "/chat/completions":
-                self._send_json(404, _error_body(404, "File Not Found"))
-                return
-            script = server._next_reply(body)
-            if script["status"] != 200:
-                self._send_json(
-                    script["status"], _error_body(script["status"], script["events"][0])
-                )
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", script["content_type"])
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            try:
-                for number, item in enumerate(script["events"]):
-                    text = item if isinstance(item, str) else f"data: {json.dumps(item)}\n\n"
-                    server.events_sent += 1  # counted first: the client may read it at once
-                    self._send_chunk(text.encode())
-                    if number == 0 and script["pause"]:
-                        time.sleep(script["pause"])
-                    if number == 0 and script["gate"] is not None:
-                        script["gate"].wait(10)
-                if script["drip"]:
-                    text, seconds = script["drip"]
-                    for _ in range(int(60 / seconds)):
-                        self._send_chunk(text.encode())
-                        time.sleep(seconds)
-                if script["end"] == "cut":
-                    self.close_connection = True  # no terminating chunk: a cut body
-                    return
-                if script["end"] == "done":
-                    self._send_chunk(b"data: [DONE]\n\n")
-                self.wfile.write(b"0\r\n\r\n")
-            except (BrokenPipeError, ConnectionResetError):
-                self.close_connection = True  # the client hung up; nothing to tell it
-
-        def _send_chunk(self, data):
-            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-            self.wfile.flush()
-
-        def _send_json(self, status, payload):
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    return Handler
+        done = b"data: [DONE]\n\n" if script["end"] == "done" else b""
+        self.stream(script, events, [("Cache-Control", "no-cache")], sent, last=done)

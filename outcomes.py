@@ -1,0 +1,143 @@
+"""What recordings say about their attempts: one `Outcome` each, and a summary of a group.
+
+`outcome(recording)` reads a loaded recording (see recording.load) into the figures a
+learner compares: the verdict of the independent final tests, why the loop stopped, the
+model and tool calls, the model's own token counters and the time spent.
+`summary_lines(outcomes)` turns a group of them into the rate with its 95% Wilson
+interval, the stop reasons counted and the medians. record_run.py --attempts and
+compare.py print through the same functions, so both say the same thing the same way.
+
+Not here: running anything, or judging the model. An interrupted attempt is neither a
+pass nor a failure of the task: it is listed, and left out of the rate.
+"""
+
+from collections import Counter
+from dataclasses import dataclass
+
+from agent_loop import INTERRUPTED, MODEL_DONE, TOOL_RESULT
+from console import plural
+from stats import median, wilson_interval
+
+
+def passed(recording):
+    """The verdict of a recording's independent final tests: True when they pass.
+
+    subtle: the one place that reads the verdict. Where the final tests carry pytest's
+    report verdict ("passed"/"failed"), that is it; older recordings have only the exit
+    code, and an edited test file never counts as a pass.
+    """
+    final = recording.get("final_tests")
+    if final is None:
+        return False
+    if "verdict" in final:
+        return final["verdict"] == "passed"
+    return final.get("exit_code") == 0 and recording.get("tests_unchanged") is not False
+
+
+@dataclass(frozen=True)
+class Outcome:
+    passed: bool
+    interrupted: bool
+    stop: str
+    model_calls: int
+    tool_calls: int
+    prompt_tokens: int | None  # summed over the attempt's requests; None if any lacks it
+    generated_tokens: int | None
+    seconds: float  # model + tools + independent tests, as the recording measured them
+
+
+def _token_total(done_events, counter):
+    values = [e.get("model_counters", {}).get(counter) for e in done_events]
+    if not values or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return None  # subtle: a partial sum would look like a cheaper attempt
+    return sum(values)
+
+
+def outcome(recording):
+    events = recording["events"]
+    done = [e for e in events if e["type"] == MODEL_DONE]
+    spans = [e.get("seconds") or 0.0 for e in events if e["type"] in (MODEL_DONE, TOOL_RESULT)]
+    for tests in (recording["starting_tests"], recording["final_tests"] or {}):
+        spans.append(tests.get("seconds") or 0.0)
+    stop = recording["stop"]["reason"]
+    return Outcome(
+        passed=passed(recording),
+        interrupted=stop == INTERRUPTED or recording["final_tests"] is None,
+        stop=stop,
+        model_calls=len(recording["model_calls"]),
+        tool_calls=sum(1 for e in events if e["type"] == TOOL_RESULT),
+        prompt_tokens=_token_total(done, "prompt_eval_count"),
+        generated_tokens=_token_total(done, "eval_count"),
+        seconds=sum(spans),
+    )
+
+
+def attempt_line(outcome):
+    """'passed · assistant_finished · 5 model calls · 4 tool calls · 3.2 s'"""
+    verdict = "no verdict" if outcome.interrupted else "passed" if outcome.passed else "failed"
+    parts = [verdict, outcome.stop, plural(outcome.model_calls, "model call")]
+    parts += [plural(outcome.tool_calls, "tool call"), f"{outcome.seconds:.1f} s"]
+    return " · ".join(parts)
+
+
+def rate(outcomes):
+    """(k, n, interval) over the attempts that ran to their verdict."""
+    counted = [o for o in outcomes if not o.interrupted]
+    k = sum(o.passed for o in counted)
+    return k, len(counted), wilson_interval(k, len(counted))
+
+
+def percent(value):
+    return f"{100 * value:.0f}%"
+
+
+def rate_text(k, n, interval):
+    """'passed 2 of 3 (67%; 95% interval 21%-94%)'"""
+    if n == 0:
+        return "passed 0 of 0 (no attempt ran to its verdict)"
+    low, high = interval
+    return f"passed {k} of {n} ({percent(k / n)}; 95% interval {percent(low)}-{percent(high)})"
+
+
+def _count(value, unit=""):
+    if value is None:
+        return "n/a"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.1f}{unit}"
+    return f"{value:,.0f}{unit}"
+
+
+def medians_lines(outcomes):
+    """The medians per attempt: calls and seconds, then the model's token counters."""
+    if not outcomes:
+        return ["medians: n/a (no attempt ran to its verdict)"]
+    calls = median([o.model_calls for o in outcomes])
+    tools = median([o.tool_calls for o in outcomes])
+    seconds = median([o.seconds for o in outcomes])
+    prompt = median([o.prompt_tokens for o in outcomes])
+    generated = median([o.generated_tokens for o in outcomes])
+    known = sum(o.prompt_tokens is not None for o in outcomes)
+    partly = f" (from {known} of {len(outcomes)})" if 0 < known < len(outcomes) else ""
+    partly = partly if known else " (no token counters were recorded)"
+    return [
+        f"medians: model calls {_count(calls)} · tool calls {_count(tools)} · "
+        f"seconds {seconds:.1f} (model, tools and tests)",
+        f"median tokens: prompt {_count(prompt)} · generated {_count(generated)}{partly}",
+    ]
+
+
+def stops_text(outcomes):
+    """'stops: assistant_finished 2 · max_turns 1', most frequent first."""
+    counted = Counter(o.stop for o in outcomes).most_common()
+    return "stops: " + (" · ".join(f"{reason} {n}" for reason, n in counted) or "none")
+
+
+def summary_lines(outcomes):
+    """The rate with its interval, the interrupted ones, the stop reasons and the medians."""
+    lines = [rate_text(*rate(outcomes))]
+    interrupted = sum(o.interrupted for o in outcomes)
+    if interrupted:
+        lines[0] += f"; {interrupted} interrupted, not counted"
+    # subtle: an interrupted attempt's cost is the cost of being stopped, not of the task
+    lines += [stops_text(outcomes), *medians_lines([o for o in outcomes if not o.interrupted])]
+    return lines

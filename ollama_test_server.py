@@ -206,3 +206,40 @@ class _Handler(StreamHandler):
         if capabilities is not None:
             shown["capabilities"] = capabilities
         self.send_json(200, shown)
+
+
+class ConversationServer(OllamaTestServer):
+    """The stand-in with one script per conversation, for several conversations at once.
+
+    A request with no assistant message starts the next unstarted script; a later request
+    continues the script whose first reply its first assistant message holds. So the
+    scripts' first replies must differ (say, in their thinking), and each conversation gets
+    its own replies in order however the conversations interleave.
+    """
+
+    def __init__(self, conversations, **options):
+        super().__init__(**options)
+        self.unstarted = [list(script) for script in conversations]
+        self.started = {}  # the text of a script's first reply -> its remaining replies
+
+    def _next_reply(self, body):
+        with self._lock:
+            self.requests.append(("/api/chat", body))
+            said = [m for m in body.get("messages", []) if m.get("role") == "assistant"]
+            if not said:
+                if not self.unstarted:
+                    return reply("the test server has no conversation left", status=500)
+                script = self.unstarted.pop(0)
+                self.started[_said(script[0]["lines"])] = script[1:]
+                return script[0]
+            script = self.started.get(_said([{"message": said[0]}]))
+            if not script:
+                return reply("the test server has no reply left for this conversation", status=500)
+            return script.pop(0)
+
+
+def _said(lines):
+    """What an assistant turn said, from its stream lines or its message as sent back."""
+    messages = [line.get("message") or {} for line in lines]
+    thinking = "".join(m.get("thinking") or "" for m in messages)
+    return thinking + "\n" + "".join(m.get("content") or "" for m in messages)

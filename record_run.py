@@ -9,6 +9,9 @@ independently again; save everything to one JSON file that replay.py can check o
 The test runs are isolated by default (isolation.py); `--no-isolate` runs them with your
 permissions.
 
+With `--attempts N`, attempts.py runs this script N times (each with `--attempts 1`) and
+summarises the series.
+
 Not here: judging the model. The exit code reports the independent final tests' verdict only.
 """
 
@@ -22,6 +25,7 @@ from pathlib import Path
 
 import quiet_interrupt  # first: Ctrl-C during the slow imports below exits quietly
 from agent_loop import INTERRUPTED, STOPPED, SYSTEM_PROMPT, TASK, AgentLoop, Stop
+from attempts import run_series, series_paths
 from console import RunPrinter, test_line, tolerant_output
 from isolation import chosen, notice
 from limits import Deadline
@@ -55,6 +59,16 @@ from repo_tools import (
 from timeline import timeline
 
 EXIT_PASSED, EXIT_FAILED, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
+    return value
 
 
 def positive_seconds(text):
@@ -93,7 +107,8 @@ def parse_args(argv):
         "test file ran and passed); 1 they fail, or did not run (an exit code of 0 alone is "
         "not a pass); 2 set-up error (server down, model missing or unable to use tools, "
         "output exists); "
-        "130 interrupted with Ctrl-C (what happened so far is saved)",
+        "130 interrupted with Ctrl-C (what happened so far is saved). With --attempts N: "
+        "0 every attempt passed, 1 at least one did not, 2 and 130 as above",
     )
     parser.add_argument(
         "--api",
@@ -149,6 +164,22 @@ def parse_args(argv):
         help="recording to write (default: a new file recordings/MODEL-TIMESTAMP.json)",
     )
     parser.add_argument("--force", action="store_true", help="overwrite --output if it exists")
+    parser.add_argument(
+        "--attempts",
+        type=positive_int,
+        default=1,
+        help="independent attempts, each on a fresh copy with the same settings and saved as "
+        "its own recording: --output DIR/NAME.json writes DIR/NAME-1.json ... NAME-N.json; "
+        "one line per attempt, then the rate passed with its 95%% interval, the stop reasons "
+        "and the medians (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=positive_int,
+        default=1,
+        help="with --attempts: how many run at once against the same server (for Ollama, "
+        "set OLLAMA_NUM_PARALLEL on the server to serve them in parallel) (default: %(default)s)",
+    )
     isolation = parser.add_mutually_exclusive_group()
     isolation.add_argument(
         "--no-isolate",
@@ -231,7 +262,7 @@ def record_attempt(
         return EXIT_SETUP
     print(f"Independent final tests: {test_line(final)}", file=out)
     tests_seconds = starting["seconds"] + (final["seconds"] if final else 0.0)
-    print("\n".join(timeline(events, tests_seconds=tests_seconds)), file=out)
+    print("\n".join(timeline(events, tests_seconds=tests_seconds, model_info=model_info)), file=out)
     print(f"Saved: {output}", file=out)
     if final is None:
         print("interrupted: the final tests were not run", file=out)
@@ -249,14 +280,17 @@ def main(argv=None):
     quiet_interrupt.ready()
     tolerant_output()
     args = parse_args(argv)
-    if args.output.is_dir():
-        return fail(f"{args.output} is a folder; give --output a file name")
-    if args.output.exists() and not args.force:
-        return fail(f"{args.output} exists; choose another --output or add --force")
-    if not writable(args.output):
-        return fail(f"{args.output} cannot be written here; choose another --output")
+    for output in series_paths(args.output, args.attempts):  # all refused before any runs
+        if output.is_dir():
+            return fail(f"{output} is a folder; give --output a file name")
+        if output.exists() and not args.force:
+            return fail(f"{output} exists; choose another --output or add --force")
+        if not writable(output):
+            return fail(f"{output} cannot be written here; choose another --output")
     if notice(args.isolate):
         print(notice(args.isolate))
+    if args.attempts > 1:  # each attempt is this script again, with --attempts 1
+        return run_series(sys.argv[1:] if argv is None else argv, args)
     try:
         if args.api == "openai":
             api_key = os.environ.get("OPENAI_API_KEY")  # sent to the server, never recorded

@@ -1,0 +1,201 @@
+"""A series of live attempts: what `record_run.py --attempts N [--jobs J]` does.
+
+Each attempt is `record_run.py` itself, run as a child process with `--attempts 1` and its
+own `--output` (NAME-1.json ... NAME-N.json): the same request settings, its own temporary
+copy of the sample, its own conversation, its own recording. Up to J run at once against
+the same server. As each one ends, one line is printed from its recording (the verdict, the
+stop reason, model and tool calls, seconds), then the summary of the series (outcomes.py).
+
+Why child processes and not threads: an attempt's Ctrl-C handling (close the stream, kill
+the test process group, save the attempt as `interrupted`) already exists and is tested in
+record_run.py, and a signal reaches only a process's main thread. So each child runs in
+its own session, out of reach of the terminal's Ctrl-C, and the parent passes exactly one
+SIGINT on to each running child: a second one could land while the child is saving.
+
+Not here: the attempt itself (record_run.py), reading the figures (outcomes.py), retries.
+A failed attempt is an outcome to count, never a reason to try again.
+"""
+
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from console import plural
+from outcomes import attempt_line, outcome, summary_lines
+from recording import RecordingError, load
+
+RECORD_RUN = Path(__file__).resolve().parent / "record_run.py"
+EXIT_PASSED, EXIT_FAILED, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def series_paths(output, attempts):
+    """[output] for one attempt; else output's name with -1 ... -N before the suffix."""
+    output = Path(output)
+    if attempts == 1:
+        return [output]
+    return [output.with_name(f"{output.stem}-{k}{output.suffix}") for k in range(1, attempts + 1)]
+
+
+def _identity(path):
+    """What tells a new file from an old one at `path`: a save replaces the inode."""
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return status.st_ino, status.st_mtime_ns
+
+
+class Attempt:
+    """One child record_run.py; a waiter thread reports its end on the series' queue."""
+
+    def __init__(self, number, output, command, ended):
+        self.number, self.output = number, output
+        self.before = _identity(output)  # with --force an older file may be there
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,  # the transcript is in the recording: replay it
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # the terminal's Ctrl-C reaches the parent only
+        )
+        self.errors = ""
+        threading.Thread(target=self._wait, args=(ended,), daemon=True).start()
+
+    def _wait(self, ended):
+        self.errors = self.process.communicate()[1]
+        ended.put(self)
+
+    def interrupt(self):
+        if self.process.poll() is None:
+            try:
+                self.process.send_signal(signal.SIGINT)
+            except ProcessLookupError:
+                pass  # it ended in the meantime
+
+    def recorded(self):
+        """Whether this attempt saved its recording (an older file at the path does not count)."""
+        now = _identity(self.output)
+        return now is not None and now != self.before
+
+    def error_lines(self):
+        return [line for line in self.errors.splitlines() if line.startswith("error: ")]
+
+
+class Series:
+    """Runs the attempts, prints a line as each ends, and keeps what they recorded."""
+
+    def __init__(self, argv, outputs, jobs, out):
+        # subtle: argparse lets a later option override an earlier one, so the user's own
+        # --output/--attempts (however abbreviated) give way to the two added at the end.
+        self.commands = [
+            [sys.executable, str(RECORD_RUN), *argv, "--attempts", "1", "--output", str(path)]
+            for path in outputs
+        ]
+        self.outputs, self.jobs, self.out = outputs, jobs, out
+        self.outcomes = {}  # attempt number -> Outcome, for those that saved a recording
+        self.setup_errors = []  # `error:` lines of attempts that could not run, once each
+        self.interrupted = False
+        self.running = {}  # attempt number -> Attempt, while its child runs
+        self.ended = 0
+
+    def say(self, text):
+        self.out.write(text + "\n")  # one write per line: nothing can split it
+        self.out.flush()
+
+    def run(self):
+        """Start up to `jobs` attempts at a time; report each as it ends; return at the end.
+
+        Ctrl-C is taken by a handler, not as KeyboardInterrupt, so that it cannot land
+        between starting a child and keeping track of it: every running child hears of it.
+        """
+        waiting, ended = list(enumerate(self.outputs, 1)), queue.Queue()
+        previous = signal.signal(signal.SIGINT, self._on_ctrl_c)
+        try:
+            while waiting or self.running:
+                while waiting and len(self.running) < self.jobs and not self._stopping():
+                    number, path = waiting.pop(0)
+                    attempt = Attempt(number, path, self.commands[number - 1], ended)
+                    self.running[number] = attempt
+                    if self.interrupted:  # Ctrl-C came while it was being started
+                        attempt.interrupt()
+                if not self.running:
+                    break
+                attempt = ended.get()
+                del self.running[attempt.number]
+                self._report(attempt, len(self.running))
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    def _on_ctrl_c(self, signum, frame):
+        # subtle: every Ctrl-C is passed on, so a second one stops an attempt mid-save
+        # (as it would a lone record_run.py); the first one lets each save what it did.
+        self.interrupted = True
+        for attempt in list(self.running.values()):
+            attempt.interrupt()
+
+    def _stopping(self):
+        return self.interrupted or bool(self.setup_errors)
+
+    def _report(self, attempt, still_running):
+        self.ended += 1
+        where = f"[{self.ended}/{len(self.outputs)}] attempt {attempt.number}"
+        code = attempt.process.returncode
+        if code in (EXIT_PASSED, EXIT_FAILED, EXIT_INTERRUPTED) and attempt.recorded():
+            try:
+                self.outcomes[attempt.number] = outcome(load(attempt.output))
+            except RecordingError as error:
+                self._setup_error(f"error: {error}")
+                return
+            running = f"  ({still_running} running)" if still_running else ""
+            self.say(f"{where}: {attempt_line(self.outcomes[attempt.number])}{running}")
+        elif self.interrupted:
+            self.say(f"{where}: interrupted before anything was recorded")
+        else:
+            self.say(f"{where}: could not run (exit code {code})")
+            for line in attempt.error_lines() or [f"error: attempt {attempt.number} failed"]:
+                self._setup_error(line)
+
+    def _setup_error(self, line):
+        if line not in self.setup_errors:
+            self.setup_errors.append(line)
+            print(line, file=sys.stderr, flush=True)
+
+    def exit_code(self):
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        if self.setup_errors:
+            return EXIT_SETUP
+        everything = len(self.outcomes) == len(self.outputs)
+        passed = everything and all(o.passed for o in self.outcomes.values())
+        return EXIT_PASSED if passed else EXIT_FAILED
+
+
+def run_series(argv, args, out=sys.stdout):
+    """record_run.py --attempts N: run the series; print the lines and the summary; exit code."""
+    outputs = series_paths(args.output, args.attempts)
+    jobs = min(args.jobs, args.attempts)
+    out.write(
+        f"Model: {args.model} (live)  |  {plural(args.attempts, 'attempt')}, "
+        f"up to {jobs} at once\nRecordings: {outputs[0]} ... {outputs[-1].name}\n"
+    )
+    out.flush()
+    series = Series(argv, outputs, jobs, out)
+    started = time.monotonic()
+    try:
+        series.run()
+    finally:
+        seconds = time.monotonic() - started
+    outcomes = [series.outcomes[n] for n in sorted(series.outcomes)]
+    if outcomes:
+        series.say(f"Summary of {plural(len(outcomes), 'recorded attempt')}:")
+        for line in summary_lines(outcomes):
+            series.say(f"  {line}")
+        series.say(f"  wall time of the series: {seconds:.1f} s, up to {jobs} at once")
+    if series.interrupted:
+        series.say("interrupted: the attempts not yet started were not run")
+    return series.exit_code()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["record_run.py", "replay.py", "ask.py", "make_recordings.py", "bench.py"]
+SCRIPTS = ["record_run.py", "replay.py", "ask.py", "make_recordings.py", "bench.py", "compare.py"]
 
 
 def git(folder, *args):

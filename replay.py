@@ -171,7 +171,8 @@ def replay_one(path, show_requests=False, isolate=True, out=sys.stdout):
         source = final_source(repo)
     print(f"Independent final tests: {test_line(final)}", file=out)
     today = final["seconds"] if final else None
-    print("\n".join(timeline(events, recording["events"], tests_seconds=today)), file=out)
+    lines = timeline(events, recording["events"], today, model_info=recording["model"])
+    print("\n".join(lines), file=out)
     if show_requests:
         print_requests(recording, chat.requests, out)
     problems = divergences(recording, expected, events, chat.requests, source, final, repo)

@@ -8,9 +8,15 @@
 each figure reads today/recorded, so a replay shows today's timings beside the
 recording's without judging them.
 
+With `model_info=` (a recording's `model`, or what the recorder read from the server), it also
+shows how the conversation grew: the prompt tokens of each request (the model's own
+`prompt_eval_count`) against the context window that was asked for (`num_ctx`), and one
+warning line when a request came within 10% of it. Ollama then drops the oldest messages
+without a word, so the model works on a conversation the transcript no longer shows.
+
 Not here: colour or terminal control codes. The bars are ASCII, so they survive a pipe,
 a log file, `NO_COLOR` and a narrow terminal (the bars shrink to fit `width`; from 50
-columns on, every line fits).
+columns on, every line fits, except the context warning, which stays one whole sentence).
 """
 
 import shutil
@@ -18,6 +24,7 @@ import shutil
 from agent_loop import MODEL_DONE, MODEL_START, TOOL_RESULT
 
 BARS_FROM = 0.01  # seconds: below this longest span a bar shows noise, not time
+NEAR_CONTEXT = 0.9  # a request at least this full of the window is about to lose messages
 
 
 def per_turn(events):
@@ -56,10 +63,11 @@ def _span(label, seconds, before, scale, width, recorded):
     return f"{label} {bar} {figure}" if bar else f"{label} {figure}"
 
 
-def timeline(events, recorded=None, tests_seconds=None, width=None):
+def timeline(events, recorded=None, tests_seconds=None, width=None, model_info=None):
     """The timeline's lines. `recorded` is the recording's events; `tests_seconds` the
     independent test runs' total. `width` defaults to the terminal's (at most 100); below
-    what one line per turn needs, model and tools go on two lines."""
+    what one line per turn needs, model and tools go on two lines. With `model_info` (a
+    recording's `model`, see context_window), the context lines follow."""
     width = width or min(shutil.get_terminal_size((80, 24)).columns, 100)
     turns, before = per_turn(events), per_turn(recorded) if recorded else {}
     spans = [t["model"] or 0.0 for t in turns.values()] + [t["tools"] for t in turns.values()]
@@ -84,4 +92,52 @@ def timeline(events, recorded=None, tests_seconds=None, width=None):
     lines.append(f"total   model {model_total:.2f}s · tools {tools_total:.2f}s")
     if tests_seconds is not None:
         lines.append(f"        independent tests {tests_seconds:.2f}s")
+    if model_info:
+        lines += context_lines(events, context_window(model_info), width)
+    return lines
+
+
+def context_window(model):
+    """(tokens, name) of the context window a run asked for, from its `model` description,
+    or None. Ollama: the `num_ctx` option sent with every request. An OpenAI-compatible
+    server sets its own; of those, only vLLM tells it (`max_model_len` in its model list)."""
+    for name, value in (
+        ("num_ctx", (model.get("options") or {}).get("num_ctx")),
+        ("max_model_len", (model.get("server_model") or {}).get("max_model_len")),
+    ):
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value, name
+    return None
+
+
+def context_lines(events, window, width=80):
+    """Each request's prompt tokens against `window` ((tokens, name) or None), and one
+    warning line when one came within 10% of it; nothing when the window is unknown or no
+    turn has the model's counter."""
+    prompts = [
+        (e["turn"], e.get("model_counters", {}).get("prompt_eval_count"))
+        for e in events
+        if e["type"] == MODEL_DONE
+    ]
+    prompts = [(turn, n) for turn, n in prompts if isinstance(n, int) and not isinstance(n, bool)]
+    if not window or not prompts:
+        return []
+    size, name = window
+    bar = max(4, min(40, width - 27))
+    lines = [f"Context (prompt tokens of each request; {name} {size:,}):"]
+    for turn, tokens in prompts:
+        filled = min(bar, round(bar * tokens / size))
+        share = f"{100 * tokens / size:.0f}%"
+        lines.append(f"turn {turn:<2} {'#' * filled}{'.' * (bar - filled)} {tokens:>7,} {share:>4}")
+    near = [turn for turn, tokens in prompts if tokens >= NEAR_CONTEXT * size]
+    if near:
+        fullest = f"{100 * max(tokens for _, tokens in prompts) / size:.0f}%"
+        turns = (
+            f"turn {near[0]} at"
+            if len(near) == 1
+            else f"turns {', '.join(map(str, near))} at up to"
+        )
+        lines.append(
+            f"warning: {turns} {fullest} of {name}: oldest messages may be silently dropped"
+        )
     return lines

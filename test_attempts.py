@@ -1,0 +1,454 @@
+"""Tests of a series of attempts (record_run.py --attempts), its figures, compare.py and the
+context window in the timeline.
+
+Series run the real record_run.py as a subprocess, through the real SDK, against
+ollama_test_server.ConversationServer: one hand-written script per attempt, so that with
+--jobs the replies of two attempts cannot cross. Nothing here is a model's output.
+"""
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from compare import NOT_A_MODEL, rate_bar
+from conftest import sigint_default
+from ollama_test_server import ConversationServer, call, chunk, reply
+from outcomes import passed
+from recording import RECORDINGS, load
+from replay import REPRODUCED, replay_one
+from stats import wilson_interval
+from test_hardening import HOSTILE_NEW, HOSTILE_OLD, processes_under
+from timeline import context_lines, context_window
+
+HERE = Path(__file__).resolve().parent
+FIX = {"old": 'path.split("/")', "new": 'path.replace("\\\\", "/").split("/")'}
+
+
+def passing(tag, gate=None):
+    """An attempt that repairs the sample: one edit, then a final message."""
+    return [
+        reply(
+            chunk(thinking=f"Plan {tag}: normalise the separators."),
+            chunk(tool_calls=[call("replace_text", **FIX)]),
+            chunk(done=True),
+            gate=gate,
+        ),
+        reply(chunk("Fixed."), chunk(done=True)),
+    ]
+
+
+def failing(tag, gate=None):
+    """An attempt that claims success without any edit."""
+    return [reply(chunk(thinking=f"Plan {tag}: claim."), chunk("All pass."), chunk(done=True),
+                  gate=gate)]  # fmt: skip
+
+
+def reading(tag):
+    """An attempt that reads a file: with --max-turns 1 it stops at max_turns, unrepaired."""
+    read = call("read_file", path="path_rules.py")
+    return [reply(chunk(thinking=f"Plan {tag}: read."), chunk(tool_calls=[read]), chunk(done=True))]
+
+
+def record(*args, env=None):
+    command = [sys.executable, str(HERE / "record_run.py"), *map(str, args)]
+    return subprocess.run(command, capture_output=True, text=True, cwd=HERE, env=env)
+
+
+def series(conversations, output, *options):
+    with ConversationServer(conversations) as server:
+        finished = record("--host", server.host, "--output", output, *options)
+    return finished
+
+
+def attempt_lines(stdout):
+    return [line for line in stdout.splitlines() if "] attempt " in line]
+
+
+# --- the statistics ---------------------------------------------------------------------------
+
+
+def test_wilson_interval_matches_published_and_hand_computed_values():
+    # Newcombe, "Two-sided confidence intervals for the single proportion: comparison of
+    # seven methods", Statistics in Medicine 17 (1998) 857-872, Table II, method 3 (score
+    # interval without continuity correction), to the 4 decimals printed there.
+    published = {(81, 263): (0.2553, 0.3662), (15, 148): (0.0624, 0.1605),
+                 (0, 20): (0.0, 0.1611), (1, 29): (0.0061, 0.1718)}  # fmt: skip
+    for (k, n), expected in published.items():
+        assert [round(x, 4) for x in wilson_interval(k, n)] == list(expected), (k, n)
+    # 2 of 3 by hand, z = 1.96: p = 2/3, z²/n = 1.2805, centre = (p + z²/2n)/(1 + z²/n)
+    # = 1.3069/2.2805 = 0.5731; half = z·sqrt(p(1-p)/n + z²/4n²)/(1 + z²/n)
+    # = 1.96·sqrt(0.07407 + 0.10671)/2.2805 = 0.3654; so 0.2077 to 0.9385.
+    assert [round(x, 4) for x in wilson_interval(2, 3)] == [0.2077, 0.9385]
+
+
+def test_wilson_interval_stays_inside_0_to_1_and_is_none_without_attempts():
+    assert wilson_interval(0, 0) is None
+    for n in range(1, 101):
+        for k in range(n + 1):
+            low, high = wilson_interval(k, n)
+            assert 0.0 <= low <= k / n <= high <= 1.0, (k, n)
+    low, high = wilson_interval(5, 5)
+    assert high == 1.0 and 0.5 < low < 0.6  # 5 of 5 still leaves room below 100%
+    with pytest.raises(ValueError):
+        wilson_interval(4, 3)
+
+
+def test_verdict_is_the_report_verdict_when_present_else_the_exit_code():
+    assert passed({"final_tests": {"exit_code": 0}, "tests_unchanged": True})
+    assert not passed({"final_tests": {"exit_code": 1}})
+    assert not passed({"final_tests": None})  # interrupted: no verdict
+    assert not passed({"final_tests": {"exit_code": 0}, "tests_unchanged": False})
+    # pytest's report verdict wins over the exit code, both ways (issue 10's field)
+    assert not passed({"final_tests": {"exit_code": 0, "verdict": "failed"}})
+    assert passed({"final_tests": {"exit_code": 0, "verdict": "passed"}})
+
+
+# --- record_run.py --attempts -----------------------------------------------------------------
+
+
+def test_series_records_each_attempt_and_summarises_two_of_three(tmp_path):
+    output = tmp_path / "runs" / "series.json"
+    finished = series([passing("a"), failing("b"), passing("c")], output, "--attempts", 3)
+    assert finished.returncode == 1, finished.stdout + finished.stderr  # not every one passed
+    paths = [tmp_path / "runs" / f"series-{k}.json" for k in (1, 2, 3)]
+    assert sorted(tmp_path.joinpath("runs").iterdir()) == paths  # and no series.json
+    assert [passed(load(p)) for p in paths] == [True, False, True]
+    lines = attempt_lines(finished.stdout)
+    assert lines == [
+        "[1/3] attempt 1: passed · assistant_finished · 2 model calls · 1 tool call · "
+        + lines[0].rsplit(" · ", 1)[1],
+        "[2/3] attempt 2: failed · assistant_finished · 1 model call · 0 tool calls · "
+        + lines[1].rsplit(" · ", 1)[1],
+        "[3/3] attempt 3: passed · assistant_finished · 2 model calls · 1 tool call · "
+        + lines[2].rsplit(" · ", 1)[1],
+    ]
+    assert "passed 2 of 3 (67%; 95% interval 21%-94%)" in finished.stdout
+    assert "stops: assistant_finished 3" in finished.stdout
+    assert "medians: model calls 2 · tool calls 1 · seconds" in finished.stdout
+    # the stand-in's made-up counters: 100 prompt and 10 generated tokens per request
+    assert "median tokens: prompt 200 · generated 20" in finished.stdout
+    assert "Traceback" not in finished.stderr
+    out = open(os.devnull, "w")
+    assert all(replay_one(p, out=out) == REPRODUCED for p in paths)  # ordinary recordings
+
+
+def test_series_where_every_attempt_passes_exits_0(tmp_path):
+    finished = series([passing("a"), passing("b")], tmp_path / "s.json", "--attempts", 2)
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    assert "passed 2 of 2 (100%; 95% interval 34%-100%)" in finished.stdout
+
+
+def test_series_refuses_up_front_when_one_target_exists(tmp_path):
+    (tmp_path / "s-2.json").write_text("keep me")
+    finished = record("--host", "http://127.0.0.1:9", "--attempts", 3, "--output",
+                      tmp_path / "s.json")  # fmt: skip
+    assert finished.returncode == 2
+    assert finished.stderr == f"error: {tmp_path / 's-2.json'} exists; choose another " \
+        "--output or add --force\n"  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s-2.json"]
+    assert (tmp_path / "s-2.json").read_text() == "keep me"
+
+
+def test_series_with_the_server_down_is_a_set_up_error_said_once(tmp_path, unused_port):
+    host = f"http://127.0.0.1:{unused_port}"
+    finished = record("--host", host, "--attempts", 3, "--jobs", 2, "--output", tmp_path / "s.json")
+    assert finished.returncode == 2
+    errors = finished.stderr.splitlines()
+    assert len(errors) == 1 and errors[0].startswith("error: cannot reach Ollama"), errors
+    assert "attempt 3" not in finished.stdout  # no new attempt after a set-up error
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("option", ["--attempts", "--jobs"])
+def test_attempts_and_jobs_must_be_at_least_1(tmp_path, option):
+    finished = record(option, "0", "--output", tmp_path / "s.json")
+    assert finished.returncode == 2
+    assert f"{option}: must be a whole number of at least 1" in finished.stderr
+
+
+class Gate(threading.Event):
+    """A stand-in gate that remembers whether it opened before the server gave up on it."""
+
+    opened_in_time = None
+
+    def wait(self, timeout=None):
+        self.opened_in_time = super().wait(timeout)
+        return self.opened_in_time
+
+
+def test_jobs_2_runs_two_at_once_and_gives_the_same_verdicts(tmp_path):
+    gate = Gate()  # holds attempt a's first stream until a second conversation has begun
+    scripts = [passing("a", gate=gate), failing("b"), passing("c")]
+    with ConversationServer(scripts) as server:
+        opener = threading.Thread(target=open_when_started, args=(server, 2, gate))
+        opener.start()
+        output = tmp_path / "s.json"
+        finished = record("--host", server.host, "--output", output, "--attempts", 3, "--jobs", 2)
+        opener.join()
+    assert gate.opened_in_time is True  # the second attempt began while the first waited
+    assert finished.returncode == 1, finished.stdout + finished.stderr
+    paths = sorted(tmp_path.glob("s-*.json"))
+    assert sorted(passed(load(p)) for p in paths) == [False, True, True]
+    assert "passed 2 of 3 (67%; 95% interval 21%-94%)" in finished.stdout
+    lines = attempt_lines(finished.stdout)  # whole lines, none cut into by another
+    assert len(lines) == 3 and all(
+        re.fullmatch(r"\[\d/3\] attempt \d: \w+ · .* s.*", x) for x in lines
+    )
+    out = open(os.devnull, "w")
+    assert all(replay_one(p, out=out) == REPRODUCED for p in paths)  # no crossed replies
+
+
+def open_when_started(server, conversations, gate, seconds=30):
+    """Open `gate` once `conversations` conversations have begun on `server`."""
+    until = time.monotonic() + seconds
+    while len(server.started) < conversations and time.monotonic() < until:
+        time.sleep(0.02)
+    gate.set()
+
+
+def start_series(args, tmp_path, own_group=False):
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # the temporary copies land in tmp_path
+    process = subprocess.Popen(
+        [sys.executable, str(HERE / "record_run.py"), *map(str, args)],
+        cwd=HERE,
+        env=env,
+        preexec_fn=sigint_default,
+        start_new_session=own_group,  # then the test can press Ctrl-C as a terminal does
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines = []
+    threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True).start()
+    return process, lines
+
+
+def wait_for(condition, seconds=60):
+    until = time.monotonic() + seconds
+    while not condition() and time.monotonic() < until:
+        time.sleep(0.02)
+    assert condition(), "the awaited event did not happen"
+
+
+def test_ctrl_c_mid_series_keeps_what_ended_saves_the_running_one_and_exits_130(tmp_path):
+    gate = threading.Event()  # holds attempt 2's stream open until the test lets go
+    output = tmp_path / "out" / "s.json"
+    scripts = [passing("a"), failing("b", gate=gate), passing("c")]
+    with ConversationServer(scripts) as server:
+        args = ["--host", server.host, "--output", output, "--attempts", 3]
+        process, lines = start_series(args, tmp_path)
+        try:
+            wait_for(lambda: any("[1/3] attempt 1: passed" in line for line in lines))
+            wait_for(lambda: len(server.first_line_sent) == 3)  # attempt 2 is mid-stream
+            process.send_signal(signal.SIGINT)
+            code = process.wait(timeout=60)
+        finally:
+            gate.set()
+            process.kill()
+    stdout, stderr = "".join(lines), process.stderr.read()
+    assert code == 130, stdout + stderr
+    assert "Traceback" not in stderr
+    assert "[2/3] attempt 2: no verdict · interrupted · 1 model call" in stdout
+    assert "passed 1 of 1 (100%; 95% interval 21%-100%); 1 interrupted, not counted" in stdout
+    assert load(output.with_name("s-1.json"))["final_tests"]["exit_code"] == 0
+    second = load(output.with_name("s-2.json"))
+    assert second["stop"]["reason"] == "interrupted" and second["final_tests"] is None
+    assert not output.with_name("s-3.json").exists()  # never started
+    assert processes_under(tmp_path) == []
+
+
+def test_ctrl_c_with_jobs_kills_the_running_test_runs_and_saves_both(tmp_path):
+    hanging = [reply(  # a test run that would hang for a minute, with a grandchild
+        chunk(thinking="Plan h: hang."),
+        chunk(tool_calls=[call("replace_text", old=HOSTILE_OLD, new=HOSTILE_NEW)]),
+        chunk(tool_calls=[call("run_tests", index=1)], done=True),
+    )]  # fmt: skip
+    gate = threading.Event()
+    output = tmp_path / "out" / "s.json"
+    with ConversationServer([hanging, failing("b", gate=gate), passing("c")]) as server:
+        args = ["--host", server.host, "--output", output, "--attempts", 3, "--jobs", 2]
+        process, lines = start_series(args, tmp_path, own_group=True)
+        try:
+            wait_for(lambda: len(server.started) == 2)
+            wait_for(lambda: any(sleeping_grandchild(pid) for pid in processes_under(tmp_path)))
+            # subtle: a terminal's Ctrl-C goes to the whole foreground process group; an
+            # attempt that heard it twice could be stopped again while saving, so each
+            # attempt runs in a session of its own and hears it from the series only
+            attempts = children_of(process.pid)
+            assert len(attempts) == 2
+            assert all(os.getsid(pid) != os.getsid(process.pid) for pid in attempts)
+            os.killpg(process.pid, signal.SIGINT)
+            code = process.wait(timeout=60)
+        finally:
+            gate.set()
+            process.kill()
+    assert code == 130, "".join(lines) + process.stderr.read()
+    assert processes_under(tmp_path) == []  # pytest and its sleeping grandchild are gone
+    stops = sorted(load(p)["stop"]["reason"] for p in output.parent.glob("s-*.json"))
+    assert stops == ["interrupted", "interrupted"]
+
+
+def test_ctrl_c_before_an_attempt_saved_anything_never_reports_an_older_file(tmp_path):
+    older = tmp_path / "s-1.json"
+    older.write_bytes((RECORDINGS / "repair.json").read_bytes())  # from an earlier series
+    with socket.socket() as silent:  # accepts the connection, never answers: a hung server
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        silent.settimeout(60)
+        host = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        args = ["--host", host, "--output", tmp_path / "s.json", "--attempts", 2, "--force"]
+        process, lines = start_series(args, tmp_path)
+        try:
+            connection, _ = silent.accept()  # attempt 1 is asking for the model list
+            process.send_signal(signal.SIGINT)
+            code = process.wait(timeout=60)
+            connection.close()
+        finally:
+            process.kill()
+    stdout = "".join(lines)
+    assert code == 130, stdout
+    assert "[1/2] attempt 1: interrupted before anything was recorded" in stdout
+    assert "Summary" not in stdout and "passed" not in stdout
+    assert older.read_bytes() == (RECORDINGS / "repair.json").read_bytes()
+
+
+def children_of(parent):
+    """PIDs of the live processes whose parent is `parent`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[1] == str(parent) and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def sleeping_grandchild(pid):
+    try:
+        return b"time.sleep(60)" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+# --- compare.py -------------------------------------------------------------------------------
+
+
+def compare(*args):
+    command = [sys.executable, str(HERE / "compare.py"), *map(str, args)]
+    return subprocess.run(command, capture_output=True, text=True, cwd=HERE)
+
+
+def test_compare_on_the_shipped_recordings_labels_them_scripted():
+    finished = compare(*sorted(RECORDINGS.glob("*.json")))
+    assert finished.returncode == 0, finished.stderr
+    out = finished.stdout
+    assert "scripted · gemma4:e2b · ollama · max_turns 1  (1 recording)" in out
+    assert "scripted · gemma4:e2b · ollama · max_turns 12  (2 recordings)" in out
+    assert out.count(NOT_A_MODEL) == 2 and "live" not in out
+    assert "passed 1 of 2 (50%; 95% interval 9%-91%)" in out  # repair passes, the claim fails
+    assert "median tokens: prompt n/a · generated n/a" in out  # scripted: no counters
+    assert all(len(line) <= 80 for line in out.splitlines())
+
+
+def test_compare_by_max_turns_answers_what_a_bigger_budget_repairs(tmp_path):
+    small = series([reading("a"), reading("b")], tmp_path / "t1.json", "--attempts", 2,
+                   "--max-turns", 1)  # fmt: skip
+    large = series([reading("c") + passing("d"), passing("e")], tmp_path / "t12.json",
+                   "--attempts", 2)  # fmt: skip
+    assert (small.returncode, large.returncode) == (1, 0), small.stdout + large.stdout
+    mine = sorted(tmp_path.glob("*.json"))
+    finished = compare("--by", "max_turns", *mine, *sorted(RECORDINGS.glob("*.json")))
+    assert finished.returncode == 0, finished.stderr
+    groups = finished.stdout.split("\n\n")[1:]
+    assert [g.splitlines()[0] for g in groups] == [
+        "live · max_turns 1  (2 recordings)",
+        "live · max_turns 12  (2 recordings)",
+        "scripted · max_turns 1  (1 recording)",
+        "scripted · max_turns 12  (2 recordings)",
+    ]
+    assert "passed 0 of 2 (0%; 95% interval 0%-66%)" in groups[0]
+    assert "stops: max_turns 2" in groups[0]
+    assert "passed 2 of 2 (100%; 95% interval 34%-100%)" in groups[1]
+    assert "medians: model calls 2.5 · tool calls 1.5" in groups[1]  # 3+2 and 2+1 calls
+    assert NOT_A_MODEL not in groups[0] + groups[1] and NOT_A_MODEL in groups[2]
+
+
+def test_compare_bad_files_get_one_error_line_each_and_exit_2(tmp_path):
+    (tmp_path / "bad.json").write_text("{}")
+    (tmp_path / "text.json").write_text("not json")
+    finished = compare(tmp_path / "bad.json", RECORDINGS / "repair.json", tmp_path / "text.json")
+    assert finished.returncode == 2
+    errors = finished.stderr.splitlines()
+    assert len(errors) == 2 and all(line.startswith("error: ") for line in errors)
+    assert "bad.json: field 'format'" in errors[0] and "text.json: not a JSON" in errors[1]
+    assert "passed 1 of 1" in finished.stdout  # the good one is still compared
+    assert "Traceback" not in finished.stderr
+
+
+def test_rate_bar_marks_the_rate_inside_its_interval():
+    bar = rate_bar(2, 3, wilson_interval(2, 3))  # 67% in 21%-94%
+    cells = bar.split("|")[1]
+    assert len(bar) == 62 and len(cells) == 50
+    assert cells.index("#") == 33  # 2/3 of 50 cells
+    assert cells[:10] == "." * 10 and cells[10:33] == "-" * 23 and cells[34:47] == "-" * 13
+    assert cells[47:] == "..."
+    assert rate_bar(0, 4, wilson_interval(0, 4)).split("|")[1][0] == "#"
+    assert rate_bar(4, 4, wilson_interval(4, 4)).split("|")[1][-1] == "#"
+
+
+# --- conversation growth against the context window -------------------------------------------
+
+
+def done_events(*prompt_tokens):
+    return [
+        {"type": "model_done", "turn": turn, "model_counters": {"prompt_eval_count": tokens}}
+        for turn, tokens in enumerate(prompt_tokens, 1)
+    ]
+
+
+def test_context_lines_warn_only_within_10_percent_of_the_window():
+    # 90% of 8192 is 7372.8: 7372 stays quiet, 7373 warns
+    quiet = context_lines(done_events(1200, 7372), (8192, "num_ctx"))
+    assert [line.split()[:2] for line in quiet[1:]] == [["turn", "1"], ["turn", "2"]]
+    assert not any(line.startswith("warning") for line in quiet)
+    loud = context_lines(done_events(1200, 7373, 8192), (8192, "num_ctx"))
+    assert loud[-1] == (
+        "warning: turns 2, 3 at up to 100% of num_ctx: oldest messages may be silently dropped"
+    )
+    assert context_lines(done_events(9000), None) == []  # no window known: nothing to say
+    assert context_lines([{"type": "model_done", "turn": 1}], (8192, "num_ctx")) == []
+
+
+def test_context_window_comes_from_num_ctx_or_a_server_that_says_it():
+    assert context_window({"options": {"num_ctx": 8192}}) == (8192, "num_ctx")
+    openai = {"api": "openai", "options": {"max_tokens": 2048}, "server_model": {"id": "m"}}
+    assert context_window(openai) is None  # llama-server, LM Studio: not told, so no lines
+    openai["server_model"]["max_model_len"] = 4096  # vLLM lists it
+    assert context_window(openai) == (4096, "max_model_len")
+
+
+def test_a_request_near_num_ctx_is_warned_about_in_the_recorder_and_the_replay(tmp_path):
+    near = [
+        reply(chunk(tool_calls=[call("read_file", path="path_rules.py")]), chunk(done=True)),
+        reply(chunk("Done reading."), chunk(done=True, prompt_eval_count=7500)),
+    ]
+    output = tmp_path / "near.json"
+    with ConversationServer([near]) as server:
+        finished = record("--host", server.host, "--output", output)
+    assert finished.returncode == 1, finished.stdout + finished.stderr
+    warning = "warning: turn 2 at 92% of num_ctx: oldest messages may be silently dropped"
+    assert "Context (prompt tokens of each request; num_ctx 8,192):" in finished.stdout
+    assert warning in finished.stdout
+    with open(tmp_path / "replay.txt", "w") as out:
+        assert replay_one(output, out=out) == REPRODUCED
+    assert warning in (tmp_path / "replay.txt").read_text()

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+import openai_test_server as openai
 from compare import NOT_A_MODEL, rate_bar
 from conftest import sigint_default
 from ollama_test_server import ConversationServer, call, chunk, reply
@@ -452,3 +453,20 @@ def test_a_request_near_num_ctx_is_warned_about_in_the_recorder_and_the_replay(t
     with open(tmp_path / "replay.txt", "w") as out:
         assert replay_one(output, out=out) == REPRODUCED
     assert warning in (tmp_path / "replay.txt").read_text()
+
+
+def test_openai_wire_asks_for_usage_and_keeps_it_as_the_counters(tmp_path):
+    usage = {"prompt_tokens": 321, "completion_tokens": 12, "total_tokens": 333}
+    script = [openai.reply(openai.content("Nothing to do."), openai.finish(usage=usage))]
+    output = tmp_path / "openai.json"
+    with openai.OpenAITestServer(script) as server:
+        options = ["--api", "openai", "--host", server.base_url, "--model", openai.TEST_MODEL]
+        finished = record(*options, "--output", output)
+        body = server.chat_bodies()[0]
+    assert finished.returncode == 1, finished.stdout + finished.stderr
+    assert body["stream_options"] == {"include_usage": True}
+    [done] = [e for e in load(output)["events"] if e["type"] == "model_done"]
+    assert done["model_counters"] == {"prompt_eval_count": 321, "eval_count": 12}
+    assert "Context (" not in finished.stdout  # the server did not say its window
+    compared = compare(output)
+    assert "median tokens: prompt 321 · generated 12" in compared.stdout

@@ -8,9 +8,10 @@ stop reason, model and tool calls, seconds), then the summary of the series (out
 
 Why child processes and not threads: an attempt's Ctrl-C handling (close the stream, kill
 the test process group, save the attempt as `interrupted`) already exists and is tested in
-record_run.py, and a signal reaches only a process's main thread. So each child runs in
-its own session, out of reach of the terminal's Ctrl-C, and the parent passes exactly one
-SIGINT on to each running child: a second one could land while the child is saving.
+record_run.py, and a signal reaches only a process's main thread. Each child runs in its
+own session, out of the terminal's reach, and the parent passes each Ctrl-C on to the
+running children. So a Ctrl-C reaches each child exactly once, whether the terminal sent
+it or a `kill -INT` of the parent: a second one could land while the child saves.
 
 Not here: the attempt itself (record_run.py), reading the figures (outcomes.py), retries.
 A failed attempt is an outcome to count, never a reason to try again.

@@ -34,7 +34,7 @@ EXIT_COMPARED, EXIT_UNREADABLE = 0, 2
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         description="Compare recordings in groups: the success rate of the independent final "
-        "tests with its 95%% interval, the stop reasons, and the median cost.",
+        "tests with its 95% interval, the stop reasons, and the median cost.",
         epilog="exit codes: 0 every file was read and compared; 2 at least one file is not a "
         "recording (one error: line each; the others are still compared)",
     )

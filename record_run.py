@@ -170,8 +170,8 @@ def parse_args(argv):
         default=1,
         help="independent attempts, each on a fresh copy with the same settings and saved as "
         "its own recording: --output DIR/NAME.json writes DIR/NAME-1.json ... NAME-N.json; "
-        "one line per attempt, then the rate passed with its 95%% interval, the stop reasons "
-        "and the medians (default: %(default)s)",
+        "one line per attempt, then the share that passed with its 95%% interval, the stop "
+        "reasons and the medians (default: %(default)s)",
     )
     parser.add_argument(
         "--jobs",

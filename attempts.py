@@ -65,7 +65,14 @@ class Attempt:
             start_new_session=True,  # the terminal's Ctrl-C reaches the parent only
         )
         self.errors = ""
-        threading.Thread(target=self._wait, args=(ended,), daemon=True).start()
+        # subtle: the OS gives a process's SIGINT to any thread that does not block it. One
+        # given to a waiter leaves the main thread asleep in the queue with its handler not
+        # run, so waiters block SIGINT (a thread starts with its creator's signal mask).
+        unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            threading.Thread(target=self._wait, args=(ended,), daemon=True).start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
 
     def _wait(self, ended):
         self.errors = self.process.communicate()[1]

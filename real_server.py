@@ -247,7 +247,7 @@ class LlamaServer:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
         if self.process is not None:
-            self.process.wait()
+            self.process.wait(timeout=30)  # bounded: a kill that did not happen must show
         if self.log is not None:
             self.log.close()
             self.log = None

@@ -291,7 +291,9 @@ def test_a_skipped_test_fails_the_run_under_ci_only(tmp_path, ci, expected):
     (tmp_path / "test_one.py").write_text(
         "import pytest\n\n"
         "def test_runs():\n    pass\n\n"
-        "def test_needs_a_server():\n    pytest.skip('no llama-server at /nowhere')\n"
+        "def test_needs_a_server():\n    pytest.skip('no llama-server at /nowhere')\n\n"
+        "@pytest.mark.xfail(reason='a known bug')\n"
+        "def test_known_bug():\n    assert False\n"
     )
     command = [sys.executable, "-m", "pytest", "-q", "-p", "conftest", "-c", os.devnull]
     env = {**os.environ, "CI": ci, "PYTHONPATH": str(HERE)}
@@ -305,3 +307,4 @@ def test_a_skipped_test_fails_the_run_under_ci_only(tmp_path, ci, expected):
     assert done.returncode == expected, done.stdout + done.stderr
     named = "SKIPPED test_one.py::test_needs_a_server: no llama-server at /nowhere"
     assert (named in done.stdout) == bool(ci)
+    assert "test_known_bug" not in done.stdout  # an expected failure is not a skip

@@ -19,6 +19,7 @@ import openai_test_server as openai
 from agent_loop import INCOMPLETE_MODEL_TURN, TOOL_START, agent_events
 from conftest import sigint_default
 from ollama_test_server import OllamaTestServer, call, chunk, reply
+from real_server import MODEL
 from recording import ENDED_WITHOUT_DONE, RECORDINGS, ReplayChat, load, save, sha256_file
 from replay import CANNOT_REPLAY, DIVERGED, REPRODUCED, replay_one
 from repo_tools import SAMPLE_REPO, TEST_FILE, RepoTools, copy_sample
@@ -52,8 +53,24 @@ def run_cli(*args, **options):
 def test_shipped_recording_reproduces(path):
     outcome, output = replay(path)
     assert outcome == REPRODUCED, output
-    assert load(path)["source"] == "scripted"  # none of them is a model's output
+    # Only the one the README names (make_live_recording.py's) is a model's output.
+    assert load(path)["source"] == ("live" if path.name == MODEL.recording else "scripted")
     assert "digest" not in load(path)["model"]
+
+
+def test_shipped_live_recording_names_its_model_file_server_build_and_settings():
+    # covers: the real SmolLM2 attempt: which file (by SHA-256), which server, which settings
+    recording = load(RECORDINGS / MODEL.recording)
+    model = recording["model"]
+    assert recording["api"] == "openai" and model["name"] == MODEL.alias
+    assert model["gguf"] == {
+        "file": MODEL.file_name,
+        "bytes": MODEL.size,
+        "sha256": MODEL.sha256,
+        "from": f"the wheel of {MODEL.requirement} on PyPI ({MODEL.member})",
+    }
+    assert model["server_build"].startswith("version: ") and "--jinja" in model["server_flags"]
+    assert model["sampling"]["temperature"] == 0 and MODEL.licence in recording["description"]
 
 
 def test_repair_goes_from_one_failure_to_four_passed_with_tests_unchanged():

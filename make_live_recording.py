@@ -6,7 +6,8 @@ Starts the real llama.cpp `llama-server` with the model named in real_server.py 
 into `.cache/models/` on first use), runs the real `record_run.py --api openai` against it
 as a subprocess, and then adds to the recording's model info what makes it repeatable: the
 model file's name, size and SHA-256, the package it came from, its licence, the server's
-build (`llama-server --version`) and flags, and the sampling settings the requests carried.
+build (`llama-server --version`) and flags, and the sampling settings the requests carried
+(`--max-tokens` from real_server.ANSWER_TOKENS bounds each answer).
 The description is written from what happened. It overwrites the output each time.
 
 Not here: judging the attempt, or hand-written chunks (make_recordings.py makes those).
@@ -20,8 +21,14 @@ from pathlib import Path
 
 from agent_loop import TOOL_START
 from console import test_line
-from openai_model import SAMPLING
-from real_server import MODEL, LlamaServer, Unavailable, server_version, sha256_of
+from real_server import (
+    ANSWER_TOKENS,
+    MODEL,
+    LlamaServer,
+    Unavailable,
+    server_version,
+    sha256_of,
+)
 from recording import RECORDINGS, save
 
 HERE = Path(__file__).resolve().parent
@@ -52,8 +59,8 @@ def describe(recording, settings):
         f"llama-server (MIT; {' '.join(settings)}), recorded over the OpenAI-compatible wire by "
         f"make_live_recording.py with the real record_run.py. It made {calls} tool call(s) "
         f"and stopped with {recording['stop']['reason']}; independent final tests: "
-        f"{test_line(recording['final_tests'])}. {MODEL.about} The server's small context "
-        "(-c) bounds each answer."
+        f"{test_line(recording['final_tests'])}. {MODEL.about} Each answer is bounded by "
+        f"max_tokens {recording['model']['options']['max_tokens']}."
     )
 
 
@@ -64,7 +71,8 @@ def main(argv=None):
         with server:
             command = [sys.executable, str(HERE / "record_run.py"), "--api", "openai"]
             command += ["--host", server.base_url, "--model", MODEL.alias]
-            command += ["--output", str(args.output), "--force"]
+            command += ["--max-tokens", str(ANSWER_TOKENS), "--output", str(args.output)]
+            command += ["--force"]
             finished = subprocess.run(command, capture_output=True, text=True)
     except Unavailable as error:
         print(f"error: {error}", file=sys.stderr)
@@ -84,7 +92,7 @@ def main(argv=None):
             "licence": MODEL.licence,
             "server_build": server_version(server.binary),
             "server_flags": server.settings(),
-            "sampling": SAMPLING,
+            "sampling": recording["model"]["options"],  # what every request carried
         }
     )
     recording["description"] = describe(recording, server.settings())

@@ -19,7 +19,7 @@ import openai_test_server as openai
 from agent_loop import INCOMPLETE_MODEL_TURN, TOOL_START, agent_events
 from conftest import sigint_default
 from ollama_test_server import OllamaTestServer, call, chunk, reply
-from real_server import MODEL
+from real_server import ANSWER_TOKENS, MODEL
 from recording import ENDED_WITHOUT_DONE, RECORDINGS, ReplayChat, load, save, sha256_file
 from replay import CANNOT_REPLAY, DIVERGED, REPRODUCED, replay_one
 from repo_tools import SAMPLE_REPO, TEST_FILE, RepoTools, copy_sample
@@ -70,7 +70,9 @@ def test_shipped_live_recording_names_its_model_file_server_build_and_settings()
         "from": f"the wheel of {MODEL.requirement} on PyPI ({MODEL.member})",
     }
     assert model["server_build"].startswith("version: ") and "--jinja" in model["server_flags"]
-    assert model["sampling"]["temperature"] == 0 and MODEL.licence in recording["description"]
+    assert model["sampling"] == model["options"] and model["sampling"]["temperature"] == 0
+    assert model["sampling"]["max_tokens"] == ANSWER_TOKENS
+    assert MODEL.licence in recording["description"]
 
 
 def test_repair_goes_from_one_failure_to_four_passed_with_tests_unchanged():

@@ -1,6 +1,6 @@
 """Maintainers: record the shipped live attempt of a real model (recordings/smollm2-135m-live.json).
 
-    python3 lab.py run make_live_recording.py [--output PATH]
+    python3 lab.py run make_live_recording.py [--output PATH] [--max-tokens N]
 
 Starts the real llama.cpp `llama-server` with the model named in real_server.py (fetched
 into `.cache/models/` on first use), runs the real `record_run.py --api openai` against it
@@ -48,6 +48,13 @@ def parse_args(argv):
         help=f"recording to write; any file there is replaced (default: {MODEL.recording} "
         "in recordings/)",
     )
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=ANSWER_TOKENS,
+        metavar="N",
+        help="output budget of each answer (default: %(default)s)",
+    )
     return parser.parse_args(argv)
 
 
@@ -71,7 +78,7 @@ def main(argv=None):
         with server:
             command = [sys.executable, str(HERE / "record_run.py"), "--api", "openai"]
             command += ["--host", server.base_url, "--model", MODEL.alias]
-            command += ["--max-tokens", str(ANSWER_TOKENS), "--output", str(args.output)]
+            command += ["--max-tokens", str(args.max_tokens), "--output", str(args.output)]
             command += ["--force"]
             finished = subprocess.run(command, capture_output=True, text=True)
     except Unavailable as error:

@@ -73,7 +73,7 @@ SERVER = {"flags": ["--jinja", "-t", "2", "-np", "1"], "context": 2048}
 # subtle: the client's --max-tokens is what bounds each answer, not the server's `-n`:
 # this build lets a request's max_tokens override -n (measured: -n 16 with max_tokens 64
 # gave 64 tokens). SmolLM2 never stops by itself on the lab's task, so this is its budget
-# in the shipped recording and the tests: 256 tokens take 2 to 7 s on 2 cores.
+# in the shipped recording (256 tokens took 2 to 7 s on 2 cores); the tests use less.
 ANSWER_TOKENS = 256
 HEALTH_BOUND = 60.0  # seconds a server may take to load its model and answer /health
 

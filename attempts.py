@@ -183,8 +183,9 @@ class Series:
         return EXIT_PASSED if passed else EXIT_FAILED
 
 
-def run_series(argv, args, out=sys.stdout):
+def run_series(argv, args, out=None):
     """record_run.py --attempts N: run the series; print the lines and the summary; exit code."""
+    out = out or sys.stdout  # looked up now, not at import: tolerant_output() replaces it
     outputs = series_paths(args.output, args.attempts)
     jobs = min(args.jobs, args.attempts)
     out.write(

@@ -19,20 +19,39 @@ from agent_loop import (
     TOOL_RESULT,
     TOOL_START,
 )
+from redact import redact, secret_values
 from repo_tools import PASSED, TESTS_FAILED
 from text_calls import NOTE as TEXT_CALL_NOTE
 
 
 def tolerant_output():
-    """Let stdout and stderr print any text: what cannot be encoded is shown escaped.
+    """Let stdout and stderr print any text, without the harness's secrets in it.
 
     subtle: a model or a server can send a lone surrogate, and a terminal (or a pipe under
     another PYTHONIOENCODING) may not encode every character; a run must never crash on
-    printing what it was sent. The CLIs call this first.
+    printing what it was sent: what cannot be encoded is shown escaped. And a server may
+    echo the API key it was sent in an error message: every write is redacted (a secret
+    split across two writes, as streamed text can be, is not caught). The CLIs call this
+    first.
     """
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
+    if not isinstance(sys.stdout, RedactedStream):
+        sys.stdout, sys.stderr = RedactedStream(sys.stdout), RedactedStream(sys.stderr)
+
+
+class RedactedStream:
+    """A text stream whose every write is redacted (see redact.py); the rest is the stream's."""
+
+    def __init__(self, stream):
+        self._stream, self._secrets = stream, secret_values()
+
+    def write(self, text):
+        return self._stream.write(redact(text, self._secrets))
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
 
 
 def test_line(result):
@@ -68,8 +87,8 @@ def result_line(name, result):
 class RunPrinter:
     """Prints a run's events as they come; `stop_line` prints a stop the loop never yielded."""
 
-    def __init__(self, out=sys.stdout):
-        self.out = out
+    def __init__(self, out=None):
+        self.out = out or sys.stdout  # looked up now: the CLIs redact it at start (see above)
         self.streaming = None  # "thinking" or "text" while a delta line is open
         self.model_calls = 0
         self.tool_calls = 0

@@ -194,12 +194,11 @@ def parse_args(argv):
     return args
 
 
-def record_attempt(
-    recorder, model_info, output, max_turns, deadline=None, isolate=True, out=sys.stdout
-):
+def record_attempt(recorder, model_info, output, max_turns, deadline=None, isolate=True, out=None):
     """Run one attempt through `recorder` (a RecordingChat); save it; return the exit code.
 
     `deadline` is seconds or a limits.Deadline (the one the model's adapter shares)."""
+    out = out or sys.stdout  # looked up now, not at import: tolerant_output() replaces it
     if not isinstance(deadline, Deadline):
         deadline = Deadline(deadline)
     with tempfile.TemporaryDirectory(prefix="agent-lab-") as scratch:

@@ -33,6 +33,7 @@ from agent_loop import (
 )
 from isolation import KINDS
 from limits import DeadlineExceeded
+from redact import redact
 
 FORMAT = "agent-loop-recording/1"
 SOURCES = ("live", "scripted", "fault-injection")
@@ -97,8 +98,11 @@ def _finite(value, where, found):
 
 
 def save(path, recording):
-    """Write `recording` as indented UTF-8 JSON, atomically (temp file, then rename)."""
-    text = json_text(recording)
+    """Write `recording` as indented UTF-8 JSON, atomically (temp file, then rename).
+
+    Redacted as a whole, not only its tool results: a server may echo the API key it was
+    sent in an error message, which then sits in `stop.error` and in `model_calls`."""
+    text = json_text(redact(recording))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -23,6 +23,9 @@ import isolation
 import replay
 from make_recordings import GAMES_THE_VERDICT
 from ollama_test_server import OllamaTestServer, call, chunk, reply
+from openai_test_server import TEST_MODEL as OPENAI_MODEL
+from openai_test_server import OpenAITestServer
+from openai_test_server import reply as openai_reply
 from recording import RECORDINGS, load, save
 from redact import REDACTED, redact, secret_values
 from repo_tools import (
@@ -426,6 +429,22 @@ def test_the_harness_key_in_proc_is_out_of_reach_or_redacted(tmp_path, isolate):
         assert recording["isolation"] == "none"
         assert finished.stdout.startswith("tests run unisolated (--no-isolate)")
     assert "found in the parent" in recording["final_tests"]["output"]  # redacted there too
+
+
+def test_a_key_a_server_echoes_in_its_error_is_neither_printed_nor_saved(tmp_path):
+    # A server (or a proxy before it) that quotes the bearer token it was sent in an error:
+    # the message reaches stop.error, model_calls, the terminal. None of them may hold it.
+    output = tmp_path / "echo.json"
+    env = {**os.environ, "OPENAI_API_KEY": FAKE_KEY}
+    refusal = openai_reply(f"quota exceeded for Bearer {FAKE_KEY}", status=401)
+    with OpenAITestServer([refusal]) as server:
+        options = ["--api", "openai", "--model", OPENAI_MODEL, "--host", server.base_url]
+        finished = cli("record_run.py", *options, "--output", output, env=env)
+    assert finished.returncode == 1, finished.stdout + finished.stderr
+    assert "quota exceeded for Bearer" in finished.stdout  # the message is shown...
+    assert FAKE_KEY not in finished.stdout + finished.stderr  # ...without the key
+    saved = output.read_text()
+    assert "quota exceeded for Bearer" in saved and FAKE_KEY not in saved
 
 
 def test_redaction_replaces_secret_looking_values_and_skips_short_ones():

@@ -8,6 +8,7 @@ detector is also tested directly, on each written form, on prose, and on hostile
 """
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -27,7 +28,7 @@ from recording import load, save
 from replay import DIVERGED, REPRODUCED, replay_one
 from repo_tools import RepoTools, copy_sample
 from scripted_model import ScriptedChat
-from text_calls import MAX_SCAN, text_tool_call
+from text_calls import MAX_SCAN, UNREADABLE, text_tool_call
 
 HERE = Path(__file__).resolve().parent
 NO_THINKING = "qwen2.5-coder:0.5b"
@@ -213,6 +214,11 @@ def test_each_written_form_of_an_offered_call_is_found(text):
         '```tool_code\nos.read_file(path="x")\n```',  # a method of something else
         '```tool_code\ndelete_repo(path="x")\n```',  # a function nobody offered
         "read_file(path='path_rules.py')",  # a call shape in prose, outside any block
+        'To read, one would send {"name": "read_file"} to the server.',  # quoted in prose
+        'It failed: {"name": "run_tests", "error": "boom"}',  # a report, not a call
+        '```json\n{"name": "run_tests", "error": "boom"}\n```',  # other keys: no call, even fenced
+        '{"name": "run_tests"} is what I would call.',  # name alone, but not alone in the text
+        '{"name": ["read_file"], "arguments": {}}',  # a name that is not a string
     ],
 )
 def test_prose_and_other_json_are_not_flagged(text):
@@ -232,14 +238,89 @@ def test_prose_and_other_json_are_not_flagged(text):
 )
 def test_hostile_text_is_refused_within_bounded_work(text):
     # The hang guard is the subprocess timeout; a quadratic scan of this text would not end.
-    code = "import sys, text_calls, repo_tools;"
-    code += "print(text_calls.text_tool_call(sys.stdin.read(), repo_tools.RepoTools.schemas))"
-    finished = subprocess.run(
+    finished = detect_in_child(text)
+    assert finished.returncode == 0, finished.stderr[-500:]
+    assert finished.stdout.strip() in ("null", json.dumps({"name": "read_file", "arguments": {}}))
+
+
+DEEP_SUM = "```tool_code\nread_file(" + "+".join(["1"] * 2500) + ")\n```"
+DEEP_JSON = '{"name": "read_file", "arguments": ' + "[" * 900 + "]" * 900 + "}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        DEEP_SUM,  # ast.unparse of it raises RecursionError
+        "```tool_code\nread_file(" + "not " * 900 + "x)\n```",
+        "```tool_code\nread_file(path={1, 2})\n```",  # a set: json.dumps raises TypeError
+        "```tool_code\nread_file(path=b'x', pattern=1j)\n```",
+        "```tool_code\nread_file(path=(1, 2), more={1: 2})\n```",  # saved, then no match
+        DEEP_JSON,  # deeper than a recording may nest
+        '{"name": "read_file", "arguments": "' + "[" * 5000 + '"}',  # json.loads recurses
+        '{"name": ["read_file"], "arguments": {}}',  # an unhashable name
+    ],
+)
+def test_hostile_written_call_gives_what_a_recording_can_hold(text):
+    finished = detect_in_child(text)
+    assert finished.returncode == 0, finished.stderr[-500:]
+    found = json.loads(finished.stdout)
+    assert found is None or found["name"] == "read_file"
+
+
+def detect_in_child(text):
+    """The detector run on `text` in a child that prints its result as a recording saves it,
+    and fails unless reading that back gives the same value (as replay recomputes it)."""
+    code = "import json, sys, text_calls, repo_tools\n"
+    code += "found = text_calls.text_tool_call(sys.stdin.read(), repo_tools.RepoTools.schemas)\n"
+    code += "saved = json.dumps(found, allow_nan=False)\n"
+    code += "assert json.loads(saved) == found, saved[:200]\n"
+    code += "print(saved)\n"
+    return subprocess.run(
         [sys.executable, "-c", code], input=text, capture_output=True, text=True, cwd=HERE,
         timeout=60,
     )  # fmt: skip
-    assert finished.returncode == 0, finished.stderr[-500:]
-    assert finished.stdout.strip() in ("None", str({"name": "read_file", "arguments": {}}))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "run_tests"}',
+        '  {"name": "run_tests"}\n',
+        'Running them now.\n```json\n{"name": "run_tests"}\n```',
+        '```\n{"name": "run_tests"}\n```\nThen I will look.',
+        '<tool_call>\n{"name": "run_tests"}\n</tool_call>',
+    ],
+)
+def test_a_bare_name_is_a_call_when_it_is_the_whole_message_or_fenced(text):
+    assert text_tool_call(text, RepoTools.schemas) == {"name": "run_tests", "arguments": {}}
+
+
+@pytest.mark.parametrize(
+    "argument, kept",
+    [
+        ('"path_rules.py"', "path_rules.py"),
+        ('["a", 1, 2.5, True, None, {"k": "v"}]', ["a", 1, 2.5, True, None, {"k": "v"}]),
+        ("{1, 2}", "{1, 2}"),  # a set: JSON has none
+        ("b'x'", "b'x'"),
+        ("1j", "1j"),
+        ("(1, 2)", "(1, 2)"),  # a tuple would be saved as a list and no longer match
+        ("{1: 2}", "{1: 2}"),  # and an int key as a string
+        ("1e400", "1e309"),  # infinity, as ast writes it back
+        ("[" * 20 + "]" * 20, "[" * 20 + "]" * 20),  # deeper than MAX_DEPTH
+        ("0x" + "f" * 4000, UNREADABLE),  # too long to write back as decimal digits
+    ],
+)
+def test_written_arguments_json_cannot_hold_are_kept_as_their_source_text(argument, kept):
+    text = f"```tool_code\nread_file(path={argument})\n```"
+    found = text_tool_call(text, RepoTools.schemas)
+    assert found == {"name": "read_file", "arguments": {"path": kept}}
+    assert json.loads(json.dumps(found, allow_nan=False)) == found  # saved = recomputed
+
+
+def test_written_json_arguments_too_deep_or_not_finite_are_kept_as_the_calls_text():
+    for arguments in ["[" * 900 + "]" * 900, '{"path": Infinity}', '{"path": NaN}']:
+        text = '{"name": "read_file", "arguments": ' + arguments + "}"
+        assert text_tool_call(text, RepoTools.schemas) == {"name": "read_file", "arguments": text}
 
 
 def test_a_call_after_a_long_message_is_still_found_at_its_end():
@@ -278,6 +359,16 @@ def test_recorded_written_call_is_shown_and_replayed(tmp_path):
     save(output, recording)
     outcome, replayed = replay(output)
     assert outcome == DIVERGED and "text_tool_call" in replayed
+
+
+@pytest.mark.parametrize("text", [DEEP_SUM, DEEP_JSON, "```tool_code\nread_file((1, 2))\n```"])
+def test_recorded_hostile_written_call_is_saved_and_reproduced(tmp_path, text):
+    with server([reply(chunk(text), chunk(done=True))]) as stand_in:
+        finished, output = record(tmp_path, stand_in.host)
+    assert finished.returncode == 1, finished.stderr[-500:]  # the final tests still fail
+    assert load(output)["stop"]["text_tool_call"]["name"] == "read_file"
+    outcome, replayed = replay(output)
+    assert outcome == REPRODUCED, replayed
 
 
 # --- ask.py: the same preflight, before the first question ------------------------------------

@@ -7,6 +7,17 @@ looks like an answer. `text_tool_call(text, schemas)` returns `{"name", "argumen
 first such call of an *offered* tool, or None; the loop attaches it to its `stopped` event so
 that the terminal can say why nothing ran.
 
+What counts as a written call, so that prose quoting a tool is not flagged:
+- a JSON object with `"name"` (an offered tool) and `"arguments"` or `"parameters"`, anywhere;
+- a JSON object with `"name"` and no other key (`{"name": "run_tests"}`, a small model's call
+  of a tool without parameters) only when it is the whole message, alone in a ``` fence, or
+  alone inside `<tool_call>…</tool_call>`; a JSON object with any other key is no call;
+- a call of an offered tool in a ```tool_code block.
+The arguments are kept only as JSON holds them: strings, integers, finite floats, booleans,
+null, lists and objects with string keys, nested at most MAX_DEPTH deep (an argument in a
+tool_code block may be a tuple, a set, bytes...). Anything else is kept as its source text, so
+that a recording saves exactly what replay recomputes.
+
 Not here: running anything (a call found in text is shown, never run), or guessing from prose
 that merely names a tool. The text is untrusted, so the work is bounded: no regular
 expressions, at most MAX_SCAN characters looked at, at most MAX_ATTEMPTS parses of at most
@@ -16,10 +27,14 @@ MAX_SPAN characters each.
 import ast
 import bisect
 import json
+import math
 
 MAX_SCAN = 64_000  # characters looked at: the first and the last half of a longer message
 MAX_SPAN = 8_000  # characters one written call may span
 MAX_ATTEMPTS = 64  # JSON objects or tool_code blocks parsed, per message
+MAX_DEPTH = 16  # nesting of the arguments kept; a real call nests two or three levels
+MAX_INT_BITS = 10_000  # about 3,000 digits: JSON text of any longer integer is refused
+UNREADABLE = "<unreadable>"  # an argument whose source text cannot even be rebuilt
 NOTE = (
     "the model wrote a {name} call as text; only calls sent as tool calls run — "
     "try a model with better tool support, or a lower temperature"
@@ -34,11 +49,14 @@ def text_tool_call(text, schemas):
     tools = _offered(schemas)
     if not isinstance(text, str) or not tools:
         return None
+    text = text.strip()
     half = MAX_SCAN // 2
-    segments = (text,) if len(text) <= MAX_SCAN else (text[:half], text[-half:])
+    whole = len(text) <= MAX_SCAN  # else two halves, neither of which is the whole message
+    segments = (text,) if whole else (text[:half], text[-half:])
     budget = [MAX_ATTEMPTS]  # shared by every segment and both forms
     for segment in segments:
-        found = _json_call(segment, tools, budget) or _tool_code_call(segment, tools, budget)
+        found = _json_call(segment, tools, budget, whole)
+        found = found or _tool_code_call(segment, tools, budget)
         if found:
             return found
     return None
@@ -55,8 +73,9 @@ def _offered(schemas):
     return tools
 
 
-def _json_call(text, tools, budget):
-    """A JSON object `{"name": <offered tool>, "arguments"|"parameters": ...}` in `text`.
+def _json_call(text, tools, budget, whole):
+    """A JSON object `{"name": <offered tool>, "arguments"|"parameters": ...}` in `text`
+    (or `{"name": <offered tool>}` alone: see the module docstring).
 
     Fences and <tool_call> tags need no parsing of their own: the object inside them is
     found like a bare one. Only a `{` with a `"name"` key within MAX_SPAN after it is tried,
@@ -80,23 +99,48 @@ def _json_call(text, tools, budget):
         except _UNREADABLE:
             start = text.find("{", start + 1)
             continue
-        found = _as_call(value, tools)
-        if found:
-            return found
+        if _is_call(value, tools, text, start, start + length, whole):
+            return _as_call(value, text[start : start + length])
         start = text.find("{", start + length)
     return None
 
 
-def _as_call(value, tools):
-    if not isinstance(value, dict) or value.get("name") not in tools:
-        return None
+def _is_call(value, tools, text, start, end, whole):
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+        return False
+    if value["name"] not in tools:
+        return False
+    if "arguments" in value or "parameters" in value:
+        return True
+    return len(value) == 1 and _alone(text, start, end, whole)
+
+
+def _alone(text, start, end, whole):
+    """Whether text[start:end] is the whole message, or all that a fence or <tool_call> holds."""
+    if whole and start == 0 and end == len(text):  # the text is stripped
+        return True
+    before = text[max(0, start - 80) : start].rstrip()
+    after = text[end : end + 80].lstrip()
+    if before.endswith("<tool_call>") and after.startswith("</tool_call>"):
+        return True
+    newline = before.rfind("\n")
+    if newline < 0 and start > 80:
+        return False  # the line before is longer than any fence's opening line
+    opening = before[newline + 1 :].strip()  # "```" or "```json", on a line of its own
+    language = opening[3:]
+    fence = opening.startswith("```") and (language == "" or language.isalnum())
+    return fence and after.startswith("```")
+
+
+def _as_call(value, source):
     arguments = value.get("arguments", value.get("parameters", {}))
     if isinstance(arguments, str):  # some models write the arguments as a JSON string
         try:
             arguments = json.loads(arguments)
-        except ValueError:
+        except _UNREADABLE:  # subtle: a string of 5,000 "[" raises RecursionError
             pass
-    return {"name": value["name"], "arguments": arguments}
+    # subtle: JSON text may hold NaN or Infinity, which a recording cannot keep as numbers.
+    return {"name": value["name"], "arguments": _kept(arguments, source)}
 
 
 def _tool_code_call(text, tools, budget):
@@ -137,7 +181,7 @@ def _code_call(statement, tools):
         return None
     arguments = dict(zip(tools[name], map(_literal, node.args), strict=False))
     arguments.update((k.arg, _literal(k.value)) for k in node.keywords if k.arg)
-    return {"name": name, "arguments": arguments}
+    return {"name": name, "arguments": arguments}  # each value is kept (checked) on its own
 
 
 def _is_call_of(node, names):
@@ -150,7 +194,42 @@ def _is_name(node, names):
 
 def _literal(node):
     """A literal argument's value; anything else as its source text (never evaluated)."""
-    try:
-        return ast.literal_eval(node)
+    try:  # subtle: both recurse, so `1+1+...+1` makes either raise RecursionError
+        return _kept(ast.literal_eval(node), lambda: ast.unparse(node))
     except _UNREADABLE:
+        pass
+    try:
         return ast.unparse(node)
+    except _UNREADABLE:
+        return UNREADABLE
+
+
+def _kept(value, source):
+    """`value` if JSON holds it as it is (see the module docstring), else `source` (its text,
+    or a function giving it)."""
+    if _json_native(value, MAX_DEPTH):
+        return value
+    return source() if callable(source) else source
+
+
+def _json_native(value, depth):
+    pending = [(value, depth)]
+    while pending:  # iterative: the value may be nested far deeper than the stack allows
+        value, depth = pending.pop()
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                return False
+        elif isinstance(value, (list, dict)):
+            if depth == 0:
+                return False
+            if isinstance(value, dict):
+                if not all(isinstance(key, str) for key in value):
+                    return False
+                value = value.values()
+            pending += [(item, depth - 1) for item in value]
+        elif isinstance(value, int):  # also a bool
+            if value.bit_length() > MAX_INT_BITS:
+                return False  # subtle: json.dumps refuses an int of over 4,300 digits
+        elif not (value is None or isinstance(value, str)):
+            return False
+    return True

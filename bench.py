@@ -149,7 +149,7 @@ def wire(repeats):
                 messages=conversation_start(TASK),
                 tools=RepoTools.schemas,
                 stream=True,
-                think=True,
+                think=model.think,  # None, as no describe() ran: left out of both requests
                 keep_alive=0,
                 options=OPTIONS,
             )

@@ -36,6 +36,9 @@ DEFAULT_HOST = "http://127.0.0.1:11434"
 OPTIONS = {"temperature": 0, "seed": 7, "num_ctx": 8192, "num_predict": 2048}
 MAX_TOKENS = OPTIONS["num_predict"]  # the output budget of one model turn, unless told
 THINK_CHOICES = ("auto", "on", "off")  # --think: as the model allows, or forced
+# Of the capabilities a server lists, the entries kept (and judged), each cut to this many
+# characters: Ollama lists a handful, and a hostile server must not fill the recording.
+CAPABILITIES_KEPT = 64
 
 # The user-facing messages, defined once; the tests import them.
 CANNOT_CONNECT = "cannot reach Ollama at {host}: is `ollama serve` running there? ({detail})"
@@ -53,6 +56,7 @@ NO_THINKING = (
     "sent; use --think auto, or pick a model that lists `thinking` in `ollama show`"
 )
 NOT_A_STREAM = "the server at {host} answered something that is not a stream ({detail})"
+MALFORMED_INFO = "the server's model info for {model} at {host} is malformed: {detail}"
 CANNOT_ENCODE = (
     "the request could not be encoded as UTF-8: the conversation holds text that is not "
     "valid Unicode (a lone surrogate, e.g. from a file name); the server never saw it ({detail})"
@@ -189,7 +193,7 @@ class LocalModel:
         model=DEFAULT_MODEL,
         host=None,
         timeout=READ_TIMEOUT,
-        think=True,
+        think=None,
         max_tokens=None,
         deadline=None,
     ):
@@ -260,7 +264,14 @@ class LocalModel:
         try:
             capabilities = self.client.show(self.model).capabilities
         except Exception as error:
-            raise ModelError(self.explain(error)) from error
+            # Not JSON, or pydantic refused a field (`capabilities`), in text of many lines.
+            malformed = isinstance(error, ValueError) and not isinstance(error, UnicodeError)
+            where = {"model": self.model, "host": self.host, "detail": _one_line(error)}
+            raise ModelError(
+                MALFORMED_INFO.format(**where) if malformed else self.explain(error)
+            ) from error
+        if capabilities is not None:
+            capabilities = [entry[:CAPABILITIES_KEPT] for entry in capabilities[:CAPABILITIES_KEPT]]
         self.think = think_value(self.model, capabilities, think)
         return {
             "name": self.model,
@@ -268,7 +279,8 @@ class LocalModel:
             "host": self.host,
             "server_version": self._server_version(),
             "sdk": f"ollama-python {importlib.metadata.version('ollama')}",
-            "capabilities": capabilities,  # None: the server does not tell (older than 0.6.4)
+            # None: the server does not tell (older than 0.6.4); at most CAPABILITIES_KEPT kept
+            "capabilities": capabilities,
             "options": self.options,
             "think": self.think,  # the value sent; None: not sent
             "keep_alive": 0,
@@ -283,3 +295,14 @@ class LocalModel:
             return None
         version = answer.get("version") if isinstance(answer, dict) else None
         return version if isinstance(version, str) else None
+
+
+def _one_line(error):
+    """A malformed answer's first problem, on one line (pydantic's text spans several)."""
+    problems = error.errors() if callable(getattr(error, "errors", None)) else []
+    if problems:
+        first = problems[0]
+        where = ".".join(map(str, first.get("loc", ()))) or "the answer"
+        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+        return f"{where}: {first.get('msg')}{more}"
+    return " ".join(str(error).split())[:300]

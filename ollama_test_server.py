@@ -99,7 +99,8 @@ def qualified(name):
 
 class OllamaTestServer(StandInServer):
     """`capabilities` maps a model name to what `/api/show` lists for it (None: the field
-    is left out, as servers older than capabilities do); others get DEFAULT_CAPABILITIES."""
+    is left out, as servers older than capabilities do; any other JSON value is sent as it
+    is); others get DEFAULT_CAPABILITIES."""
 
     def __init__(
         self,
@@ -126,7 +127,7 @@ class OllamaTestServer(StandInServer):
         for known in (name, f"{name}:latest"):
             if known in self.models:
                 listed = self.capabilities.get(known, DEFAULT_CAPABILITIES)
-                return None if listed is None else list(listed)
+                return list(listed) if isinstance(listed, list) else listed  # odd ones as is
         raise KeyError(name)
 
     def _next_reply(self, body):

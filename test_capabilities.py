@@ -21,7 +21,7 @@ import openai_test_server as openai
 import record_run
 from agent_loop import ASSISTANT_FINISHED, STOPPED, TASK, agent_events
 from ask import ASK_PROMPT
-from local_model import OPTIONS, LocalModel
+from local_model import CAPABILITIES_KEPT, OPTIONS, LocalModel
 from ollama_test_server import OllamaTestServer, call, chunk, reply
 from readonly_tools import ReadOnlyTools
 from recording import load, save
@@ -163,6 +163,34 @@ def test_server_without_capabilities_refuses_nothing_and_sends_no_think(tmp_path
     assert finished.returncode == 1, finished.stderr
     assert all("think" not in body for body in stand_in.chat_bodies())
     assert load(output)["model"]["capabilities"] is None
+
+
+@pytest.mark.parametrize("odd", ["completion,tools", {"tools": True}, ["tools", 5]])
+def test_malformed_capabilities_are_refused_in_one_line(tmp_path, odd):
+    with OllamaTestServer(READ_THEN_ANSWER, capabilities={"gemma4:e2b": odd}) as stand_in:
+        finished, output = record(tmp_path, stand_in.host)
+    assert finished.returncode == 2, finished.stderr
+    assert finished.stderr.startswith("error: the server's model info for gemma4:e2b at ")
+    assert "capabilities" in finished.stderr and finished.stderr.count("\n") == 1
+    assert stand_in.chat_bodies() == [] and not output.exists()
+
+
+def test_a_huge_capabilities_list_is_kept_short():
+    listed = ["tools", "thinking", "x" * 1000] + [f"cap{n}" for n in range(200_000)]
+    with OllamaTestServer(capabilities={"gemma4:e2b": listed}) as stand_in:
+        info = LocalModel(host=stand_in.host).describe()
+    assert info["capabilities"][:2] == ["tools", "thinking"] and info["think"] is True
+    assert len(info["capabilities"]) == CAPABILITIES_KEPT
+    assert max(map(len, info["capabilities"])) == CAPABILITIES_KEPT
+
+
+def test_a_model_not_described_is_sent_no_think(tmp_path):
+    # A caller that skips describe() cannot know whether the model takes `think`.
+    with server([reply(chunk("Hello.", done=True))]) as stand_in:
+        chat = LocalModel(model=NO_THINKING, host=stand_in.host)
+        events = list(agent_events(chat, RepoTools(copy_sample(tmp_path)), TASK))
+    assert events[-1]["reason"] == ASSISTANT_FINISHED, events[-1]
+    assert ["think" in body for body in stand_in.chat_bodies()] == [False]
 
 
 def test_max_tokens_is_sent_as_num_predict_and_recorded(tmp_path):

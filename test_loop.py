@@ -416,7 +416,8 @@ def test_adapter_sends_the_request_ollama_expects(repo):
     first, second = server.chat_bodies()
     for body in (first, second):
         assert body["model"] == "gemma4:e2b"
-        assert body["stream"] is True and body["think"] is True and body["keep_alive"] == 0
+        assert body["stream"] is True and body["keep_alive"] == 0
+        assert "think" not in body  # no describe() ran: whether the model thinks is unknown
         assert body["options"] == {
             "temperature": 0,
             "seed": 7,

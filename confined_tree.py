@@ -7,7 +7,8 @@ folder swapped for a link between two steps fails the open instead of leading ou
 met on the way is read (`os.readlink`) and its target walked again from the root under the
 same rules: links that stay inside work, links that leave are refused (`Refused`, with
 why). `files(parts)` lists the regular files below a path for search, one descriptor per
-level, never following a folder link, skipping `.git`, caches and environments.
+level, never following a folder link, skipping `.git` (a folder, or a worktree's file),
+caches and environments.
 
 Not here: the tools and their limits (readonly_tools.py), anything that writes; Windows
 (the walk needs POSIX's `dir_fd` and O_NOFOLLOW).
@@ -17,6 +18,7 @@ import codecs
 import errno
 import os
 import stat
+import unicodedata
 from pathlib import Path
 
 SNIFF_BYTES = 8192  # a NUL byte in the first 8 KB marks a file as binary, as git decides
@@ -30,6 +32,7 @@ SEARCH_PRUNED = {".git", "__pycache__", ".venv", "venv", "node_modules", ".mypy_
 OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # subtle: O_NONBLOCK so that nothing can block in open(); only regular files are opened.
 OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+CONTROLS = ("Cc", "Zl", "Zp")  # Unicode categories escaped in shown names: they break lines
 GIT_REFUSED = ".git holds git's internals; it is not listed, read or searched"
 # Why a path cannot be used, completed by the path as the model wrote it.
 OUTSIDE = "leads outside the root (through a symlink); it is refused"
@@ -153,7 +156,8 @@ class Tree:
                 if subfolders is None:  # first visit: its files now, its subfolders after
                     subfolders = []
                     for name in _names(folder):
-                        info = _lstat(name, folder)
+                        # subtle: a git worktree's `.git` is a file; skip it whatever it is
+                        info = None if name.lower() == ".git" else _lstat(name, folder)
                         if info is None:
                             continue
                         if stat.S_ISDIR(info.st_mode):
@@ -248,12 +252,21 @@ def shown_path(real):
 
 
 def printable(name):
-    """A file name as text that always encodes: bytes that are not UTF-8 as \\xNN.
+    """A file name as text that always encodes: bytes that are not UTF-8 as \\xNN, and
+    control and line-breaking characters escaped the same way (\\n, \\x1b, \\u2028).
 
     subtle: os.listdir hands such bytes over as lone surrogates, which no JSON encoder
-    or HTTP client can send; the SDK failed on the next request with them.
+    or HTTP client can send; the SDK failed on the next request with them. And a name
+    holding a newline could fake extra `file:line:` results or entries.
     """
-    return os.fsencode(name).decode("utf-8", "backslashreplace")
+    text = os.fsencode(name).decode("utf-8", "backslashreplace")
+    if text.isprintable():  # the common case, checked at C speed: nothing to escape
+        return text
+    return "".join(_escaped(c) if unicodedata.category(c) in CONTROLS else c for c in text)
+
+
+def _escaped(character):
+    return character.encode("unicode_escape").decode("ascii")
 
 
 def decoded_text(data, final):

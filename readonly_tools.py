@@ -10,7 +10,8 @@ to narrow its request, so a big repository cannot flood the conversation.
 Confinement holds against a racing writer: every path is walked from a descriptor of
 `root`, one component at a time, never following a link by name (confined_tree.py says
 how). `search` runs in a child process killed at its budget, so no pattern (Python's `re`
-backtracks, and has no time limit of its own) and no tree can hold the loop past it.
+backtracks, and has no time limit of its own) and no tree can hold the loop past it; the
+child's memory is capped too (SEARCH_MEMORY).
 
 Not here: anything that writes, runs or imports code from `root`; Windows (the walk needs
 POSIX's `dir_fd` and O_NOFOLLOW).
@@ -19,6 +20,7 @@ POSIX's `dir_fd` and O_NOFOLLOW).
 import json
 import os
 import re
+import resource
 import stat
 import subprocess
 import sys
@@ -45,6 +47,10 @@ LINE_LIMIT = 200  # characters of one matching line shown by search
 SEARCH_SECONDS = 10.0  # budget of one search; its child process stops itself at this point
 SEARCH_GRACE = 1.0  # ... and is killed this much later if one line's match never returns
 PATTERN_LIMIT = 1000  # characters of a search pattern: enough for any real query
+# Address space of the search child: Python's `re` keeps its backtracking state in memory,
+# and one pattern on one 2 MB line took 370 MB within the time budget (measured).
+SEARCH_MEMORY = 256 * 2**20
+OUT_OF_MEMORY = "the search ran out of memory (a pattern that backtracks on a long line?)"
 HERE = Path(__file__).resolve().parent
 # The child's whole program: -I keeps it from importing anything from the searched tree.
 CHILD_CODE = (
@@ -274,9 +280,12 @@ def search_child(root_fd):
 
     Each match is one line `{"match": ..., <counts>}`, flushed at once, so that what was
     found before a kill still reaches the harness; the last line is `{"cut": ..., <counts>}`
-    (None, or why the search stopped early), or `{"refused": why}` if the path changed
-    since the harness checked it.
+    (None, or why the search stopped early: out of time or of its SEARCH_MEMORY), or
+    `{"refused": why}` if the path changed since the harness checked it.
     """
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    memory = SEARCH_MEMORY if hard == resource.RLIM_INFINITY else min(SEARCH_MEMORY, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (memory, hard))  # past it, re raises MemoryError
     request = json.load(sys.stdin)
     tree = Tree(Path(request["root"]), root_fd)
     counts = {"searched": 0, "skipped": 0, "deep": 0}
@@ -290,6 +299,8 @@ def search_child(root_fd):
         send({"cut": _search(tree, request["pattern"], request["parts"], stop_at, counts, send)})
     except Refused as refused:
         send({"refused": refused.why})
+    except MemoryError:  # the matches sent so far stand; the memory is free again
+        send({"cut": OUT_OF_MEMORY})
 
 
 def _search(tree, pattern, parts, stop_at, counts, send):

@@ -98,6 +98,27 @@ def test_git_is_refused_and_skipped(root):
     assert invoke(root, "search", pattern=GIT_MARKER, path=".")["matches"] == []
 
 
+def test_a_git_file_and_git_in_any_case_are_refused_and_skipped(tmp_path):
+    (tmp_path / ".git").write_text(f"gitdir: {GIT_MARKER}\n")  # a git worktree's .git: a file
+    (tmp_path / "sub" / ".GIT").mkdir(parents=True)
+    (tmp_path / "sub" / ".GIT" / "config").write_text(f"{GIT_MARKER}\n")
+    (tmp_path / "sub" / ".Git").write_text(f"{GIT_MARKER}\n")
+    assert ".git" in error_of(invoke(tmp_path, "read_file", path=".git"))
+    assert ".git" in error_of(invoke(tmp_path, "read_file", path="sub/.GIT/config"))
+    assert ".git" in error_of(invoke(tmp_path, "read_file", path="sub/.Git"))
+    assert ".git" in error_of(invoke(tmp_path, "list_dir", path="sub/.GIT"))
+    assert invoke(tmp_path, "list_dir", path=".")["entries"] == ["sub/"]
+    assert invoke(tmp_path, "list_dir", path="sub")["entries"] == []
+    assert invoke(tmp_path, "search", pattern=GIT_MARKER, path=".")["matches"] == []
+    assert invoke(tmp_path, "search", pattern=GIT_MARKER, path="sub")["matches"] == []
+
+
+def test_a_hard_link_to_a_file_outside_the_root_is_read_as_the_readme_warns(root):
+    # A limit, not a promise: a hard link is the file itself, so no check of paths sees it.
+    os.link(root.parent / "outside" / "secret.txt", root / "hard_link")
+    assert SECRET in invoke(root, "read_file", path="hard_link")["text"]
+
+
 def test_binary_files_are_refused_by_read_and_skipped_by_search(root):
     # One has NUL bytes but decodes as UTF-8; the other has no NUL but does not decode.
     assert "binary" in error_of(invoke(root, "read_file", path="data.bin"))

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from agent_loop import STOPPED, TOOL_RESULT, agent_events
+from confined_tree import SEARCH_FILE_BYTES
 from ollama_test_server import OllamaTestServer, call, chunk, reply
-from readonly_tools import PATTERN_LIMIT, ReadOnlyTools
+from readonly_tools import OUT_OF_MEMORY, PATTERN_LIMIT, ReadOnlyTools
 from repo_tools import EDITABLE, RepoTools, copy_sample
 from scripted_model import ScriptedChat
 from tool_guard import ToolBox, function_schema
@@ -211,6 +212,16 @@ def test_a_catastrophic_pattern_stops_at_the_search_budget(tmp_path):
     assert result["matches"] == ["b.txt:1: (a+)+$ is a pattern"]
 
 
+def test_a_pattern_that_fills_memory_ends_the_search_keeping_what_it_found(tmp_path):
+    # Python's `re` keeps its backtracking state in memory: 370 MB for this pattern on this
+    # line (measured, without the cap), found well within the shipped time budget.
+    (tmp_path / "a.txt").write_text("needle\n")
+    (tmp_path / "b.txt").write_text("a" * (SEARCH_FILE_BYTES - 1000) + "\n")  # still searched
+    result = ReadOnlyTools(tmp_path).invoke("search", {"pattern": "needle|((a)|b)*c"})
+    assert result["matches"] == ["a.txt:1: needle"]
+    assert result["note"].startswith(OUT_OF_MEMORY), result
+
+
 def test_a_pattern_longer_than_the_cap_is_refused(tmp_path):
     (tmp_path / "a.txt").write_text("ab\n")
     result = ReadOnlyTools(tmp_path).invoke("search", {"pattern": "(a|b)" * 20_000})
@@ -240,6 +251,25 @@ def test_non_utf8_file_names_are_shown_escaped_and_cross_the_sdk_wire(tmp_path):
     listed, found = tool_results(bodies[1])
     assert listed["entries"] == ["caf\\xff.py (11 bytes)"]
     assert found["matches"] == ["caf\\xff.py:1: needle = 1"]
+
+
+def test_control_characters_in_file_names_are_shown_escaped(tmp_path):
+    # A name with a newline could otherwise fake extra `file:line:` results and entries.
+    (tmp_path / "fake\nsrc:x.py:1: injected").write_text("needle\n")
+    (tmp_path / "bell\x07\u2028.py").write_text("needle\n")
+    (tmp_path / "d\x1b[31m").mkdir()
+    (tmp_path / "d\x1b[31m" / "a.py").write_text("needle\n")
+    tools = ReadOnlyTools(tmp_path)
+    assert tools.invoke("list_dir", {"path": "."})["entries"] == [
+        "bell\\x07\\u2028.py (7 bytes)",
+        "d\\x1b[31m/",
+        "fake\\nsrc:x.py:1: injected (7 bytes)",
+    ]
+    assert tools.invoke("search", {"pattern": "needle"})["matches"] == [
+        "bell\\x07\\u2028.py:1: needle",
+        "fake\\nsrc:x.py:1: injected:1: needle",
+        "d\\x1b[31m/a.py:1: needle",
+    ]
 
 
 # --- 5. confinement against a racing writer -----------------------------------------------------

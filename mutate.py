@@ -1,0 +1,403 @@
+"""Mutation testing for the lab: does the suite notice when a rule of the code breaks?
+
+    python3 lab.py run mutate.py [MODULE ...] [--sample N] [--seed S] [--jobs N] [--tests ...]
+
+Each mutant is one small change to one module, the kind of bug a hurried edit makes: a
+flipped comparison, `x is True` read as truthiness, a guard dropped (its condition made
+False, or its body made `pass`), `max` for `min`, a `.close()` call removed, the `or`
+fallback dropped, a constant off by one, a returned value replaced by None. Mutants are
+found by walking each module's syntax tree (`ast`) and are written back as a change of
+that one span of source text, so everything else (comments, line numbers) stays put.
+
+Every mutant runs in a COPY of the repository (the files git knows plus new untracked
+ones, `.venv/` symlinked), never in the working tree: one copy per job, the mutated file
+put back after each run. A mutant is *killed* when `pytest -x -q` fails, *survives* when it
+passes, and *times out* past --timeout. With --tests, the named test files run first (fast
+kills); a mutant that survives them is then run against the whole suite, so a survivor has
+always survived the whole suite, and the score is that of a whole-suite pass.
+
+Selection is deterministic: all mutants of the named modules, in file and source order,
+then --sample N of them drawn with random.Random(--seed), listed back in that order. The
+same code, arguments and seed give the same mutants and (tests being deterministic) the
+same score.
+
+Not here: CI (a pass takes many minutes; a maintainer runs it by hand), equivalence
+detection (a mutant that changes nothing observable survives, and is listed as such in
+the README), and any change to the working tree.
+"""
+
+import argparse
+import ast
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MODULES = [
+    "agent_loop.py",
+    "repo_tools.py",
+    "tool_guard.py",
+    "openai_model.py",
+    "recording.py",
+    "divergence.py",
+    "readonly_tools.py",
+    "limits.py",
+    "text_calls.py",
+]
+SEED = 15
+TIMEOUT = 600.0  # seconds for one run of the suite; a loop made endless is a timeout
+SKIP_MARK = "no mutate"  # a line whose comment says this is never mutated
+
+FLIP = {
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Lt: ast.GtE,
+    ast.GtE: ast.Lt,
+    ast.Gt: ast.LtE,
+    ast.LtE: ast.Gt,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+}
+# The boundary shifts a `<` for a `<=` and back: the off-by-one bugs.
+BOUNDARY = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt}
+SWAP_CALL = {"max": "min", "min": "max", "any": "all", "all": "any"}
+SWAP_BINOP = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.FloorDiv}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    path: str  # relative to the repository
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    replacement: str  # source text that replaces the span
+    what: str  # one line for a reader: "`a < b` -> `a >= b`"
+
+    def apply(self, source):
+        lines = source.splitlines(keepends=True)
+        start = sum(len(x) for x in lines[: self.line - 1]) + byte_col(lines, self.line, self.col)
+        end = sum(len(x) for x in lines[: self.end_line - 1]) + byte_col(
+            lines, self.end_line, self.end_col
+        )
+        return source[:start] + self.replacement + source[end:]
+
+
+def byte_col(lines, line, col):
+    """ast gives UTF-8 byte offsets; the str index of that column on that line."""
+    return len(lines[line - 1].encode()[:col].decode(errors="ignore"))
+
+
+def short(text, width=60):
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def docstring_nodes(tree):
+    nodes = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                nodes.add(id(body[0].value))
+    return nodes
+
+
+def main_guard_lines(tree):
+    """Lines of `if __name__ == "__main__":` blocks: the script entry, run by no test."""
+    lines = set()
+    for node in tree.body:
+        if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test):
+            lines.update(range(node.lineno, node.end_lineno + 1))
+    return lines
+
+
+def mutants_of(path):
+    """Every single-point mutant of one module, in source order."""
+    source = (HERE / path).read_text()
+    tree = ast.parse(source)
+    text_lines = source.splitlines()
+    skip = main_guard_lines(tree) | {
+        n for n, line in enumerate(text_lines, 1) if SKIP_MARK in line.partition("#")[2]
+    }
+    docstrings = docstring_nodes(tree)
+    found = []
+
+    def add(node, replacement, what, end=None):
+        end = end or node
+        if node.lineno in skip:
+            return
+        found.append(
+            Mutant(
+                path,
+                node.lineno,
+                node.col_offset,
+                end.end_lineno,
+                end.end_col_offset,
+                replacement,
+                what,
+            )
+        )
+
+    def swap(node, changed, label=None):
+        before = ast.get_source_segment(source, node)
+        after = ast.unparse(changed)
+        add(node, after, label or f"`{short(before)}` -> `{short(after)}`")
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            op, right = node.ops[0], node.comparators[0]
+            if isinstance(right, ast.Constant) and right.value is True and isinstance(op, ast.Is):
+                swap(node, node.left, f"`{short(ast.unparse(node))}` -> truthiness")
+                continue
+            if isinstance(right, ast.Constant) and right.value is None:
+                test = node.left if isinstance(op, ast.IsNot) else ast.UnaryOp(ast.Not(), node.left)
+                swap(node, test, f"`{short(ast.unparse(node))}` -> truthiness")
+            for table in (FLIP, BOUNDARY):
+                if type(op) in table:
+                    swap(node, ast.Compare(node.left, [table[type(op)]()], node.comparators))
+        elif isinstance(node, ast.If):
+            add(node.test, "False", f"guard dropped: `if {short(ast.unparse(node.test))}` never")
+            if not (len(node.body) == 1 and isinstance(node.body[0], ast.Pass)):
+                add(
+                    node.body[0],
+                    "pass",
+                    f"body of `if {short(ast.unparse(node.test))}` -> pass",
+                    end=node.body[-1],
+                )
+        elif isinstance(node, ast.While) and not (
+            isinstance(node.test, ast.Constant) and node.test.value is True
+        ):
+            add(node.test, "False", f"loop dropped: `while {short(ast.unparse(node.test))}` never")
+        elif isinstance(node, ast.BoolOp) and len(node.values) == 2:
+            kind = "or" if isinstance(node.op, ast.Or) else "and"
+            left, right = node.values
+            if kind == "or":
+                swap(node, left, f"`or` fallback dropped: `{short(ast.unparse(node))}`")
+            else:
+                swap(node, ast.BoolOp(ast.Or(), node.values))
+                swap(node, right, f"`and` guard dropped: `{short(ast.unparse(node))}`")
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            swap(node, node.operand)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id in SWAP_CALL:
+                swap(node.func, ast.Name(SWAP_CALL[node.func.id]))
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            if isinstance(func, ast.Attribute) and func.attr in ("close", "kill", "terminate"):
+                add(node, "pass", f"`{short(ast.unparse(node))}` removed")
+        elif isinstance(node, ast.BinOp) and type(node.op) in SWAP_BINOP:
+            # A string, list or dict operand: the mutant is a TypeError, not a plausible bug.
+            literal = (ast.Constant, ast.List, ast.Dict, ast.JoinedStr, ast.Tuple)
+            if not isinstance(node.left, literal) and not isinstance(node.right, literal[1:]):
+                swap(node, ast.BinOp(node.left, SWAP_BINOP[type(node.op)](), node.right))
+        elif isinstance(node, ast.Constant) and id(node) not in docstrings:
+            value = node.value
+            if isinstance(value, bool):
+                swap(node, ast.Constant(not value))
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                swap(node, ast.Constant(value + 1))
+        elif isinstance(node, ast.Return) and node.value is not None:
+            if not (isinstance(node.value, ast.Constant) and node.value.value is None):
+                add(node, "return None", f"`{short(ast.unparse(node))}` -> `return None`")
+    return sorted(found, key=lambda m: (m.line, m.col, m.what))
+
+
+def tracked_files():
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=HERE,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    return [name for name in listed.split("\0") if name and (HERE / name).is_file()]
+
+
+def make_copy(root):
+    for name in tracked_files():
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(HERE / name, target)
+    (root / ".venv").symlink_to(HERE / ".venv")
+
+
+def pytest_run(root, tests, timeout):
+    """'passed', 'failed' or 'timeout', and the seconds it took."""
+    python = HERE / ".venv" / "bin" / "python"
+    command = [str(python), "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    # subtle: a mutant written back within the same second and with the same size as the
+    # original would let Python run the stale bytecode; write none.
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    started = time.monotonic()
+    with subprocess.Popen(
+        command,
+        cwd=root,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    ) as child:
+        try:
+            code = child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, 9)  # the suite's own children go too
+            child.wait()
+            return "timeout", time.monotonic() - started
+    return ("passed" if code == 0 else "failed"), time.monotonic() - started
+
+
+def parse_tests(items):
+    """--tests items: `MODULE=test_a.py,test_b.py` for one module, `test_a.py` for all."""
+    per_module, everywhere = {}, []
+    for item in items:
+        module, sep, files = item.rpartition("=")
+        names = [f for f in files.split(",") if f]
+        if sep:
+            per_module.setdefault(module, []).extend(names)
+        else:
+            everywhere.extend(names)
+    return per_module, everywhere
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="python3 lab.py run mutate.py",
+        description="Run single-point mutants of the lab's modules against its test suite, "
+        "each in a temporary copy of the repository, and report killed/survived/timeout.",
+        epilog="exit codes: 0 the pass ran (whatever the score); 1 a --min-score was missed; "
+        "2 bad arguments or the unmutated suite fails in the copy.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument(
+        "modules", nargs="*", metavar="MODULE", default=MODULES, help="modules to mutate"
+    )
+    parser.add_argument("--sample", type=int, metavar="N", help="run N mutants drawn at random")
+    parser.add_argument("--seed", type=int, default=SEED, help="seed of the --sample draw")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="mutants run at once")
+    parser.add_argument(
+        "--tests",
+        nargs="+",
+        default=[],
+        metavar="[MODULE=]FILE[,FILE]",
+        help="test files to run first (for one module, or all); survivors are "
+        "then confirmed against the whole suite",
+    )
+    parser.add_argument(
+        "--no-confirm",
+        action="store_true",
+        help="count a survivor of --tests as survived without the whole suite "
+        "(a quick, pessimistic pass)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=TIMEOUT, help="seconds for one suite run"
+    )
+    parser.add_argument("--list", action="store_true", help="list the mutants and run nothing")
+    parser.add_argument(
+        "--min-score", type=float, default=0.0, metavar="PERCENT", help="exit 1 below this"
+    )
+    return parser.parse_args(argv)
+
+
+def select(args):
+    everything = [m for path in args.modules for m in mutants_of(path)]
+    if args.sample is None or args.sample >= len(everything):
+        return everything, len(everything)
+    chosen = sorted(random.Random(args.seed).sample(range(len(everything)), args.sample))
+    return [everything[i] for i in chosen], len(everything)
+
+
+def run_all(mutants, args):
+    per_module, everywhere = parse_tests(args.tests)
+    workdir = Path(tempfile.mkdtemp(prefix="lab-mutate-"))
+    copies = []
+    try:
+        for n in range(max(1, args.jobs)):
+            copies.append(workdir / f"copy{n}")
+            make_copy(copies[-1])
+        baseline, seconds = pytest_run(copies[0], [], args.timeout)
+        if baseline != "passed":
+            print(f"error: the unmutated suite does not pass in {copies[0]}", file=sys.stderr)
+            return None
+        print(f"unmutated suite: passed in {seconds:.0f} s", flush=True)
+        free, lock, results = list(copies), threading.Lock(), {}
+
+        def one(index, mutant):
+            with lock:
+                root = free.pop()
+            target = root / mutant.path
+            original = target.read_text()
+            try:
+                target.write_text(mutant.apply(original))
+                first = per_module.get(mutant.path, []) + everywhere
+                outcome, took = pytest_run(root, first, args.timeout)
+                if outcome == "passed" and first and not args.no_confirm:
+                    outcome, more = pytest_run(root, [], args.timeout)
+                    took += more
+            finally:
+                target.write_text(original)
+                with lock:
+                    free.append(root)
+            verdict = {"failed": "killed", "passed": "SURVIVED", "timeout": "timeout"}[outcome]
+            with lock:
+                results[index] = verdict
+                print(
+                    f"[{len(results)}/{len(mutants)}] {verdict:8} {took:4.0f}s "
+                    f"{mutant.path}:{mutant.line} {mutant.what}",
+                    flush=True,
+                )
+
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            list(pool.map(lambda pair: one(*pair), enumerate(mutants)))
+        return [results[i] for i in range(len(mutants))]
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def main(argv):
+    args = parse_args(argv)
+    for path in args.modules:
+        if not (HERE / path).is_file():
+            print(f"error: no module {path} in {HERE}", file=sys.stderr)
+            return 2
+    mutants, total = select(args)
+    drawn = (
+        f"{len(mutants)} of {total} mutants (seed {args.seed})"
+        if len(mutants) < total
+        else f"all {total} mutants"
+    )
+    print(f"{drawn} of {', '.join(args.modules)}", flush=True)
+    if args.list:
+        for m in mutants:
+            print(f"{m.path}:{m.line} {m.what}")
+        return 0
+    results = run_all(mutants, args)
+    if results is None:
+        return 2
+    killed = results.count("killed")
+    timeouts = results.count("timeout")
+    survivors = [m for m, r in zip(mutants, results) if r == "SURVIVED"]
+    score = 100.0 * (killed + timeouts) / len(mutants) if mutants else 100.0
+    print(
+        f"\n{drawn}: {killed} killed, {len(survivors)} survived, {timeouts} timed out; "
+        f"score {score:.0f}% (killed or timed out)"
+    )
+    for m in survivors:
+        print(f"  survived: {m.path}:{m.line} {m.what}")
+    return 1 if score < args.min_score else 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:
+        sys.exit(130)

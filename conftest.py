@@ -97,3 +97,29 @@ class SkipsFailUnderCI:
             terminalreporter.section(title, red=True, bold=True)
             for nodeid, reason in self.skipped:
                 terminalreporter.line(f"SKIPPED {nodeid}: {reason}", red=True)
+
+
+# --- shared by several test files (issue 15): one definition each --------------------------------
+
+# The line of sample_repo/path_rules.py that holds the bug, and the line that fixes it.
+FAULTY_LINE = 'parts = path.split("/")'
+FIXED_LINE = 'parts = path.replace("\\\\", "/").split("/")'
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A fresh copy of sample_repo/ (the faulty repository) under the test's tmp_path."""
+    from repo_tools import copy_sample
+
+    return copy_sample(tmp_path)
+
+
+def wait_for(condition, seconds=10.0):
+    """True once `condition()` holds, False after `seconds`: for events another thread
+    causes (a server noticing a hang-up). The bound is generous; only a failure waits it out."""
+    until = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > until:
+            return False
+        time.sleep(0.02)
+    return True

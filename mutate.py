@@ -301,6 +301,13 @@ def parse_args(argv):
     parser.add_argument(
         "--timeout", type=float, default=TIMEOUT, help="seconds for one suite run"
     )
+    parser.add_argument(
+        "--match",
+        action="append",
+        metavar="TEXT",
+        help="only mutants whose `path:line description` contains TEXT (repeatable: any of "
+        "them; applied before --sample)",
+    )
     parser.add_argument("--list", action="store_true", help="list the mutants and run nothing")
     parser.add_argument(
         "--min-score", type=float, default=0.0, metavar="PERCENT", help="exit 1 below this"
@@ -310,6 +317,10 @@ def parse_args(argv):
 
 def select(args):
     everything = [m for path in args.modules for m in mutants_of(path)]
+    if args.match:
+        everything = [
+            m for m in everything if any(t in f"{m.path}:{m.line} {m.what}" for t in args.match)
+        ]
     if args.sample is None or args.sample >= len(everything):
         return everything, len(everything)
     chosen = sorted(random.Random(args.seed).sample(range(len(everything)), args.sample))
@@ -324,7 +335,12 @@ def run_all(mutants, args):
         for n in range(max(1, args.jobs)):
             copies.append(workdir / f"copy{n}")
             make_copy(copies[-1])
-        baseline, seconds = pytest_run(copies[0], [], args.timeout)
+        # The files a pass runs must pass unmutated, or every mutant would look killed.
+        if args.no_confirm:
+            base_tests = sorted({f for fs in per_module.values() for f in fs} | set(everywhere))
+        else:
+            base_tests = []
+        baseline, seconds = pytest_run(copies[0], base_tests, args.timeout)
         if baseline != "passed":
             print(f"error: the unmutated suite does not pass in {copies[0]}", file=sys.stderr)
             return None

@@ -19,7 +19,7 @@ import pytest
 from agent_loop import STOPPED, TOOL_RESULT, agent_events
 from confined_tree import SEARCH_FILE_BYTES
 from ollama_test_server import OllamaTestServer, call, chunk, reply
-from readonly_tools import OUT_OF_MEMORY, PATTERN_LIMIT, ReadOnlyTools
+from readonly_tools import LINE_LIMIT, OUT_OF_MEMORY, PATTERN_LIMIT, ReadOnlyTools
 from repo_tools import EDITABLE, RepoTools, copy_sample
 from scripted_model import ScriptedChat
 from tool_guard import ToolBox, function_schema
@@ -220,6 +220,14 @@ def test_a_pattern_that_fills_memory_ends_the_search_keeping_what_it_found(tmp_p
     result = ReadOnlyTools(tmp_path).invoke("search", {"pattern": "needle|((a)|b)*c"})
     assert result["matches"] == ["a.txt:1: needle"]
     assert result["note"].startswith(OUT_OF_MEMORY), result
+
+
+def test_a_long_matching_line_is_shown_cut_to_the_line_limit(tmp_path):
+    # One minified line must not fill the whole result: each match shows LINE_LIMIT characters.
+    line = "needle " + "x" * (3 * LINE_LIMIT)
+    (tmp_path / "min.js").write_text(f"  {line}\n")
+    result = ReadOnlyTools(tmp_path).invoke("search", {"pattern": "needle"})
+    assert result["matches"] == [f"min.js:1: {line[:LINE_LIMIT]}"]
 
 
 def test_a_pattern_longer_than_the_cap_is_refused(tmp_path):

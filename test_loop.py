@@ -232,6 +232,24 @@ def test_unfinished_stream_runs_no_tool(repo):
     assert len(chat.requests) == 1
 
 
+def test_done_that_is_not_true_does_not_end_the_turn(repo):
+    # Only `"done": true` ends a turn: a chunk saying "done": "no" (truthy text) must not
+    # complete it, so its call never runs and the stream without a real end is incomplete.
+    script = [[chunk(tool_calls=[call("replace_text", old=FAULTY_LINE, new="pass")], done="no")]]
+    before = (repo / "path_rules.py").read_bytes()
+    _, events = run(script, repo)
+    assert events[-1]["reason"] == INCOMPLETE_MODEL_TURN
+    assert of_type(events, TOOL_START) == [] and of_type(events, MODEL_DONE) == []
+    assert (repo / "path_rules.py").read_bytes() == before
+
+
+def test_error_without_a_message_is_named_by_its_type(repo):
+    # `str(ConnectionResetError())` is "": the stop must still say what went wrong.
+    _, events = run([[chunk("a"), ConnectionResetError()]], repo)
+    assert events[-1]["reason"] == MODEL_ERROR
+    assert events[-1]["error"] == "ConnectionResetError"
+
+
 def test_length_cut_turn_runs_no_tool(repo):
     cut = chunk(tool_calls=[call("run_tests")], done=True, done_reason="length")
     chat, events = run([[cut]], repo)
@@ -356,6 +374,15 @@ def test_a_copy_of_the_sample_gives_one_failed_three_passed(repo):
     counts = count_results(run_pytest(repo)["output"])
     assert counts == {"passed": 3, "failed": 1, "errors": 0}
     assert not (SAMPLE_REPO / "__pycache__").exists()  # the original was never run
+
+
+def test_collection_error_is_counted_as_an_error(repo):
+    # A module that no longer parses: pytest's summary is "1 error in 0.12s", no passed/failed.
+    source = repo / "path_rules.py"
+    source.write_text(source.read_text().replace(FAULTY_LINE, "parts = ("))
+    run = run_pytest(repo)
+    assert run["exit_code"] != 0
+    assert count_results(run["output"]) == {"passed": 0, "failed": 0, "errors": 1}
 
 
 def test_test_process_sees_no_credentials(repo, monkeypatch):

@@ -25,7 +25,8 @@ from agent_loop import (
     TOOL_START,
     agent_events,
 )
-from openai_model import OpenAICompatibleModel, chunks_from_events, request_body
+from conftest import wait_for
+from openai_model import OpenAICompatibleModel, OpenAIModelError, chunks_from_events, request_body
 from openai_test_server import (
     TEST_MODEL,
     OpenAITestServer,
@@ -36,6 +37,7 @@ from openai_test_server import (
     reply,
     tool_call,
 )
+from recording import RecordingChat
 from repo_tools import RepoTools, copy_sample
 
 FAULTY_LINE = 'parts = path.split("/")'
@@ -221,6 +223,25 @@ def test_fragments_without_index_start_a_call_at_each_new_id():
 # --- errors -------------------------------------------------------------------------------------
 
 
+def test_last_event_without_a_blank_line_still_counts(repo):
+    # A server may end the body right after the last `data:` line: that event is kept.
+    last = f"data: {json.dumps(finish())}"  # no "\n\n" after it
+    _, events = run_chat(repo, reply(content("Fixed."), last, end="no-done"))
+    assert events[-1]["reason"] == ASSISTANT_FINISHED
+
+
+def test_server_that_ignores_stream_true_is_reported_not_parsed(repo):
+    # A whole JSON answer (Content-Type application/json) is not read as a stream.
+    ignored = reply(content("Fixed."), finish(), content_type="application/json")
+    server, events = run_chat(repo, ignored)
+    assert events[-1]["reason"] == MODEL_ERROR
+    detail = "Content-Type application/json, not text/event-stream"
+    assert events[-1]["error"] == openai_model.BAD_RESPONSE.format(
+        base_url=server.base_url, detail=detail
+    )
+    assert of_type(events, MODEL_DONE) == []
+
+
 def test_http_400_with_an_error_body_is_reported_with_status_and_message(repo):
     message = "the request exceeds the available context size, try increasing it"
     server, events = run_chat(repo, reply(message, status=400))
@@ -272,6 +293,14 @@ def test_preflight_lists_models_or_says_what_to_do(unused_port):
             OpenAICompatibleModel(TEST_MODEL, without_v1).describe()
     with pytest.raises(openai_model.OpenAIModelError, match="is the server running there"):
         OpenAICompatibleModel(TEST_MODEL, f"127.0.0.1:{unused_port}/v1").describe()
+
+
+def test_preflight_accepts_the_latest_tag_that_ollama_v1_lists():
+    # Ollama's /v1/models lists "name:latest" for a model pulled as "name".
+    with OpenAITestServer(models=[f"{TEST_MODEL}:latest"]) as server:
+        info = OpenAICompatibleModel(TEST_MODEL, server.base_url).describe()
+    assert info["name"] == TEST_MODEL
+    assert info["server_model"]["id"] == f"{TEST_MODEL}:latest"
 
 
 # --- the conversation sent back -----------------------------------------------------------------
@@ -391,3 +420,53 @@ def test_recorded_raw_events_replay_to_the_same_chunks():
     assert live[-1]["message"]["tool_calls"] == [
         {"function": {"name": "read_file", "arguments": {"path": "path_rules.py"}}}
     ]
+
+
+# --- hanging up: the server stops sending as soon as we stop reading ----------------------------
+
+MANY = [content("more")] * 3000  # far more than one read: the server is still sending
+
+
+def hangs_up(first, wrap=lambda model: model):
+    """Read one stream whose first event is `first` while keeping whatever it raised, then
+    let the server send the rest: True if it notices the hang-up."""
+    gate = threading.Event()
+    with OpenAITestServer([reply(first, *MANY, finish(), gate=gate)]) as server:
+        chat = wrap(OpenAICompatibleModel(TEST_MODEL, server.base_url))
+        stream = chat([{"role": "user", "content": "hi"}], [])
+        # subtle: the kept error's traceback holds the adapter's frames; only an explicit
+        # close ends the connection then, not the garbage collector.
+        with pytest.raises(OpenAIModelError) as kept:
+            list(stream)
+        gate.set()  # the server now tries to send the other 3001 events
+        hung_up = wait_for(lambda: server.hung_up == 1)
+        assert kept.value  # still held while the server was sending
+    return hung_up
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        pytest.param("data: not json\n\n", id="the-wire-reader-fails"),
+        pytest.param(error_event("out of memory"), id="the-chunk-assembly-fails"),
+    ],
+)
+def test_failed_stream_hangs_up_before_the_server_has_sent_it_all(first):
+    assert hangs_up(first)
+
+
+def test_failed_recorded_stream_hangs_up_before_the_server_has_sent_it_all():
+    def recorded(model):
+        return RecordingChat(model.stream_events, chunks_from_events)
+
+    assert hangs_up(error_event("out of memory"), wrap=recorded)
+
+
+def test_stream_left_early_hangs_up_before_the_server_has_sent_it_all():
+    gate = threading.Event()
+    with OpenAITestServer([reply(content("a"), *MANY, finish(), gate=gate)]) as server:
+        stream = OpenAICompatibleModel(TEST_MODEL, server.base_url)([], [])
+        assert next(stream)["message"]["content"] == "a"
+        stream.close()
+        gate.set()
+        assert wait_for(lambda: server.hung_up == 1)

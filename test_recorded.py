@@ -16,13 +16,23 @@ from pathlib import Path
 import pytest
 
 import openai_test_server as openai
-from agent_loop import INCOMPLETE_MODEL_TURN, TOOL_START, agent_events
-from conftest import sigint_default
+import record_run
+from agent_loop import INCOMPLETE_MODEL_TURN, TOOL_RESULT, TOOL_START, agent_events
+from conftest import FAULTY_LINE, sigint_default
 from ollama_test_server import OllamaTestServer, call, chunk, reply
 from real_server import ANSWER_TOKENS, MODEL
-from recording import ENDED_WITHOUT_DONE, RECORDINGS, ReplayChat, load, save, sha256_file
+from recording import (
+    ENDED_WITHOUT_DONE,
+    RECORDINGS,
+    RecordingChat,
+    ReplayChat,
+    load,
+    save,
+    sha256_file,
+)
 from replay import CANNOT_REPLAY, DIVERGED, REPRODUCED, replay_one
 from repo_tools import SAMPLE_REPO, TEST_FILE, RepoTools, copy_sample
+from scripted_model import ScriptedChat
 
 HERE = Path(__file__).resolve().parent
 SHIPPED = sorted(RECORDINGS.glob("*.json"))
@@ -127,6 +137,24 @@ def test_fault_injection_first_stream_without_done_runs_no_tool(tmp_path):
     assert len(chat.requests) == 1 and (repo / "path_rules.py").read_bytes() == before
 
 
+def test_run_whose_test_output_holds_its_temp_path_replays(tmp_path):
+    # covers: an edit that breaks the module's syntax, so pytest's output names the copy's
+    # absolute path, which is another temp folder on replay; recorded through the recorder.
+    script = [
+        [chunk(tool_calls=[call("replace_text", old=FAULTY_LINE, new="parts = (")], done=True)],
+        [chunk(tool_calls=[call("run_tests")], done=True)],
+        [chunk("I broke the syntax.", done=True)],
+    ]
+    output = tmp_path / "broken-syntax.json"
+    recorder = RecordingChat(ScriptedChat(script))
+    record_run.record_attempt(recorder, {"name": "scripted"}, output, 4, out=io.StringIO())
+    recording = load(output)
+    ran = [e for e in recording["events"] if e["type"] == TOOL_RESULT and e["name"] == "run_tests"]
+    assert recording["workdir"] in ran[0]["result"]["output"]  # the absolute path, as printed
+    outcome, shown = replay(output)
+    assert outcome == REPRODUCED, shown
+
+
 # --- divergences and refusals ------------------------------------------------------------------
 
 
@@ -142,6 +170,27 @@ def test_altered_tool_argument_is_reported_with_model_call_and_tool_call(tmp_pat
     assert "tool call 3 (model call 3, replace_text) call: arguments.new: expected" in output
     assert "model call 4: request[6].tool_calls[0].function.arguments.new" in output
     assert "final tests: expected exit code 0, got 1" in output
+
+
+def test_event_missing_a_key_is_named_not_a_crash(tmp_path):
+    # The comparison walks the keys of both sides: a key only the replay has is named.
+    def change(recording):
+        done = next(e for e in recording["events"] if e["type"] == "model_done")
+        del done["done_reason"]
+
+    outcome, output = replay(altered(tmp_path, change))
+    assert outcome == DIVERGED
+    assert 'model_done): done_reason: expected null, got "stop"' in output
+
+
+def test_recorded_conversation_shorter_than_a_request_is_named_not_a_crash(tmp_path):
+    # The comparison walks the longer of two lists: a message only the replay sent is named.
+    def change(recording):
+        del recording["messages"][-2:]  # the last request was 10 messages long; 9 are kept
+
+    outcome, output = replay(altered(tmp_path, change))
+    assert outcome == DIVERGED
+    assert 'model call 5: request[9]: expected null, got {"role": "tool"' in output
 
 
 def test_extra_model_call_is_a_divergence_not_a_crash(tmp_path):

@@ -298,9 +298,7 @@ def parse_args(argv):
         help="count a survivor of --tests as survived without the whole suite "
         "(a quick, pessimistic pass)",
     )
-    parser.add_argument(
-        "--timeout", type=float, default=TIMEOUT, help="seconds for one suite run"
-    )
+    parser.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds for one suite run")
     parser.add_argument(
         "--match",
         action="append",
@@ -401,7 +399,7 @@ def main(argv):
         return 2
     killed = results.count("killed")
     timeouts = results.count("timeout")
-    survivors = [m for m, r in zip(mutants, results) if r == "SURVIVED"]
+    survivors = [m for m, r in zip(mutants, results, strict=True) if r == "SURVIVED"]
     score = 100.0 * (killed + timeouts) / len(mutants) if mutants else 100.0
     print(
         f"\n{drawn}: {killed} killed, {len(survivors)} survived, {timeouts} timed out; "

@@ -123,3 +123,23 @@ def wait_for(condition, seconds=10.0):
             return False
         time.sleep(0.02)
     return True
+
+
+def replay(path, **options):
+    """(outcome, printed text) of replaying the recording at `path`, as replay.py does."""
+    import io
+
+    from replay import replay_one
+
+    out = io.StringIO()
+    return replay_one(path, out=out, **options), out.getvalue()
+
+
+def altered(tmp_path, change, name="altered.json"):
+    """A copy of the shipped repair recording with `change(recording)` applied."""
+    from recording import RECORDINGS, load, save
+
+    recording = load(RECORDINGS / "repair.json")
+    change(recording)
+    save(tmp_path / name, recording)
+    return tmp_path / name

@@ -15,26 +15,19 @@ import pytest
 import record_run
 from agent_loop import (
     DEADLINE,
-    MODEL_ERROR,
     MODEL_START,
     TASK,
     TEXT_DELTA,
     TOOL_START,
     agent_events,
 )
-from conftest import wait_until_gone
+from conftest import altered, replay, wait_for, wait_until_gone
 from local_model import LocalModel
 from ollama_test_server import OllamaTestServer, call, chunk, reply
-from recording import RecordingChat, load
+from recording import RECORDINGS, RecordingChat, load
 from replay import CANNOT_REPLAY, DIVERGED
-from repo_tools import RepoTools, copy_sample, count_results, run_pytest
+from repo_tools import RepoTools, count_results, run_pytest
 from scripted_model import ScriptedChat
-from test_recorded import altered, replay
-
-
-@pytest.fixture
-def repo(tmp_path):
-    return copy_sample(tmp_path)
 
 
 class HeldStream:
@@ -61,7 +54,7 @@ class HeldStream:
 def test_loop_closes_a_stream_it_leaves_early(repo):
     # mutation loop_no_stream_close: drop `stream.close()` in _read_turn's finally.
     # (ScriptedChat's streams are generators, which CPython closes on garbage collection,
-    # so the existing `chat.closed == [True]` check cannot see a missing close.)
+    # so a check of ScriptedChat.closed cannot see a missing close; a HeldStream can.)
     streams = []
 
     def chat(messages, tools):
@@ -95,23 +88,7 @@ def test_deadline_stops_mid_stream_runs_no_tool_and_closes_the_stream(repo):
     assert len(streams) == 1 and streams[0].closed
 
 
-def test_tool_calls_that_are_not_a_list_are_a_model_error(repo):
-    # mutation malformed_chunk_ok: a non-list `tool_calls` is silently treated as no calls.
-    chat = ScriptedChat([[chunk("x", tool_calls="run_tests", done=True)]])
-    events = list(agent_events(chat, RepoTools(repo), TASK))
-    assert events[-1]["reason"] == MODEL_ERROR
-    assert "'tool_calls' is not a list" in events[-1]["error"]
-
-
 # --- RepoTools -----------------------------------------------------------------------------------
-
-
-def test_read_file_output_is_bounded(repo):
-    # mutation read_limit_off: `if len(text) > READ_LIMIT` never true.
-    (repo / "path_rules.py").write_text("#" * 30000)
-    result = RepoTools(repo).invoke("read_file", {"path": "path_rules.py"})
-    assert len(result["text"]) < 20100
-    assert result["text"].endswith("[... cut: the file has 30000 characters]")
 
 
 def test_run_tests_leaves_no_cache_or_bytecode_in_the_copy(repo):
@@ -130,19 +107,17 @@ def test_ctrl_c_during_run_tests_kills_the_test_process_group(repo):
         "    child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
         "    pathlib.Path('grandchild.pid').write_text(str(child.pid))\n"
         "    time.sleep(30)\n"
+        "    pathlib.Path('finished').write_text('the run was waited for')\n"
     )
     main = threading.get_ident()
+    pid_file = repo / "grandchild.pid"
 
-    def press_ctrl_c():
-        until = time.monotonic() + 20
-        while not (repo / "grandchild.pid").exists() and time.monotonic() < until:
-            time.sleep(0.05)
-        time.sleep(0.2)
+    def press_ctrl_c():  # once the grandchild runs: the tests are under way
+        wait_for(lambda: pid_file.exists() and pid_file.read_text(), seconds=30)
         signal.pthread_kill(main, signal.SIGINT)
 
     # subtle: a runner started in the background may ignore SIGINT; install Python's own.
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    started = time.monotonic()
     try:
         threading.Thread(target=press_ctrl_c, daemon=True).start()
         with pytest.raises(KeyboardInterrupt):
@@ -151,7 +126,7 @@ def test_ctrl_c_during_run_tests_kills_the_test_process_group(repo):
         signal.signal(signal.SIGINT, previous)
     pid = int((repo / "grandchild.pid").read_text())
     try:
-        assert time.monotonic() - started < 15  # did not wait for the tests to finish
+        assert not (repo / "finished").exists()  # did not wait for the tests to finish
         assert wait_until_gone(pid), f"grandchild {pid} outlived the interrupted run"
     finally:
         try:
@@ -236,24 +211,20 @@ def test_altered_event_alone_is_a_divergence(tmp_path):
         recording["stop"] = recording["events"][-1]  # kept consistent, or load refuses it
 
     outcome, output = replay(altered(tmp_path, change))
+    calls = len(load(RECORDINGS / "repair.json")["model_calls"])  # the stop is in the last one
     assert outcome == DIVERGED
     assert (
-        '(model call 5, stopped): reason: expected "max_turns", got "assistant_finished"' in output
+        f'(model call {calls}, stopped): reason: expected "max_turns", got "assistant_finished"'
+        in output
     )
 
 
 def test_missing_recorded_event_is_a_divergence(tmp_path):
     # mutation only_common_events: event_divergence ignores a difference in length.
     outcome, output = replay(altered(tmp_path, lambda r: r["events"].pop()))
+    events = len(load(RECORDINGS / "repair.json")["events"])
     assert outcome == DIVERGED
-    assert "51 events recorded, 52 replayed" in output
-
-
-def test_extra_model_call_names_the_call_that_was_not_recorded(tmp_path):
-    # mutation replay_exhausted_quiet: ReplayChat fails with a bare IndexError instead.
-    outcome, output = replay(altered(tmp_path, lambda r: r["model_calls"].pop()))
-    assert outcome == DIVERGED
-    assert "the loop asked for model call 5, but only 4 were recorded" in output
+    assert f"{events - 1} events recorded, {events} replayed" in output
 
 
 class CtrlCOnce(io.StringIO):
@@ -280,7 +251,6 @@ def test_ctrl_c_between_chunks_saves_the_stream_as_closed(tmp_path):
     saved = load(output)
     assert saved["stop"]["reason"] == "interrupted" and saved["final_tests"] is None
     assert saved["model_calls"][0]["ended"] == "closed"
-    assert chat.closed == [True]
 
 
 def test_adapter_left_early_hangs_up_so_the_server_stops_sending():

@@ -102,7 +102,6 @@ def check(seed):
     stops = [e for e in events if e["type"] == STOPPED]
     assert len(stops) == 1 and events[-1] is stops[0], "exactly one stop, last"
     assert len(chat.requests) <= max_turns, "at most max_turns requests"
-    assert all(chat.closed), "every stream closed"
     starts = [(e["turn"], e["index"]) for e in events if e["type"] == TOOL_START]
     results = [(e["turn"], e["index"]) for e in events if e["type"] == TOOL_RESULT]
     assert starts == results, "each tool_start has one tool_result, in order"

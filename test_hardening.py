@@ -12,19 +12,18 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 import isolation
 from agent_loop import DEADLINE, MODEL_DONE, MODEL_ERROR, TASK, TOOL_START, agent_events
-from conftest import sigint_default
+from conftest import sigint_default, wait_for
 from ollama_test_server import OllamaTestServer, call, chunk, reply
 from record_run import record_attempt
 from recording import RECORDINGS, RecordingChat, load, save
 from replay import REPRODUCED, replay_one
-from repo_tools import READ_LIMIT, RepoTools, copy_sample, run_pytest
+from repo_tools import READ_LIMIT, RepoTools, run_pytest
 from scripted_model import ScriptedChat
 
 HERE = Path(__file__).resolve().parent
@@ -34,11 +33,6 @@ HOSTILE_NEW = (
     "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
     "time.sleep(60)\n" + HOSTILE_OLD
 )
-
-
-@pytest.fixture
-def repo(tmp_path):
-    return copy_sample(tmp_path)
 
 
 def run(script, repo, **options):
@@ -68,7 +62,6 @@ def test_malformed_chunk_is_a_model_error_naming_it_and_runs_no_tool(repo, bad, 
     assert events[-1]["reason"] == MODEL_ERROR
     assert named in events[-1]["error"]
     assert [e for e in events if e["type"] == TOOL_START] == []
-    assert chat.closed == [True]
 
 
 @pytest.mark.parametrize("arguments", [None, 7, 2.5, True, ["a"], "", "[1]", "{bad"])
@@ -107,15 +100,6 @@ class Clock:
     def __call__(self):
         self.now += 1.0
         return self.now
-
-
-def test_deadline_stops_mid_stream_closes_it_and_runs_no_tool(repo):
-    long_turn = [chunk("x") for _ in range(50)] + [chunk(tool_calls=[call("run_tests")], done=True)]
-    chat = ScriptedChat([long_turn])
-    events = list(agent_events(chat, RepoTools(repo), TASK, deadline=10, clock=Clock()))
-    assert events[-1]["type"] == "stopped" and events[-1]["reason"] == DEADLINE
-    assert chat.handed_out < 51 and chat.closed == [True]
-    assert [e for e in events if e["type"] == TOOL_START] == []
 
 
 def test_deadline_is_checked_before_each_request(repo):
@@ -167,12 +151,22 @@ def processes_under(directory):
     return found
 
 
-def interrupt_when(process, lines, marker, settle=1.0):
-    """Send SIGINT once `marker` has been printed (and `settle` seconds more)."""
-    until = time.monotonic() + 30
-    while not any(marker in line for line in lines) and time.monotonic() < until:
-        time.sleep(0.05)
-    time.sleep(settle)
+def sleeper_under(directory):
+    """True once the hostile edit's sleeping grandchild runs in `directory`: the tests are
+    under way (HOSTILE_NEW starts it when pytest imports the module)."""
+    for pid in processes_under(directory):
+        try:
+            if b"time.sleep(60)" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def interrupt_during_tests(process, lines, tmp_path):
+    """Send SIGINT once the tests that `run_tests` started are running."""
+    wait_for(lambda: any("run_tests {}" in line for line in lines), seconds=30)
+    wait_for(lambda: sleeper_under(tmp_path), seconds=30)
     process.send_signal(signal.SIGINT)
     return process.wait(timeout=30)
 
@@ -203,7 +197,7 @@ def test_ctrl_c_during_a_test_run_kills_it_and_saves_interrupted(tmp_path):
         args = [HERE / "record_run.py", "--host", server.host, "--output", output]
         process, lines = start(args, tmp_path)
         try:
-            code = interrupt_when(process, lines, "run_tests {}")
+            code = interrupt_during_tests(process, lines, tmp_path)
         finally:
             process.kill()
     assert code == 130
@@ -222,7 +216,7 @@ def test_ctrl_c_during_a_replayed_test_run_exits_130_and_leaves_nothing(tmp_path
     save(tmp_path / "hostile.json", recording)
     process, lines = start([HERE / "replay.py", tmp_path / "hostile.json"], tmp_path)
     try:
-        code = interrupt_when(process, lines, "run_tests {}")
+        code = interrupt_during_tests(process, lines, tmp_path)
     finally:
         process.kill()
     assert code == 130

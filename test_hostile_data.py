@@ -25,14 +25,9 @@ from openai_model import OpenAICompatibleModel, OpenAIModelError, chunks_from_ev
 from openai_test_server import TEST_MODEL, OpenAITestServer, event, finish, tool_call
 from openai_test_server import reply as openai_reply
 from recording import RECORDINGS, save
-from repo_tools import RepoTools, copy_sample
+from repo_tools import RepoTools
 
 HERE = Path(__file__).resolve().parent
-
-
-@pytest.fixture
-def repo(tmp_path):
-    return copy_sample(tmp_path)
 
 
 def cli(*args, env=None):

@@ -47,17 +47,12 @@ from openai_test_server import (
 from openai_test_server import reply as openai_reply
 from recording import load
 from replay import REPRODUCED, replay_one
-from repo_tools import RepoTools, copy_sample
+from repo_tools import RepoTools
 from scripted_model import ScriptedChat
 from test_fuzz import CountingTools
 
 HERE = Path(__file__).resolve().parent
 STALL = 30.0  # how long a hostile server holds out; also the --timeout the deadline must beat
-
-
-@pytest.fixture
-def repo(tmp_path):
-    return copy_sample(tmp_path)
 
 
 def run_with(chat_for, script, repo, seconds=1.0):

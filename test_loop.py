@@ -6,7 +6,6 @@ temporary copy of sample_repo/ and run real pytest subprocesses.
 """
 
 import json
-import time
 
 import pytest
 
@@ -26,19 +25,11 @@ from agent_loop import (
     TOOL_START,
     agent_events,
 )
-from conftest import wait_until_gone
+from conftest import FAULTY_LINE, FIXED_LINE, wait_until_gone
 from local_model import LocalModel
 from ollama_test_server import OllamaTestServer, call, chunk, reply
-from repo_tools import SAMPLE_REPO, RepoTools, copy_sample, count_results, run_pytest
+from repo_tools import OUTPUT_LIMIT, SAMPLE_REPO, RepoTools, count_results, run_pytest
 from scripted_model import ScriptedChat
-
-FAULTY_LINE = 'parts = path.split("/")'
-FIXED_LINE = 'parts = path.replace("\\\\", "/").split("/")'
-
-
-@pytest.fixture
-def repo(tmp_path):
-    return copy_sample(tmp_path)
 
 
 def run(script, repo, max_turns=8):
@@ -219,7 +210,6 @@ def test_error_while_reading_stream_stops_with_model_error_and_runs_no_tool(repo
         "error": "peer went away",
     }
     assert of_type(events, TOOL_START) == []
-    assert chat.closed == [True]
 
 
 def test_unfinished_stream_runs_no_tool(repo):
@@ -290,12 +280,12 @@ def test_claimed_success_without_an_edit_still_fails_independently(repo):
 
 
 def test_model_done_event_carries_the_complete_message_and_counters(repo):
-    _, events = run([[chunk("a"), chunk("b", done=True, eval_duration=5)]], repo)
+    final = chunk("b", done=True, counters=False, eval_count=4, eval_duration=5)
+    _, events = run([[chunk("a"), final]], repo)
     done = of_type(events, MODEL_DONE)[0]
     assert done["message"] == {"role": "assistant", "content": "ab"}
     assert done["chunks"] == 2 and done["done_reason"] == "stop"
-    assert done["model_counters"]["eval_count"] == 10
-    assert done["model_counters"]["eval_duration"] == 5
+    assert done["model_counters"] == {"eval_count": 4, "eval_duration": 5}
 
 
 # --- RepoTools -----------------------------------------------------------------------------------
@@ -405,23 +395,24 @@ def test_run_tests_output_is_bounded(repo):
         "def test_noisy():\n    print('x' * 50000)\n    assert False\n"
     )
     result = RepoTools(repo).invoke("run_tests", {})
-    assert len(result["output"]) < 4200
-    assert "earlier characters cut" in result["output"]
+    note, kept = result["output"].split("\n", 1)
+    assert note.endswith("earlier characters cut]") and len(kept) == OUTPUT_LIMIT
     assert "failed" in result["output"]  # the tail, with pytest's summary, is what is kept
 
 
 def test_timed_out_tests_kill_the_grandchild_holding_the_pipe(repo):
     (repo / "tests" / "test_hang.py").write_text(
         "import subprocess, sys, time, pathlib\n"
+        "GRANDCHILD = 'import time, pathlib; time.sleep(60); pathlib.Path(\"finished\").touch()'\n"
         "def test_hang():\n"
-        "    child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "    child = subprocess.Popen([sys.executable, '-c', GRANDCHILD])\n"
         "    pathlib.Path('grandchild.pid').write_text(str(child.pid))\n"
         "    time.sleep(60)\n"
     )
-    started = time.monotonic()
     # unisolated: the host's pid of the grandchild is known (test_verdict.py: isolated)
     result = RepoTools(repo, test_timeout=2, isolate=False).invoke("run_tests", {})
-    assert time.monotonic() - started < 20
+    # Not a wall-clock bound: a harness that waited for the pipe would find this file.
+    assert not (repo / "finished").exists(), "the harness waited for the grandchild"
     assert result["exit_code"] is None
     assert "timed out after 2 s" in result["output"]
     pid = int((repo / "grandchild.pid").read_text())

@@ -25,7 +25,7 @@ from agent_loop import (
     TOOL_START,
     agent_events,
 )
-from conftest import wait_for
+from conftest import FAULTY_LINE, FIXED_LINE, wait_for
 from openai_model import OpenAICompatibleModel, OpenAIModelError, chunks_from_events, request_body
 from openai_test_server import (
     TEST_MODEL,
@@ -38,16 +38,9 @@ from openai_test_server import (
     tool_call,
 )
 from recording import RecordingChat
-from repo_tools import RepoTools, copy_sample
+from repo_tools import RepoTools
 
-FAULTY_LINE = 'parts = path.split("/")'
-FIXED_LINE = 'parts = path.replace("\\\\", "/").split("/")'
 READ_CODE = '{"path": "path_rules.py"}'
-
-
-@pytest.fixture
-def repo(tmp_path):
-    return copy_sample(tmp_path)
 
 
 def run_chat(repo, *replies, timeout=openai_model.READ_TIMEOUT):

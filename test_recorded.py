@@ -10,15 +10,22 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 import openai_test_server as openai
 import record_run
-from agent_loop import INCOMPLETE_MODEL_TURN, TOOL_RESULT, TOOL_START, agent_events
-from conftest import FAULTY_LINE, sigint_default
+from agent_loop import (
+    ASSISTANT_FINISHED,
+    INCOMPLETE_MODEL_TURN,
+    MAX_TURNS,
+    MODEL_DONE,
+    TOOL_RESULT,
+    TOOL_START,
+    agent_events,
+)
+from conftest import FAULTY_LINE, altered, replay, sigint_default, wait_for
 from ollama_test_server import OllamaTestServer, call, chunk, reply
 from real_server import ANSWER_TOKENS, MODEL
 from recording import (
@@ -30,25 +37,12 @@ from recording import (
     save,
     sha256_file,
 )
-from replay import CANNOT_REPLAY, DIVERGED, REPRODUCED, replay_one
-from repo_tools import SAMPLE_REPO, TEST_FILE, RepoTools, copy_sample
+from replay import CANNOT_REPLAY, DIVERGED, REPRODUCED
+from repo_tools import SAMPLE_REPO, TEST_FILE, RepoTools, copy_sample, count_results, run_pytest
 from scripted_model import ScriptedChat
 
 HERE = Path(__file__).resolve().parent
 SHIPPED = sorted(RECORDINGS.glob("*.json"))
-
-
-def replay(path, **options):
-    out = io.StringIO()
-    return replay_one(path, out=out, **options), out.getvalue()
-
-
-def altered(tmp_path, change, name="altered.json"):
-    """A copy of the repair recording with `change(recording)` applied."""
-    recording = load(RECORDINGS / "repair.json")
-    change(recording)
-    save(tmp_path / name, recording)
-    return tmp_path / name
 
 
 def run_cli(*args, **options):
@@ -85,42 +79,53 @@ def test_shipped_live_recording_names_its_model_file_server_build_and_settings()
     assert MODEL.licence in recording["description"]
 
 
-def test_repair_goes_from_one_failure_to_four_passed_with_tests_unchanged():
+def run_recorded(name, tmp_path):
+    """Run a shipped recording's model calls through the real loop and tools on a fresh
+    copy: (what the loop yielded, the requests it made, the copy). The assertions are then
+    about what the code does with those calls, not about what the JSON file says."""
+    recording = load(RECORDINGS / name)
+    repo = copy_sample(tmp_path)
+    chat = ReplayChat(recording["model_calls"])
+    tools = RepoTools(repo)
+    events = list(agent_events(chat, tools, recording["task"], recording["max_turns"]))
+    return events, chat.requests, repo
+
+
+def test_repair_goes_from_one_failure_to_four_passed_with_tests_unchanged(tmp_path):
     # covers: the scripted repair, 5 model calls and 4 tool calls, verified independently
-    recording = load(RECORDINGS / "repair.json")
-    assert (recording["starting_tests"]["failed"], recording["starting_tests"]["passed"]) == (1, 3)
-    assert recording["final_tests"]["passed"] == 4 and recording["final_tests"]["exit_code"] == 0
-    assert recording["tests_sha256"] == sha256_file(SAMPLE_REPO / TEST_FILE)
-    assert recording["tests_unchanged"] is True
-    assert len(recording["model_calls"]) == 5
-    assert [e["name"] for e in recording["events"] if e["type"] == TOOL_START] == [
+    assert count_results(run_pytest(copy_sample(tmp_path / "before"))["output"]) == {
+        "failed": 1,
+        "passed": 3,
+        "errors": 0,
+    }
+    events, requests, repo = run_recorded("repair.json", tmp_path)
+    assert [e["name"] for e in events if e["type"] == TOOL_START] == [
         "read_file",
         "read_file",
         "replace_text",
         "run_tests",
     ]
-    outcome, output = replay(RECORDINGS / "repair.json")
-    assert outcome == REPRODUCED
-    assert "Independent final tests: 4 passed" in output
+    assert events[-1]["reason"] == ASSISTANT_FINISHED and len(requests) == 5
+    final = run_pytest(repo)  # independent of anything the model said
+    assert final["exit_code"] == 0 and count_results(final["output"])["passed"] == 4
+    assert sha256_file(repo / TEST_FILE) == sha256_file(SAMPLE_REPO / TEST_FILE)
 
 
-def test_bounded_run_executes_its_one_read_then_stops_at_max_turns():
+def test_bounded_run_executes_its_one_read_then_stops_at_max_turns(tmp_path):
     # covers: --max-turns 1; the read completes, no second request is made
-    recording = load(RECORDINGS / "bounded-max-turns-1.json")
-    assert recording["max_turns"] == 1 and len(recording["model_calls"]) == 1
-    assert recording["stop"]["reason"] == "max_turns"
-    assert [e["name"] for e in recording["events"] if e["type"] == "tool_result"] == ["read_file"]
-    assert recording["final_tests"]["exit_code"] == 1
-    outcome, output = replay(RECORDINGS / "bounded-max-turns-1.json")
-    assert outcome == REPRODUCED and "1 failed" in output
+    events, requests, repo = run_recorded("bounded-max-turns-1.json", tmp_path)
+    assert events[-1]["reason"] == MAX_TURNS and len(requests) == 1
+    assert [e["name"] for e in events if e["type"] == TOOL_RESULT] == ["read_file"]
+    assert run_pytest(repo)["exit_code"] == 1
 
 
-def test_claimed_success_stays_failing():
+def test_claimed_success_stays_failing(tmp_path):
     # covers: a final message is not a verdict; the independent tests are
-    recording = load(RECORDINGS / "claims-success-without-edit.json")
-    assert recording["stop"]["reason"] == "assistant_finished"
-    assert "tests pass" in recording["messages"][-1]["content"]
-    assert recording["final_tests"]["exit_code"] == 1
+    events, _, repo = run_recorded("claims-success-without-edit.json", tmp_path)
+    claim = [e for e in events if e["type"] == MODEL_DONE][-1]["message"]["content"]
+    assert events[-1]["reason"] == ASSISTANT_FINISHED and "tests pass" in claim
+    assert [e for e in events if e["type"] == TOOL_START and e["name"] == "replace_text"] == []
+    assert run_pytest(repo)["exit_code"] == 1
 
 
 def test_fault_injection_first_stream_without_done_runs_no_tool(tmp_path):
@@ -198,8 +203,10 @@ def test_extra_model_call_is_a_divergence_not_a_crash(tmp_path):
         recording["model_calls"].pop()  # the final answer is gone
 
     outcome, output = replay(altered(tmp_path, change))
+    calls = len(load(RECORDINGS / "repair.json")["model_calls"])
     assert outcome == DIVERGED
-    assert "model calls: 4 recorded, 5 made" in output
+    assert f"model calls: {calls - 1} recorded, {calls} made" in output
+    assert f"the loop asked for model call {calls}, but only {calls - 1} were recorded" in output
 
 
 def test_sample_hash_mismatch_is_refused(tmp_path, capsys):
@@ -372,7 +379,7 @@ def test_recorder_with_model_missing_exits_2_and_writes_nothing(tmp_path):
 def test_ctrl_c_mid_stream_saves_an_interrupted_recording_and_exits_130(tmp_path):
     output = tmp_path / "interrupted.json"
     gate = threading.Event()  # holds the second stream open until the test lets go
-    script = [REPAIR_SCRIPT[0], reply(chunk(thinking="Now I will"), chunk(" edit"), gate=gate)]
+    script = [REPAIR_SCRIPT[0], reply(chunk("Now I will"), chunk(" edit"), gate=gate)]
     with OllamaTestServer(script) as server:
         command = [sys.executable, str(HERE / "record_run.py"), "--host", server.host]
         process = subprocess.Popen(
@@ -383,13 +390,21 @@ def test_ctrl_c_mid_stream_saves_an_interrupted_recording_and_exits_130(tmp_path
             stderr=subprocess.PIPE,
             text=True,
         )
+        printed = []  # raw reads, not lines: streamed text comes without a newline
+
+        def read():
+            for piece in iter(lambda: os.read(process.stdout.fileno(), 4096), b""):
+                printed.append(piece)
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
         try:
-            until = time.monotonic() + 20
-            while len(server.chat_bodies()) < 2 and time.monotonic() < until:
-                time.sleep(0.05)
-            time.sleep(0.3)  # the first chunk of the held stream has reached the recorder
+            # The first chunk of the held stream has reached the recorder once it is printed.
+            wait_for(lambda: b"Now I will" in b"".join(printed), seconds=30)
             process.send_signal(signal.SIGINT)
-            stdout, stderr = process.communicate(timeout=20)
+            process.wait(timeout=20)
+            reader.join(timeout=20)
+            stdout, stderr = b"".join(printed).decode(), process.stderr.read()
         finally:
             gate.set()
             process.kill()

@@ -21,6 +21,7 @@ import pytest
 
 import isolation
 import replay
+from conftest import FAULTY_LINE, FIXED_LINE
 from make_recordings import GAMES_THE_VERDICT
 from ollama_test_server import OllamaTestServer, call, chunk, reply
 from openai_test_server import TEST_MODEL as OPENAI_MODEL
@@ -45,14 +46,7 @@ from repo_tools import (
 
 HERE = Path(__file__).resolve().parent
 DOCSTRING = '"""Path rules for a small CI helper'
-FAULTY_LINE = 'parts = path.split("/")'
-FIXED_LINE = 'parts = path.replace("\\\\", "/").split("/")'
 FAKE_KEY = "sk-fake-harness-key-0123456789"
-
-
-@pytest.fixture
-def repo(tmp_path):
-    return copy_sample(tmp_path)
 
 
 def needs_bubblewrap():

@@ -6,11 +6,14 @@ temporary copy of sample_repo/. The pure halves (`chunks_from_events`, `request_
 also tested directly, since replay runs recorded events through them without any HTTP.
 """
 
+import io
 import json
 import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
+import local_model
 import openai_model
 from agent_loop import (
     ASSISTANT_FINISHED,
@@ -26,6 +29,7 @@ from agent_loop import (
     agent_events,
 )
 from conftest import FAULTY_LINE, FIXED_LINE, wait_for
+from limits import MAX_LINE_BYTES, LineTooLong
 from openai_model import OpenAICompatibleModel, OpenAIModelError, chunks_from_events, request_body
 from openai_test_server import (
     TEST_MODEL,
@@ -235,6 +239,66 @@ def test_server_that_ignores_stream_true_is_reported_not_parsed(repo):
     assert of_type(events, MODEL_DONE) == []
 
 
+def test_event_that_is_not_an_object_is_named(repo):
+    server, events = run_chat(repo, reply("data: [1, 2]\n\n", finish()))
+    assert events[-1]["reason"] == MODEL_ERROR
+    assert events[-1]["error"] == openai_model.MALFORMED_EVENT.format(detail="[1, 2]")
+
+
+def test_line_longer_than_one_read_is_assembled_whole():
+    # A line that arrives over several reads keeps all its pieces.
+    line = b"data: " + b"x" * 200_000 + b"\n"
+    assert list(openai_model._lines(io.BytesIO(line + b"\n"))) == [line, b"\n"]
+
+
+def test_line_of_exactly_the_cap_passes_and_one_byte_more_is_refused():
+    at_cap = b"x" * MAX_LINE_BYTES + b"\n"  # the newline is not counted
+    assert list(openai_model._lines(io.BytesIO(at_cap))) == [at_cap]
+    with pytest.raises(LineTooLong):
+        list(openai_model._lines(io.BytesIO(b"x" + at_cap)))
+
+
+class ErrorBodies(BaseHTTPRequestHandler):
+    """Answers every request with HTTP 400 and `body`: error shapes the stand-in never sends."""
+
+    body = b""
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        body = self.body
+        self.send_response(400)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.mark.parametrize(
+    "body, detail",
+    [
+        (b'{"object": "error", "message": "max_tokens is too large"}', "max_tokens is too large"),
+        (b'["not", "an object"]', '["not", "an object"]'),  # JSON, but no known shape: as sent
+    ],
+    ids=["older-vllm", "json-list"],
+)
+def test_http_error_body_of_another_shape_is_reported_with_its_text(repo, body, detail):
+    handler = type("Handler", (ErrorBodies,), {"body": body})
+    server = HTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        chat = OpenAICompatibleModel(TEST_MODEL, base_url)
+        events = list(agent_events(chat, RepoTools(repo), TASK))
+    finally:
+        server.shutdown()
+        server.server_close()
+    expected = openai_model.HTTP_ERROR.format(base_url=base_url, status=400, detail=detail)
+    assert events[-1]["reason"] == MODEL_ERROR and events[-1]["error"] == expected
+
+
 def test_http_400_with_an_error_body_is_reported_with_status_and_message(repo):
     message = "the request exceeds the available context size, try increasing it"
     server, events = run_chat(repo, reply(message, status=400))
@@ -389,6 +453,23 @@ def test_request_body_pairs_results_with_calls_turn_by_turn():
     assert sent[2]["content"] == "" and "thinking" not in sent[2]
     assert "tools" not in body  # no tools, no key: some servers refuse an empty list
     assert request_body("m", messages, []) == body  # the same ids every time: replay relies on it
+
+
+def test_a_tool_message_without_an_unanswered_call_is_refused():
+    # OpenAI pairs each result with a call id: a result with no call to answer has none.
+    with pytest.raises(ValueError, match="follows no unanswered tool call"):
+        request_body("m", [{"role": "user", "content": "u"}, {"role": "tool", "content": "r"}], [])
+
+
+def test_both_wires_sample_the_same_way():
+    # The same temperature, seed and output budget as local_model.OPTIONS, where OpenAI's
+    # API has them: a recording made on either wire is then as reproducible as the other.
+    ollama = local_model.OPTIONS
+    assert openai_model.SAMPLING == {
+        "temperature": ollama["temperature"],
+        "seed": ollama["seed"],
+        "max_tokens": ollama["num_predict"],
+    }
 
 
 # --- replay: raw events through the same normaliser ---------------------------------------------

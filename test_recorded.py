@@ -29,6 +29,7 @@ from conftest import FAULTY_LINE, altered, replay, sigint_default, wait_for
 from ollama_test_server import OllamaTestServer, call, chunk, reply
 from real_server import ANSWER_TOKENS, MODEL
 from recording import (
+    ENDED_DONE,
     ENDED_WITHOUT_DONE,
     RECORDINGS,
     RecordingChat,
@@ -188,6 +189,17 @@ def test_event_missing_a_key_is_named_not_a_crash(tmp_path):
     assert 'model_done): done_reason: expected null, got "stop"' in output
 
 
+def test_list_recorded_as_another_type_is_named_not_a_crash(tmp_path):
+    # A list compared with a number is a difference at that key, not an index walk.
+    def change(recording):
+        done = next(e for e in recording["events"] if e["type"] == "model_done")
+        done["message"]["tool_calls"] = 5
+
+    outcome, output = replay(altered(tmp_path, change))
+    assert outcome == DIVERGED
+    assert 'model_done): message.tool_calls: expected 5, got [{"function"' in output
+
+
 def test_recorded_conversation_shorter_than_a_request_is_named_not_a_crash(tmp_path):
     # The comparison walks the longer of two lists: a message only the replay sent is named.
     def change(recording):
@@ -297,6 +309,7 @@ def test_recorder_writes_a_recording_that_replays_to_the_same_outcome(tmp_path):
     assert recording["source"] == "live" and recording["model"]["digest"].startswith("sha256:")
     assert recording["model"]["server_version"] == "0.0.0-test"
     assert [c["request_length"] for c in recording["model_calls"]] == [2, 4, 7]
+    assert [c["ended"] for c in recording["model_calls"]] == [ENDED_DONE] * 3  # each stream whole
     done = [e for e in recording["events"] if e["type"] == "model_done"]
     assert done[0]["model_counters"]["eval_count"] == 10  # the server's counters are kept
     assert secret not in output.read_text() and "OLLAMA_API_KEY" not in output.read_text()

@@ -207,6 +207,9 @@ def test_a_catastrophic_pattern_stops_at_the_search_budget(tmp_path):
     (tmp_path / "b.txt").write_text("(a+)+$ is a pattern\n")
     result = search_in_child(tmp_path, {"pattern": "(a+)+$"}, seconds=0.5)
     assert "ran out of time" in result["note"]
+    # Killed inside its first file: none was finished, skipped or left out for depth.
+    assert result["files_searched"] == 0
+    assert "files_skipped" not in result and "folders_skipped" not in result
     # Literal search still works on a valid expression's text, before the slow line.
     result = search_in_child(tmp_path, {"pattern": "(a+)+$", "path": "b.txt"}, seconds=0.5)
     assert result["matches"] == ["b.txt:1: (a+)+$ is a pattern"]

@@ -281,7 +281,13 @@ def parse_args(argv):
     parser.add_argument(
         "modules", nargs="*", metavar="MODULE", default=MODULES, help="modules to mutate"
     )
-    parser.add_argument("--sample", type=int, metavar="N", help="run N mutants drawn at random")
+    parser.add_argument(
+        "--sample",
+        type=int,
+        metavar="N",
+        help="run N mutants drawn with --seed (default: all of them)",
+        default=argparse.SUPPRESS,
+    )
     parser.add_argument("--seed", type=int, default=SEED, help="seed of the --sample draw")
     parser.add_argument("--jobs", type=int, default=1, metavar="N", help="mutants run at once")
     parser.add_argument(
@@ -290,7 +296,7 @@ def parse_args(argv):
         default=[],
         metavar="[MODULE=]FILE[,FILE]",
         help="test files to run first (for one module, or all); survivors are "
-        "then confirmed against the whole suite",
+        "then confirmed against the whole suite. Give MODULEs before --tests",
     )
     parser.add_argument(
         "--no-confirm",
@@ -302,9 +308,10 @@ def parse_args(argv):
     parser.add_argument(
         "--match",
         action="append",
+        default=argparse.SUPPRESS,
         metavar="TEXT",
         help="only mutants whose `path:line description` contains TEXT (repeatable: any of "
-        "them; applied before --sample)",
+        "them; applied before --sample; default: no filter)",
     )
     parser.add_argument("--list", action="store_true", help="list the mutants and run nothing")
     parser.add_argument(
@@ -315,13 +322,15 @@ def parse_args(argv):
 
 def select(args):
     everything = [m for path in args.modules for m in mutants_of(path)]
-    if args.match:
+    match = getattr(args, "match", [])
+    if match:
         everything = [
-            m for m in everything if any(t in f"{m.path}:{m.line} {m.what}" for t in args.match)
+            m for m in everything if any(t in f"{m.path}:{m.line} {m.what}" for t in match)
         ]
-    if args.sample is None or args.sample >= len(everything):
+    sample = getattr(args, "sample", None)
+    if sample is None or sample >= len(everything):
         return everything, len(everything)
-    chosen = sorted(random.Random(args.seed).sample(range(len(everything)), args.sample))
+    chosen = sorted(random.Random(args.seed).sample(range(len(everything)), sample))
     return [everything[i] for i in chosen], len(everything)
 
 
@@ -415,3 +424,5 @@ if __name__ == "__main__":
         sys.exit(main(sys.argv[1:]))
     except KeyboardInterrupt:
         sys.exit(130)
+    except BrokenPipeError:  # `--list | head`: the reader has all it wanted
+        sys.exit(0)

@@ -233,6 +233,15 @@ def test_a_long_matching_line_is_shown_cut_to_the_line_limit(tmp_path):
     assert result["matches"] == [f"min.js:1: {line[:LINE_LIMIT]}"]
 
 
+def test_a_file_over_the_search_size_cap_is_skipped(tmp_path):
+    # Likely data, not code: it is counted as skipped and never read.
+    (tmp_path / "data.txt").write_text("needle\n" + "x" * SEARCH_FILE_BYTES)
+    (tmp_path / "code.py").write_text("needle = 1\n")
+    result = ReadOnlyTools(tmp_path).invoke("search", {"pattern": "needle"})
+    assert result["matches"] == ["code.py:1: needle = 1"]
+    assert result["files_skipped"].startswith("1 ")
+
+
 def test_a_pattern_longer_than_the_cap_is_refused(tmp_path):
     (tmp_path / "a.txt").write_text("ab\n")
     result = ReadOnlyTools(tmp_path).invoke("search", {"pattern": "(a|b)" * 20_000})

@@ -11,6 +11,7 @@ ended with reason `deadline` well before the timeout could have ended it.
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -32,7 +33,7 @@ from agent_loop import (
     agent_events,
 )
 from conftest import sigint_default
-from limits import MAX_LINE_BYTES, MAX_TOOL_CALLS, Deadline
+from limits import MAX_LINE_BYTES, MAX_TOOL_CALLS, Deadline, Watchdog
 from local_model import LocalModel
 from ollama_test_server import OllamaTestServer, call, chunk
 from ollama_test_server import reply as ollama_reply
@@ -269,6 +270,18 @@ def test_openai_line_over_the_cap_ends_the_turn_naming_the_cap(repo):
         events, _ = run_with(openai(server), None, repo, seconds=60)
     assert events[-1]["reason"] == MODEL_ERROR
     assert "8 MB" in events[-1]["error"]
+
+
+def test_a_cancelled_watchdog_leaves_the_socket_alone():
+    # Once the response is over, the watchdog's timer must not shut a socket down later.
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        watchdog = Watchdog(Deadline(0.1), ours)
+        watchdog.cancel()
+        theirs.settimeout(1.0)  # ten times the deadline: a live timer would have fired
+        with pytest.raises(TimeoutError):
+            theirs.recv(1)  # a shutdown would end this read with b"" at once
+    assert not watchdog.fired
 
 
 def test_calls_past_the_cap_get_an_error_each_and_none_runs():

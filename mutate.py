@@ -313,11 +313,27 @@ def parse_args(argv):
         help="only mutants whose `path:line description` contains TEXT (repeatable: any of "
         "them; applied before --sample; default: no filter)",
     )
+    parser.add_argument(
+        "--part",
+        metavar="I/N",
+        default="1/1",
+        help="run only the I-th of N equal slices of the selection (to split one pass "
+        "over several processes or machines; the score of a pass adds up its parts)",
+    )
     parser.add_argument("--list", action="store_true", help="list the mutants and run nothing")
     parser.add_argument(
         "--min-score", type=float, default=0.0, metavar="PERCENT", help="exit 1 below this"
     )
     return parser.parse_args(argv)
+
+
+def part_of(mutants, part):
+    """The I-th of N contiguous slices of `mutants` for `part` = "I/N"."""
+    index, count = (int(x) for x in part.split("/"))
+    if not 1 <= index <= count:
+        raise ValueError(part)
+    size = -(-len(mutants) // count)  # rounded up: the last slice may be shorter
+    return mutants[(index - 1) * size : index * size]
 
 
 def select(args):
@@ -393,8 +409,13 @@ def main(argv):
             print(f"error: no module {path} in {HERE}", file=sys.stderr)
             return 2
     mutants, total = select(args)
+    try:
+        mutants = part_of(mutants, args.part)
+    except ValueError:
+        print(f"error: --part must be I/N with 1 <= I <= N, got {args.part!r}", file=sys.stderr)
+        return 2
     drawn = (
-        f"{len(mutants)} of {total} mutants (seed {args.seed})"
+        f"{len(mutants)} of {total} mutants (seed {args.seed}, part {args.part})"
         if len(mutants) < total
         else f"all {total} mutants"
     )

@@ -32,6 +32,7 @@ from recording import (
     ENDED_DONE,
     ENDED_WITHOUT_DONE,
     RECORDINGS,
+    SOURCES,
     RecordingChat,
     ReplayChat,
     load,
@@ -219,6 +220,13 @@ def test_extra_model_call_is_a_divergence_not_a_crash(tmp_path):
     assert outcome == DIVERGED
     assert f"model calls: {calls - 1} recorded, {calls} made" in output
     assert f"the loop asked for model call {calls}, but only {calls - 1} were recorded" in output
+
+
+def test_recording_of_an_unknown_source_is_refused(tmp_path, capsys):
+    # `source` says whether a recording is a model's output: only the known labels replay.
+    outcome, _ = replay(altered(tmp_path, lambda r: r.update(source="a-real-model")))
+    assert outcome == CANNOT_REPLAY
+    assert f"field 'source' must be one of {', '.join(SOURCES)}" in capsys.readouterr().err
 
 
 def test_sample_hash_mismatch_is_refused(tmp_path, capsys):

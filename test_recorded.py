@@ -262,6 +262,13 @@ def test_recording_with_wrong_shape_names_the_field(tmp_path, capsys):
     assert "model_calls[2].chunks' must be a list" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("exit_code", ["0", 1.5, True], ids=["text", "float", "bool"])
+def test_recorded_test_run_with_a_mistyped_exit_code_names_it(tmp_path, capsys, exit_code):
+    outcome, _ = replay(altered(tmp_path, lambda r: r["final_tests"].update(exit_code=exit_code)))
+    assert outcome == CANNOT_REPLAY
+    assert "'final_tests.exit_code' must be an int or null" in capsys.readouterr().err
+
+
 def test_highest_exit_code_applies_across_recordings(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{}")

@@ -269,6 +269,16 @@ def test_recorded_test_run_with_a_mistyped_exit_code_names_it(tmp_path, capsys, 
     assert "'final_tests.exit_code' must be an int or null" in capsys.readouterr().err
 
 
+def test_stopped_event_with_an_unknown_reason_is_refused_naming_the_event(tmp_path, capsys):
+    def change(recording):
+        recording["events"][-1]["reason"] = "gave_up"
+
+    outcome, _ = replay(altered(tmp_path, change))
+    assert outcome == CANNOT_REPLAY
+    last = len(load(RECORDINGS / "repair.json")["events"])
+    assert f"field 'events[{last}].reason' must be one of" in capsys.readouterr().err
+
+
 def test_highest_exit_code_applies_across_recordings(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{}")

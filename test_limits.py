@@ -2,7 +2,8 @@
 
 Hostile servers are the stand-ins (ollama_test_server.py, openai_test_server.py) on
 127.0.0.1, scripted to stall after one chunk, trickle bytes that never end a line, send
-keep-alive comments forever, or one enormous line; hostile models are scripted turns. Each
+keep-alive comments forever, or one enormous line, and a raw socket that trickles the
+response's headers; hostile models are scripted turns. Each
 timing test is bounded by the limits under test, with a wide margin: the deadline is a
 second or two, the timeout it must beat is 30 s, and the test only asserts that the run
 ended with reason `deadline` well before the timeout could have ended it.
@@ -14,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -129,6 +131,99 @@ def test_openai_trickle_of_a_partial_line_cannot_stretch_the_deadline(repo):
     with OpenAITestServer([trickle]) as server:
         events, elapsed = run_with(openai(server), None, repo)
     assert_stopped_by_the_deadline(events, elapsed)
+
+
+class HeaderTrickler:
+    """A raw server on 127.0.0.1 that reads a request, then sends its status line and a
+    header one byte every 0.2 s, never ending the headers (for STALL seconds at most).
+
+    `first` (bytes of a whole NDJSON body): answer the first request with it, keeping the
+    connection open, and trickle the answer to the next request on that same connection.
+    http.server (the stand-ins) writes headers whole, so this one is a plain socket.
+    `hung_up` is set when the client closes the connection while bytes still trickle.
+    """
+
+    def __init__(self, first=None):
+        self.first = first
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.host = f"127.0.0.1:{self.listener.getsockname()[1]}"
+        self.hung_up = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.listener.close()
+        self.thread.join(STALL)
+
+    def _serve(self):
+        connection, _ = self.listener.accept()
+        self.listener.close()  # one connection: a request on a new one would be refused
+        with connection:
+            if self.first is not None:
+                self._read_request(connection)
+                head = "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
+                head += f"Content-Length: {len(self.first)}\r\n\r\n"
+                connection.sendall(head.encode() + self.first)
+            self._read_request(connection)
+            trickle = b"HTTP/1.1 200 OK\r\nX-Trickle: " + b"a" * int(STALL / 0.2)
+            connection.settimeout(0.2)  # the pace: wait for the client to hang up, then a byte
+            for byte in trickle:
+                try:
+                    if connection.recv(1) == b"":
+                        self.hung_up.set()
+                        return
+                except TimeoutError:
+                    pass
+                except OSError:  # reset: the client hung up too
+                    self.hung_up.set()
+                    return
+                connection.sendall(bytes([byte]))
+
+    @staticmethod
+    def _read_request(connection):
+        request = b""
+        while b"\r\n\r\n" not in request:
+            request += connection.recv(65536)
+        head, _, body = request.partition(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )
+        while len(body) < length:
+            body += connection.recv(65536)
+
+
+def test_ollama_trickle_of_the_headers_cannot_stretch_the_deadline(repo):
+    # subtle: the per-read timeout restarts with every byte; only the deadline ends this.
+    with HeaderTrickler() as server:
+        events, elapsed = run_with(ollama(server), None, repo)
+        assert_stopped_by_the_deadline(events, elapsed)
+        assert server.hung_up.wait(STALL)  # the client let go, not the server
+
+
+def test_ollama_trickle_of_the_headers_on_a_reused_connection_cannot_stretch_the_deadline(repo):
+    # The first turn asks for a tool over a keep-alive connection; the second request goes
+    # out on that same connection (no new connect), and its headers trickle.
+    turn = chunk(tool_calls=[call("read_file", path="README.md")], done=True)
+    with HeaderTrickler(first=json.dumps(turn).encode() + b"\n") as server:
+        events, elapsed = run_with(ollama(server), None, repo, seconds=2.0)
+        assert_stopped_by_the_deadline(events, elapsed)
+        assert server.hung_up.wait(STALL)  # the client let go, not the server
+    assert [e["type"] for e in events].count(MODEL_START) == 2  # the second turn was cut
+
+
+def test_openai_trickle_of_the_headers_cannot_stretch_the_deadline(repo):
+    with HeaderTrickler() as server:
+        model = lambda deadline: OpenAICompatibleModel(  # noqa: E731
+            TEST_MODEL, f"http://{server.host}/v1", timeout=STALL, deadline=deadline
+        )
+        events, elapsed = run_with(model, None, repo)
+        assert_stopped_by_the_deadline(events, elapsed)
+        assert server.hung_up.wait(STALL)  # the client let go, not the server
 
 
 def test_a_test_run_never_outlasts_the_deadline(repo):

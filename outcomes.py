@@ -43,7 +43,7 @@ class Outcome:
     tool_calls: int
     prompt_tokens: int | None  # summed over the attempt's requests; None if any lacks it
     generated_tokens: int | None
-    seconds: float  # model + tools + independent tests, as the recording measured them
+    seconds: float  # the loop (model and tools) + independent tests, as recorded
 
 
 def _token_total(done_events, counter):
@@ -57,6 +57,9 @@ def outcome(recording):
     events = recording["events"]
     done = [e for e in events if e["type"] == MODEL_DONE]
     spans = [e.get("seconds") or 0.0 for e in events if e["type"] in (MODEL_DONE, TOOL_RESULT)]
+    if isinstance(recording.get("loop_seconds"), (int, float)):
+        # subtle: the events time only complete turns; a cut-off turn's wait is in here
+        spans = [recording["loop_seconds"]]
     for tests in (recording["starting_tests"], recording["final_tests"] or {}):
         spans.append(tests.get("seconds") or 0.0)
     stop = recording["stop"]["reason"]

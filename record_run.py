@@ -21,6 +21,7 @@ import os
 import re
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import quiet_interrupt  # first: Ctrl-C during the slow imports below exits quietly
@@ -210,14 +211,16 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
         tools = RepoTools(repo, isolate=isolate, deadline=deadline)
         deadline.restart()  # the budget is the loop's: the starting tests do not count
         agent = AgentLoop(recorder, tools, TASK, max_turns, deadline=deadline)
-        loop, final = agent.events(), None
+        loop, final, started = agent.events(), None, time.monotonic()
         try:
             for event in loop:
                 events.append(event)
                 view.show(event)
+            loop_seconds = time.monotonic() - started
             final = independent_tests(repo, isolate)
         except KeyboardInterrupt:
             loop.close()  # closes the model stream; a running test group was killed already
+            loop_seconds = time.monotonic() - started
         stop = events[-1] if events and events[-1]["type"] == STOPPED else None
         if stop is None:
             stop = Stop(INTERRUPTED).event(events[-1]["turn"] if events else 1)
@@ -243,6 +246,7 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
             tests_unchanged=tests_unchanged(repo),
             final_source=final_source(repo),
             workdir=str(repo),
+            loop_seconds=loop_seconds,
         )
     try:
         save(output, recording)

@@ -139,11 +139,14 @@ def build(
     tests_unchanged,
     final_source,
     workdir,
+    loop_seconds=None,
 ):
     """One run as a recording: every field, in the order it is saved (REQUIRED: below).
 
     `final_tests` None means the run was interrupted (Ctrl-C in the loop or in the final
     tests); `api` is read from the model's description ("ollama" unless it says otherwise).
+    `loop_seconds`, the loop's wall time, counts what no event times: a turn cut off before
+    its end (`incomplete_model_turn`, `deadline`) has no `model_done` to carry its seconds.
     """
     return {
         "format": FORMAT,
@@ -168,6 +171,7 @@ def build(
         "tests_unchanged": tests_unchanged,
         "final_source": final_source,
         "workdir": workdir,
+        **({} if loop_seconds is None else {"loop_seconds": loop_seconds}),
     }
 
 

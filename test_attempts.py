@@ -22,7 +22,7 @@ import openai_test_server as openai
 from compare import NOT_A_MODEL, rate_bar
 from conftest import sigint_default
 from ollama_test_server import ConversationServer, call, chunk, reply
-from outcomes import passed
+from outcomes import outcome, passed
 from recording import RECORDINGS, load
 from replay import REPRODUCED, replay_one
 from stats import wilson_interval
@@ -139,6 +139,19 @@ def test_series_records_each_attempt_and_summarises_two_of_three(tmp_path):
     assert "Traceback" not in finished.stderr
     out = open(os.devnull, "w")
     assert all(replay_one(p, out=out) == REPRODUCED for p in paths)  # ordinary recordings
+
+
+def test_an_attempt_cut_off_mid_turn_counts_the_time_it_waited(tmp_path):
+    # No model_done times a turn that never ended; the loop's own wall time does.
+    cut = reply(chunk("Thinking about it"), pause_after_first=0.5)  # no done chunk
+    output = tmp_path / "cut.json"
+    finished = series([[cut]], output)
+    assert finished.returncode == 1, finished.stdout + finished.stderr
+    recording = load(output)
+    assert recording["stop"]["reason"] == "incomplete_model_turn"
+    assert recording["loop_seconds"] >= 0.5
+    tests = recording["starting_tests"]["seconds"] + recording["final_tests"]["seconds"]
+    assert outcome(recording).seconds - tests >= 0.5
 
 
 def test_series_where_every_attempt_passes_exits_0(tmp_path):

@@ -3,7 +3,8 @@
 `divergences(...)` lists every way a replay differs from its recording; each function it
 calls compares one aspect (the event sequence, the tool calls, the requests sent to the
 model, the resulting source, the final tests) and returns sentences such as "tool call 3
-(model call 3, replace_text): arguments.new: expected ..., got ...". Before comparing,
+(model call 3, replace_text): arguments.new: the recording says ..., today's run did ...".
+Before comparing,
 what legitimately differs between two runs is taken out: timings are dropped, and
 temporary paths and pytest's durations are normalised.
 
@@ -80,7 +81,8 @@ def first_difference(want, have, path=""):
 
 def _difference(want, have, path=""):
     where, a, b = first_difference(want, have, path)
-    return f"{where}: expected {short(a)}, got {short(b)}"
+    # subtle: "expected/got" left learners unsure which side was which; say whose it is.
+    return f"{where}: the recording says {short(a)}, today's run did {short(b)}"
 
 
 def _model_call(events, position):
@@ -147,9 +149,13 @@ def final_tests_divergences(recorded, final):
     problems = []
     if final["exit_code"] != recorded["exit_code"]:
         problems.append(
-            f"final tests: expected exit code {recorded['exit_code']}, got {final['exit_code']}"
+            f"final tests: the recording says exit code {recorded['exit_code']}, "
+            f"today's run gave {final['exit_code']}"
         )
     for key in VERDICT_KEYS:
         if key in recorded and recorded[key] != final.get(key):
-            problems.append(f"final tests: expected {key} {recorded[key]}, got {final.get(key)}")
+            problems.append(
+                f"final tests: the recording says {key} {recorded[key]}, "
+                f"today's run gave {final.get(key)}"
+            )
     return problems

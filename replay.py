@@ -140,7 +140,6 @@ def replay_one(path, show_requests=False, isolate=True, out=None):
         return CANNOT_REPLAY
     model = recording["model"].get("name", "?")
     print(f"Model: {model} ({recording['source']})  |  Recording: {shown(path)}", file=out)
-    print(f"  {recording['description']}", file=out)
     print(f"Starting tests (recorded): {test_line(recording['starting_tests'])}", file=out)
     # An interrupted or deadline-stopped run is replayed up to where it was stopped: what the
     # clock or the user did then cannot be replayed, everything before it can.
@@ -171,6 +170,9 @@ def replay_one(path, show_requests=False, isolate=True, out=None):
         final = independent_tests(repo, isolate) if recording["final_tests"] is not None else None
         source = final_source(repo)
     print(f"Independent final tests: {test_line(final)}", file=out)
+    # subtle: after the verdict, not before: the description says how the attempt ends,
+    # and a learner predicting the outcome should not read it first.
+    print(f"About this recording: {recording['description']}", file=out)
     today = final["seconds"] if final else None
     lines = timeline(events, recording["events"], today, model_info=recording["model"])
     print("\n".join(lines), file=out)

@@ -214,8 +214,8 @@ def test_altered_event_alone_is_a_divergence(tmp_path):
     calls = len(load(RECORDINGS / "repair.json")["model_calls"])  # the stop is in the last one
     assert outcome == DIVERGED
     assert (
-        f'(model call {calls}, stopped): reason: expected "max_turns", got "assistant_finished"'
-        in output
+        f'(model call {calls}, stopped): reason: the recording says "max_turns", '
+        'today\'s run did "assistant_finished"' in output
     )
 
 

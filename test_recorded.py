@@ -165,6 +165,16 @@ def test_run_whose_test_output_holds_its_temp_path_replays(tmp_path):
 # --- divergences and refusals ------------------------------------------------------------------
 
 
+def test_replay_shows_the_description_only_after_the_verdict():
+    # The description says how the attempt ends: a learner predicting it reads it last.
+    _, output = replay(RECORDINGS / "claims-success-without-edit.json")
+    lines = output.splitlines()
+    verdict = next(i for i, line in enumerate(lines) if line.startswith("Independent final"))
+    about = next(i for i, line in enumerate(lines) if line.startswith("About this recording:"))
+    assert verdict < about
+    assert load(RECORDINGS / "claims-success-without-edit.json")["description"] in lines[about]
+
+
 def test_altered_tool_argument_is_reported_with_model_call_and_tool_call(tmp_path):
     def change(recording):
         third = recording["model_calls"][2]["chunks"]
@@ -174,9 +184,9 @@ def test_altered_tool_argument_is_reported_with_model_call_and_tool_call(tmp_pat
 
     outcome, output = replay(altered(tmp_path, change))
     assert outcome == DIVERGED
-    assert "tool call 3 (model call 3, replace_text) call: arguments.new: expected" in output
+    assert "tool call 3 (model call 3, replace_text) call: arguments.new: the recording" in output
     assert "model call 4: request[6].tool_calls[0].function.arguments.new" in output
-    assert "final tests: expected exit code 0, got 1" in output
+    assert "final tests: the recording says exit code 0, today's run gave 1" in output
 
 
 def test_event_missing_a_key_is_named_not_a_crash(tmp_path):
@@ -187,7 +197,7 @@ def test_event_missing_a_key_is_named_not_a_crash(tmp_path):
 
     outcome, output = replay(altered(tmp_path, change))
     assert outcome == DIVERGED
-    assert 'model_done): done_reason: expected null, got "stop"' in output
+    assert 'model_done): done_reason: the recording says null, today\'s run did "stop"' in output
 
 
 def test_list_recorded_as_another_type_is_named_not_a_crash(tmp_path):
@@ -198,7 +208,7 @@ def test_list_recorded_as_another_type_is_named_not_a_crash(tmp_path):
 
     outcome, output = replay(altered(tmp_path, change))
     assert outcome == DIVERGED
-    assert 'model_done): message.tool_calls: expected 5, got [{"function"' in output
+    assert 'message.tool_calls: the recording says 5, today\'s run did [{"function"' in output
 
 
 def test_recorded_conversation_shorter_than_a_request_is_named_not_a_crash(tmp_path):
@@ -208,7 +218,7 @@ def test_recorded_conversation_shorter_than_a_request_is_named_not_a_crash(tmp_p
 
     outcome, output = replay(altered(tmp_path, change))
     assert outcome == DIVERGED
-    assert 'model call 5: request[9]: expected null, got {"role": "tool"' in output
+    assert 'request[9]: the recording says null, today\'s run did {"role": "tool"' in output
 
 
 def test_extra_model_call_is_a_divergence_not_a_crash(tmp_path):
@@ -505,4 +515,4 @@ def test_openai_altered_argument_fragment_is_a_divergence(tmp_path):
     save(path, recording)
     outcome, output = replay(path)
     assert outcome == DIVERGED
-    assert "tool call 1 (model call 1, replace_text) call: arguments.new: expected" in output
+    assert "tool call 1 (model call 1, replace_text) call: arguments.new: the recording" in output

@@ -359,8 +359,9 @@ def test_replay_compares_the_final_verdict_and_counts(tmp_path):
     save(tmp_path / "changed.json", recording)
     out = io.StringIO()
     assert replay.replay_one(tmp_path / "changed.json", out=out) == replay.DIVERGED
-    assert "final tests: expected verdict failed, got passed" in out.getvalue()
-    assert "final tests: expected passed 0, got 4" in out.getvalue()
+    said = out.getvalue()
+    assert "final tests: the recording says verdict failed, today's run gave passed" in said
+    assert "final tests: the recording says passed 0, today's run gave 4" in out.getvalue()
 
 
 @pytest.mark.parametrize(

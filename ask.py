@@ -37,7 +37,7 @@ from agent_loop import (
     AgentLoop,
 )
 from console import tolerant_output
-from limits import Deadline
+from limits import Deadline, positive_int, positive_seconds
 from local_model import (
     DEFAULT_MODEL,
     MAX_TOKENS,
@@ -93,23 +93,6 @@ class UsageParser(argparse.ArgumentParser):
     def error(self, message):
         # One `error:` line, as for every other expected failure of the lab's CLIs.
         self.exit(EXIT_ERROR, f"error: {message} (see --help)\n")
-
-
-def positive_seconds(text):
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
-    return value
-
-
-def positive_int(text):
-    value = int(text) if text.strip().isdigit() else 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {text!r}")
-    return value
 
 
 def parse_args(argv):

@@ -7,15 +7,37 @@ each test run's limit is `cap(15 s)`, and a `Watchdog` shuts a streaming socket 
 time is up, so a server that sends keep-alive comments or one byte at a time cannot stretch
 the budget. Whoever notices first raises `DeadlineExceeded`; the loop stops with `deadline`.
 `MAX_LINE_BYTES` bounds one line of a stream (the memory one line can cost), and
-`MAX_TOOL_CALLS` the calls that run from one turn.
+`MAX_TOOL_CALLS` the calls that run from one turn. `positive_seconds` and `positive_int`
+read a limit from the command line, for every CLI alike.
 
 Not here: what happens at a limit (agent_loop.py and the adapters decide that).
 """
 
+import argparse
 import math
 import socket
 import threading
 import time
+
+
+def positive_seconds(text):
+    """An argparse type: a finite number of seconds above 0 (`inf` and `nan` are refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def positive_int(text):
+    """An argparse type: a whole number of at least 1."""
+    value = int(text) if text.strip().isdigit() else 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {text!r}")
+    return value
+
 
 MAX_LINE_BYTES = 8 * 1024 * 1024  # one NDJSON or SSE line; a real chunk is a few hundred bytes
 MAX_TOOL_CALLS = 32  # per turn; the calls past it are answered with an error, none runs

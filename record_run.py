@@ -29,7 +29,7 @@ from agent_loop import INTERRUPTED, STOPPED, SYSTEM_PROMPT, TASK, AgentLoop, Sto
 from attempts import run_series, series_paths
 from console import RunPrinter, test_line, tolerant_output
 from isolation import chosen, notice
-from limits import Deadline
+from limits import Deadline, positive_int, positive_seconds
 from local_model import (
     DEFAULT_MODEL,
     MAX_TOKENS,
@@ -60,23 +60,6 @@ from repo_tools import (
 from timeline import timeline
 
 EXIT_PASSED, EXIT_FAILED, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-
-def positive_seconds(text):
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
-    return value
-
-
-def positive_int(text):
-    value = int(text) if text.strip().isdigit() else 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {text!r}")
-    return value
 
 
 def default_output(model):

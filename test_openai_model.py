@@ -544,3 +544,19 @@ def test_stream_left_early_hangs_up_before_the_server_has_sent_it_all():
         stream.close()
         gate.set()
         assert wait_for(lambda: server.hung_up == 1)
+
+
+@pytest.mark.parametrize(
+    "arguments, sent",
+    [
+        ('{"path": "path_rules.py"}', '{"path": "path_rules.py"}'),  # JSON text of an object
+        ('{"path": "path_rules.py"', "{}"),  # cut short: llama-server would refuse it
+        ('["path_rules.py"]', "{}"),  # valid JSON, but not an object
+    ],
+)
+def test_call_arguments_go_back_as_json_text_of_an_object(arguments, sent):
+    call = {"function": {"name": "read_file", "arguments": arguments}}
+    messages = [{"role": "user", "content": "x"}]
+    messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
+    body = request_body("m", messages, [])
+    assert body["messages"][1]["tool_calls"][0]["function"]["arguments"] == sent

@@ -560,3 +560,32 @@ def test_call_arguments_go_back_as_json_text_of_an_object(arguments, sent):
     messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
     body = request_body("m", messages, [])
     assert body["messages"][1]["tool_calls"][0]["function"]["arguments"] == sent
+
+
+class ModelLists(BaseHTTPRequestHandler):
+    """Answers GET /v1/models with `body` (HTTP 200): lists of shapes the stand-in never sends."""
+
+    body = b""
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+
+@pytest.mark.parametrize("body", [b'{"object": "list"}', b'{"data": "m"}', b"[1, 2]"])
+def test_a_model_list_without_a_data_list_is_one_clear_error(body):
+    server = HTTPServer(("127.0.0.1", 0), type("Handler", (ModelLists,), {"body": body}))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        chat = OpenAICompatibleModel(TEST_MODEL, f"http://127.0.0.1:{server.server_address[1]}/v1")
+        with pytest.raises(OpenAIModelError, match="not a chat-completions stream"):
+            chat.describe()
+    finally:
+        server.shutdown()
+        server.server_close()

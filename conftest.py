@@ -3,7 +3,11 @@
 import os
 import signal
 import socket
+import subprocess
+import sys
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -143,3 +147,61 @@ def altered(tmp_path, change, name="altered.json"):
     change(recording)
     save(tmp_path / name, recording)
     return tmp_path / name
+
+
+# --- processes and pipes, for the tests that run the CLIs as a user would ------------------
+
+
+def processes_under(directory):
+    """PIDs of live (not zombie) processes whose working directory is inside `directory`.
+
+    Read from the host's /proc, so it sees processes in bubblewrap's PID namespace too."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cwd = os.readlink(entry / "cwd")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if cwd.startswith(str(directory)) and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def start_cli(args, tmp_path, own_group=False):
+    """(process, lines): a lab CLI (`args[0]` the script) running with its temporary copies
+    in `tmp_path`, Ctrl-C reaching it, and its stdout lines collected as they come."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    process = subprocess.Popen(
+        [sys.executable, *map(str, args)],
+        cwd=Path(__file__).resolve().parent,
+        env=env,
+        preexec_fn=sigint_default,
+        start_new_session=own_group,  # then the test can press Ctrl-C as a terminal does
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines = []
+    threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True).start()
+    return process, lines
+
+
+class Reader:
+    """Collects a pipe's bytes in a thread, so a test can wait for text without blocking."""
+
+    def __init__(self, pipe):
+        self.data, self.pipe = b"", pipe
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        while piece := os.read(self.pipe.fileno(), 4096):
+            self.data += piece
+
+    def wait_for(self, text, start=0, timeout=15):
+        """The offset just after `text`, first found at or after `start`."""
+        until = time.monotonic() + timeout
+        while (found := self.data.find(text.encode(), start)) < 0:
+            assert time.monotonic() < until, f"{text!r} never came; got {self.data!r}"
+            time.sleep(0.02)
+        return found + len(text)

@@ -13,13 +13,12 @@ import stat
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from ask import ASK_PROMPT
-from conftest import sigint_default
+from conftest import Reader, sigint_default
 from ollama_test_server import OllamaTestServer, call, chunk, reply
 from readonly_tools import RESULT_LIMIT, ReadOnlyTools
 from repo_tools import copy_sample
@@ -299,26 +298,6 @@ def ask(spawn, *args, stdin="", timeout=30):
     process = spawn(*args)
     out, err = process.communicate(stdin.encode(), timeout=timeout)
     return process.returncode, out.decode(), err.decode()
-
-
-class Reader:
-    """Collects a pipe's bytes in a thread, so a test can wait for text without blocking."""
-
-    def __init__(self, pipe):
-        self.data, self.pipe = b"", pipe
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        while piece := os.read(self.pipe.fileno(), 4096):
-            self.data += piece
-
-    def wait_for(self, text, start=0, timeout=15):
-        """The offset just after `text`, first found at or after `start`."""
-        until = time.monotonic() + timeout
-        while (found := self.data.find(text.encode(), start)) < 0:
-            assert time.monotonic() < until, f"{text!r} never came; got {self.data!r}"
-            time.sleep(0.02)
-        return found + len(text)
 
 
 def messages_of(body):

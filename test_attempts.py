@@ -20,13 +20,13 @@ import pytest
 
 import openai_test_server as openai
 from compare import NOT_A_MODEL, rate_bar
-from conftest import sigint_default
+from conftest import processes_under, start_cli, wait_for
 from ollama_test_server import ConversationServer, call, chunk, reply
 from outcomes import outcome, passed
 from recording import RECORDINGS, load
 from replay import REPRODUCED, replay_one
 from stats import wilson_interval
-from test_hardening import HOSTILE_NEW, HOSTILE_OLD, processes_under
+from test_hardening import HOSTILE_NEW, HOSTILE_OLD
 from timeline import context_lines, context_window
 
 HERE = Path(__file__).resolve().parent
@@ -229,27 +229,7 @@ def open_when_started(server, conversations, gate, seconds=30):
 
 
 def start_series(args, tmp_path, own_group=False):
-    env = {**os.environ, "TMPDIR": str(tmp_path)}  # the temporary copies land in tmp_path
-    process = subprocess.Popen(
-        [sys.executable, str(HERE / "record_run.py"), *map(str, args)],
-        cwd=HERE,
-        env=env,
-        preexec_fn=sigint_default,
-        start_new_session=own_group,  # then the test can press Ctrl-C as a terminal does
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines = []
-    threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True).start()
-    return process, lines
-
-
-def wait_for(condition, seconds=60):
-    until = time.monotonic() + seconds
-    while not condition() and time.monotonic() < until:
-        time.sleep(0.02)
-    assert condition(), "the awaited event did not happen"
+    return start_cli([HERE / "record_run.py", *args], tmp_path, own_group)
 
 
 def test_ctrl_c_mid_series_keeps_what_ended_saves_the_running_one_and_exits_130(tmp_path):
@@ -260,8 +240,12 @@ def test_ctrl_c_mid_series_keeps_what_ended_saves_the_running_one_and_exits_130(
         args = ["--host", server.host, "--output", output, "--attempts", 3]
         process, lines = start_series(args, tmp_path)
         try:
-            wait_for(lambda: any("[1/3] attempt 1: passed" in line for line in lines))
-            wait_for(lambda: len(server.first_line_sent) == 3)  # attempt 2 is mid-stream
+            assert wait_for(
+                lambda: any("[1/3] attempt 1: passed" in line for line in lines), seconds=60
+            )
+            assert wait_for(
+                lambda: len(server.first_line_sent) == 3, seconds=60
+            )  # attempt 2 is mid-stream
             process.send_signal(signal.SIGINT)
             code = process.wait(timeout=60)
         finally:
@@ -291,8 +275,11 @@ def test_ctrl_c_with_jobs_kills_the_running_test_runs_and_saves_both(tmp_path):
         args = ["--host", server.host, "--output", output, "--attempts", 3, "--jobs", 2]
         process, lines = start_series(args, tmp_path, own_group=True)
         try:
-            wait_for(lambda: len(server.started) == 2)
-            wait_for(lambda: any(sleeping_grandchild(pid) for pid in processes_under(tmp_path)))
+            assert wait_for(lambda: len(server.started) == 2, seconds=60)
+            assert wait_for(
+                lambda: any(sleeping_grandchild(pid) for pid in processes_under(tmp_path)),
+                seconds=60,
+            )
             # subtle: a terminal's Ctrl-C goes to the whole foreground process group; an
             # attempt that heard it twice could be stopped again while saving, so each
             # attempt runs in a session of its own and hears it from the series only

@@ -11,14 +11,13 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
 import pytest
 
 import isolation
 from agent_loop import DEADLINE, MODEL_DONE, MODEL_ERROR, TASK, TOOL_START, agent_events
-from conftest import sigint_default, wait_for
+from conftest import processes_under, start_cli, wait_for
 from ollama_test_server import OllamaTestServer, call, chunk, reply
 from record_run import record_attempt
 from recording import RECORDINGS, RecordingChat, load, save
@@ -137,20 +136,6 @@ def test_recorder_deadline_keeps_everything_and_replays(tmp_path):
 # --- Ctrl-C anywhere, and nothing left running -------------------------------------------------
 
 
-def processes_under(directory):
-    """PIDs of running processes whose working directory is inside `directory`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            cwd = os.readlink(entry / "cwd")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if cwd.startswith(str(directory)) and state != "Z":
-            found.append(int(entry.name))
-    return found
-
-
 def sleeper_under(directory):
     """True once the hostile edit's sleeping grandchild runs in `directory`: the tests are
     under way (HOSTILE_NEW starts it when pytest imports the module)."""
@@ -165,26 +150,10 @@ def sleeper_under(directory):
 
 def interrupt_during_tests(process, lines, tmp_path):
     """Send SIGINT once the tests that `run_tests` started are running."""
-    wait_for(lambda: any("run_tests {}" in line for line in lines), seconds=30)
-    wait_for(lambda: sleeper_under(tmp_path), seconds=30)
+    assert wait_for(lambda: any("run_tests {}" in line for line in lines), seconds=30)
+    assert wait_for(lambda: sleeper_under(tmp_path), seconds=30)
     process.send_signal(signal.SIGINT)
     return process.wait(timeout=30)
-
-
-def start(args, tmp_path):
-    env = {**os.environ, "TMPDIR": str(tmp_path)}  # the temporary copy lands in tmp_path
-    process = subprocess.Popen(
-        [sys.executable, *map(str, args)],
-        cwd=HERE,
-        env=env,
-        preexec_fn=sigint_default,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines = []
-    threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True).start()
-    return process, lines
 
 
 def test_ctrl_c_during_a_test_run_kills_it_and_saves_interrupted(tmp_path):
@@ -195,7 +164,7 @@ def test_ctrl_c_during_a_test_run_kills_it_and_saves_interrupted(tmp_path):
     )
     with OllamaTestServer([hostile]) as server:
         args = [HERE / "record_run.py", "--host", server.host, "--output", output]
-        process, lines = start(args, tmp_path)
+        process, lines = start_cli(args, tmp_path)
         try:
             code = interrupt_during_tests(process, lines, tmp_path)
         finally:
@@ -214,7 +183,7 @@ def test_ctrl_c_during_a_replayed_test_run_exits_130_and_leaves_nothing(tmp_path
         for tool_call in c["message"].get("tool_calls", []):
             tool_call["function"]["arguments"] = {"old": HOSTILE_OLD, "new": HOSTILE_NEW}
     save(tmp_path / "hostile.json", recording)
-    process, lines = start([HERE / "replay.py", tmp_path / "hostile.json"], tmp_path)
+    process, lines = start_cli([HERE / "replay.py", tmp_path / "hostile.json"], tmp_path)
     try:
         code = interrupt_during_tests(process, lines, tmp_path)
     finally:

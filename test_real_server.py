@@ -16,15 +16,13 @@ import json
 import os
 import subprocess
 import sys
-import threading
-import time
 import zipfile
 from pathlib import Path
 
 import pytest
 
 from agent_loop import INCOMPLETE_MODEL_TURN, MODEL_ERROR, TOOL_START
-from conftest import wait_until_gone
+from conftest import Reader, wait_until_gone
 from real_server import (
     MODEL,
     LlamaServer,
@@ -144,24 +142,6 @@ def test_unlisted_model_is_refused_by_record_run_before_anything_runs(server, tm
     assert not output.exists() and "Starting tests" not in out
 
 
-class Reader:
-    """Collects a pipe's bytes in a thread, so the test can wait for text without blocking."""
-
-    def __init__(self, pipe):
-        self.data, self.pipe = b"", pipe
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        while piece := os.read(self.pipe.fileno(), 4096):
-            self.data += piece
-
-    def wait_for(self, text, timeout=120):
-        until = time.monotonic() + timeout
-        while text.encode() not in self.data:
-            assert time.monotonic() < until, f"{text!r} never came; got {self.data!r}"
-            time.sleep(0.02)
-
-
 def test_server_killed_mid_stream_gives_model_error_and_the_recording_replays(tmp_path):
     output = tmp_path / "cut.json"
     with real_server() as killed:
@@ -172,7 +152,9 @@ def test_server_killed_mid_stream_gives_model_error_and_the_recording_replays(tm
         )
         try:
             out = Reader(process.stdout)
-            out.wait_for(" says: ")  # the model's first words have streamed: mid-answer
+            out.wait_for(
+                " says: ", timeout=120
+            )  # the model's first words have streamed: mid-answer
             killed.stop()
             assert process.wait(timeout=120) == 1  # the final tests still fail
         finally:

@@ -21,7 +21,7 @@ import pytest
 
 import isolation
 import replay
-from conftest import FAULTY_LINE, FIXED_LINE
+from conftest import FAULTY_LINE, FIXED_LINE, processes_under
 from make_recordings import GAMES_THE_VERDICT
 from ollama_test_server import OllamaTestServer, call, chunk, reply
 from openai_test_server import TEST_MODEL as OPENAI_MODEL
@@ -75,26 +75,10 @@ def cli(*args, env=None):
     return subprocess.run(command, capture_output=True, text=True, cwd=HERE, env=env)
 
 
-def running_in(directory):
-    """PIDs of live (not zombie) processes whose working directory is inside `directory`.
-
-    Read from the host's /proc, so it sees processes in bubblewrap's PID namespace too."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            cwd = os.readlink(entry / "cwd")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if cwd.startswith(str(directory)) and state != "Z":
-            found.append(int(entry.name))
-    return found
-
-
 def gone(directory, seconds=10.0):
     """True once nothing runs in `directory` (killed processes take a moment to be reaped)."""
     until = time.monotonic() + seconds
-    while running_in(directory):
+    while processes_under(directory):
         if time.monotonic() > until:
             return False
         time.sleep(0.05)
@@ -487,14 +471,14 @@ def test_a_setsid_survivor_is_gone_after_an_isolated_run(repo):
     needs_bubblewrap()
     at_import(repo, SETSID_SLEEP)
     run_tests(repo)
-    assert gone(repo), f"left running: {running_in(repo)}"
+    assert gone(repo), f"left running: {processes_under(repo)}"
 
 
 def test_a_setsid_survivor_outlives_an_unisolated_run_the_known_limit(repo):
     # documented in the README: without a PID namespace, a new session escapes the group kill
     at_import(repo, SETSID_SLEEP)
     run_tests(repo, isolate=False)
-    survivors = running_in(repo)
+    survivors = processes_under(repo)
     for pid in survivors:
         os.kill(pid, signal.SIGKILL)
     assert survivors
@@ -505,7 +489,7 @@ def test_a_timed_out_isolated_run_leaves_nothing_running(repo):
     at_import(repo, "import subprocess, time\nsubprocess.Popen(['sleep', '60'])\ntime.sleep(60)\n")
     result = RepoTools(repo, test_timeout=2).invoke("run_tests", {})
     assert result["exit_code"] is None and result["reason"] == "timed out after 2 s"
-    assert gone(repo), f"left running: {running_in(repo)}"
+    assert gone(repo), f"left running: {processes_under(repo)}"
 
 
 def test_an_isolated_run_dies_with_a_harness_killed_outright(repo):
@@ -520,13 +504,13 @@ def test_an_isolated_run_dies_with_a_harness_killed_outright(repo):
         until = time.monotonic() + 20
         while not (repo / "started").exists() and time.monotonic() < until:
             time.sleep(0.05)
-        assert running_in(repo), "the tests never started"
+        assert processes_under(repo), "the tests never started"
         harness.kill()  # SIGKILL: no finally, no group kill; only --die-with-parent is left
         harness.wait()
-        assert gone(repo), f"left running: {running_in(repo)}"
+        assert gone(repo), f"left running: {processes_under(repo)}"
     finally:
         harness.kill()
-        for pid in running_in(repo):
+        for pid in processes_under(repo):
             os.kill(pid, signal.SIGKILL)
 
 

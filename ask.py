@@ -38,17 +38,17 @@ from agent_loop import (
 )
 from console import tolerant_output
 from limits import Deadline, positive_int, positive_seconds
+from live_model import open_model
 from local_model import (
     DEFAULT_MODEL,
     MAX_TOKENS,
     READ_TIMEOUT,
     THINK_CHOICES,
-    LocalModel,
     ModelError,
     default_host,
 )
 from openai_model import DEFAULT_BASE_URL as OPENAI_HOST
-from openai_model import OpenAICompatibleModel, OpenAIModelError, default_base_url
+from openai_model import OpenAIModelError, default_base_url
 from readonly_tools import ReadOnlyTools
 from text_calls import NOTE as TEXT_CALL_NOTE
 
@@ -180,16 +180,7 @@ def make_chat(args):
 
     Raises ModelError/OpenAIModelError saying what to do, or ValueError for a bad --host.
     """
-    if args.api == "openai":
-        # As in record_run.py: a key for servers started with one, sent but never shown.
-        key = os.environ.get("OPENAI_API_KEY")
-        chat = OpenAICompatibleModel(
-            args.model, args.host, key, args.timeout, max_tokens=args.max_tokens
-        )
-        chat.describe()
-    else:
-        chat = LocalModel(args.model, args.host, args.timeout, max_tokens=args.max_tokens)
-        chat.describe(args.think)  # sets the think value the requests send
+    chat, _ = open_model(args)
     chat.deadline = Deadline(args.deadline)  # after the check: each answer restarts it
     return chat
 

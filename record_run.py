@@ -30,18 +30,17 @@ from attempts import run_series, series_paths
 from console import RunPrinter, test_line, tolerant_output
 from isolation import chosen, notice
 from limits import Deadline, positive_int, positive_seconds
+from live_model import open_model
 from local_model import (
     DEFAULT_MODEL,
     MAX_TOKENS,
     READ_TIMEOUT,
     THINK_CHOICES,
-    LocalModel,
     ModelError,
     default_host,
 )
 from openai_model import (
     DEFAULT_BASE_URL,
-    OpenAICompatibleModel,
     OpenAIModelError,
     chunks_from_events,
     default_base_url,
@@ -268,17 +267,11 @@ def main(argv=None):
     if args.attempts > 1:  # each attempt is this script again, with --attempts 1
         return run_series(sys.argv[1:] if argv is None else argv, args)
     try:
-        if args.api == "openai":
-            api_key = os.environ.get("OPENAI_API_KEY")  # sent to the server, never recorded
-            model = OpenAICompatibleModel(
-                args.model, args.host, api_key, args.timeout, args.max_tokens
-            )
+        model, info = open_model(args)  # refuses a model without tools, before any run
+        if args.api == "openai":  # the raw events are kept, and replay assembles them again
             recorder = RecordingChat(model.stream_events, assemble=chunks_from_events)
-            info = model.describe()
         else:
-            model = LocalModel(args.model, args.host, args.timeout, max_tokens=args.max_tokens)
             recorder = RecordingChat(model)
-            info = model.describe(args.think)  # refuses a model without tools, before any run
         model.deadline = deadline = Deadline(args.deadline)  # shared with the loop and tools
     except (ModelError, OpenAIModelError) as error:
         return fail(str(error))

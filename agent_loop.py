@@ -33,8 +33,8 @@ context compaction, parallel tool execution.
 import json
 import time
 
-from limits import MAX_TOOL_CALLS, Deadline, DeadlineExceeded
-from text_calls import text_tool_call
+from plumbing.limits import MAX_TOOL_CALLS, Deadline, DeadlineExceeded
+from plumbing.text_calls import text_tool_call
 
 SYSTEM_PROMPT = """\
 You are a careful coding assistant working on a small Python repository through tools.

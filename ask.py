@@ -21,7 +21,10 @@ import sys
 from contextlib import closing
 from pathlib import Path
 
-import quiet_interrupt  # first: Ctrl-C during the slow imports below exits quietly
+from plumbing import quiet_interrupt  # first: Ctrl-C during the slow imports below exits quietly
+
+# isort: split
+
 from agent_loop import (
     ASSISTANT_FINISHED,
     DEADLINE,
@@ -36,9 +39,6 @@ from agent_loop import (
     TOOL_START,
     AgentLoop,
 )
-from console import tolerant_output
-from limits import Deadline, positive_int, positive_seconds
-from live_model import open_model
 from local_model import (
     DEFAULT_MODEL,
     MAX_TOKENS,
@@ -49,8 +49,11 @@ from local_model import (
 )
 from openai_model import DEFAULT_BASE_URL as OPENAI_HOST
 from openai_model import OpenAIModelError, default_base_url
-from readonly_tools import ReadOnlyTools
-from text_calls import NOTE as TEXT_CALL_NOTE
+from plumbing.console import tolerant_output
+from plumbing.limits import Deadline, positive_int, positive_seconds
+from plumbing.live_model import open_model
+from plumbing.readonly_tools import ReadOnlyTools
+from plumbing.text_calls import NOTE as TEXT_CALL_NOTE
 
 ASK_PROMPT = """\
 You answer questions about the files in one directory. You have read-only tools:

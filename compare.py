@@ -20,9 +20,9 @@ import os
 import sys
 import textwrap
 
-from console import plural
-from outcomes import outcome, rate, summary_lines
-from recording import RecordingError, load
+from plumbing.console import plural
+from plumbing.outcomes import outcome, rate, summary_lines
+from plumbing.recording import RecordingError, load
 
 BAR_WIDTH = 50  # cells from 0% to 100%; with its frame a bar takes 62 columns
 WIDTH = 80  # every other line is wrapped to this

@@ -152,7 +152,10 @@ def main(argv):
     if job == "replay":
         return subprocess.run([python, str(HERE / "replay.py"), *lab_paths(rest)]).returncode
     if job == "run":
-        return subprocess.run([python, script(rest[0]), *rest[1:]]).returncode
+        # The maintainers' scripts live in tests/ and import the lab's packages from here.
+        paths = [str(HERE), *filter(None, [os.environ.get("PYTHONPATH")])]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+        return subprocess.run([python, script(rest[0]), *rest[1:]], env=env).returncode
     if job == "test":
         return subprocess.run([python, "-m", "pytest", "-q", *rest], cwd=HERE).returncode
     checks = [["check", "."], ["format", "--check", "."]]

@@ -28,9 +28,15 @@ import httpcore
 import httpx
 import ollama
 
-import wire_errors
-from limits import MAX_LINE_BYTES, Deadline, DeadlineExceeded, LineTooLong, Watchdog
-from wire_errors import CONNECT_TIMEOUT, DEADLINE_MARGIN, READ_TIMEOUT, STALLED, with_scheme
+from plumbing import wire_errors
+from plumbing.limits import MAX_LINE_BYTES, Deadline, DeadlineExceeded, LineTooLong, Watchdog
+from plumbing.wire_errors import (
+    CONNECT_TIMEOUT,
+    DEADLINE_MARGIN,
+    READ_TIMEOUT,
+    STALLED,
+    with_scheme,
+)
 
 DEFAULT_MODEL = "gemma4:e2b"
 DEFAULT_HOST = "http://127.0.0.1:11434"

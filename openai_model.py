@@ -22,9 +22,9 @@ import json
 import os
 from urllib.parse import urlsplit
 
-import wire_errors
-from limits import MAX_LINE_BYTES, Deadline, DeadlineExceeded, LineTooLong, Watchdog
-from wire_errors import CONNECT_TIMEOUT, READ_TIMEOUT, STALLED, with_scheme
+from plumbing import wire_errors
+from plumbing.limits import MAX_LINE_BYTES, Deadline, DeadlineExceeded, LineTooLong, Watchdog
+from plumbing.wire_errors import CONNECT_TIMEOUT, READ_TIMEOUT, STALLED, with_scheme
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"  # llama-server's default port
 # local_model.OPTIONS where the OpenAI API has an equivalent; the context size (num_ctx)

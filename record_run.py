@@ -24,13 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import quiet_interrupt  # first: Ctrl-C during the slow imports below exits quietly
+from plumbing import quiet_interrupt  # first: Ctrl-C during the slow imports below exits quietly
+
+# isort: split
+
 from agent_loop import INTERRUPTED, STOPPED, SYSTEM_PROMPT, TASK, AgentLoop, Stop
-from attempts import run_series, series_paths
-from console import RunPrinter, test_line, tolerant_output
-from isolation import chosen, notice
-from limits import Deadline, positive_int, positive_seconds
-from live_model import open_model
 from local_model import (
     DEFAULT_MODEL,
     MAX_TOKENS,
@@ -45,7 +43,13 @@ from openai_model import (
     chunks_from_events,
     default_base_url,
 )
-from recording import RECORDINGS, RecordingChat, build, save, sha256_file
+from plumbing.attempts import run_series, series_paths
+from plumbing.console import RunPrinter, test_line, tolerant_output
+from plumbing.isolation import chosen, notice
+from plumbing.limits import Deadline, positive_int, positive_seconds
+from plumbing.live_model import open_model
+from plumbing.recording import RECORDINGS, RecordingChat, build, save, sha256_file
+from plumbing.timeline import timeline
 from repo_tools import (
     PASSED,
     SOURCE_FILE,
@@ -56,7 +60,6 @@ from repo_tools import (
     independent_tests,
     tests_unchanged,
 )
-from timeline import timeline
 
 EXIT_PASSED, EXIT_FAILED, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2, 130
 

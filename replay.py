@@ -21,12 +21,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-import quiet_interrupt  # first: Ctrl-C during the slow imports below exits quietly
+from plumbing import quiet_interrupt  # first: Ctrl-C during the slow imports below exits quietly
+
+# isort: split
+
 from agent_loop import DEADLINE, INTERRUPTED, STOPPED, agent_events
-from console import RunPrinter, test_line, tolerant_output
-from divergence import divergences
-from isolation import notice
-from recording import RECORDINGS, RecordingError, ReplayChat, load, sha256_file
+from plumbing.console import RunPrinter, test_line, tolerant_output
+from plumbing.divergence import divergences
+from plumbing.isolation import notice
+from plumbing.recording import RECORDINGS, RecordingError, ReplayChat, load, sha256_file
+from plumbing.timeline import timeline
 from repo_tools import (
     SAMPLE_REPO,
     SOURCE_FILE,
@@ -36,7 +40,6 @@ from repo_tools import (
     final_source,
     independent_tests,
 )
-from timeline import timeline
 
 REPRODUCED, DIVERGED, CANNOT_REPLAY = 0, 1, 2
 

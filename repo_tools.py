@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 from xml.etree import ElementTree
 
-from isolation import chosen, isolation_prefix
-from redact import redact
+from plumbing.isolation import chosen, isolation_prefix
+from plumbing.redact import redact
 from tool_guard import ToolBox, ToolError, function_schema
 
 SAMPLE_REPO = Path(__file__).resolve().parent / "sample_repo"

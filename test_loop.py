@@ -25,11 +25,11 @@ from agent_loop import (
     TOOL_START,
     agent_events,
 )
-from conftest import FAULTY_LINE, FIXED_LINE, wait_until_gone
 from local_model import LocalModel
-from ollama_test_server import OllamaTestServer, call, chunk, reply
 from repo_tools import OUTPUT_LIMIT, SAMPLE_REPO, RepoTools, count_results, run_pytest
-from scripted_model import ScriptedChat
+from tests.helpers import FAULTY_LINE, FIXED_LINE, wait_until_gone
+from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
+from tests.scripted_model import ScriptedChat
 
 
 def run(script, repo, max_turns=8):

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-import openai_test_server as openai
 import record_run
 from agent_loop import (
     ASSISTANT_FINISHED,
@@ -25,10 +24,7 @@ from agent_loop import (
     TOOL_START,
     agent_events,
 )
-from conftest import FAULTY_LINE, altered, replay, sigint_default, wait_for
-from ollama_test_server import OllamaTestServer, call, chunk, reply
-from real_server import ANSWER_TOKENS, MODEL
-from recording import (
+from plumbing.recording import (
     ENDED_DONE,
     ENDED_WITHOUT_DONE,
     RECORDINGS,
@@ -41,7 +37,11 @@ from recording import (
 )
 from replay import CANNOT_REPLAY, DIVERGED, REPRODUCED
 from repo_tools import SAMPLE_REPO, TEST_FILE, RepoTools, copy_sample, count_results, run_pytest
-from scripted_model import ScriptedChat
+from tests import openai_test_server as openai
+from tests.helpers import FAULTY_LINE, altered, replay, sigint_default, wait_for
+from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
+from tests.real_server import ANSWER_TOKENS, MODEL
+from tests.scripted_model import ScriptedChat
 
 HERE = Path(__file__).resolve().parent
 SHIPPED = sorted(RECORDINGS.glob("*.json"))

@@ -14,7 +14,7 @@ lab tools take is a string.
 
 import json
 
-from redact import redact
+from plumbing.redact import redact
 
 
 class ToolError(Exception):

@@ -19,9 +19,9 @@ from agent_loop import (
     TOOL_RESULT,
     TOOL_START,
 )
-from redact import redact, secret_values
+from plumbing.redact import redact, secret_values
+from plumbing.text_calls import NOTE as TEXT_CALL_NOTE
 from repo_tools import PASSED, TESTS_FAILED
-from text_calls import NOTE as TEXT_CALL_NOTE
 
 
 def tolerant_output():

@@ -18,18 +18,18 @@ from pathlib import Path
 
 import pytest
 
-import openai_test_server as openai
 from compare import NOT_A_MODEL, rate_bar
-from conftest import processes_under, start_cli, wait_for
-from ollama_test_server import ConversationServer, call, chunk, reply
-from outcomes import outcome, passed
-from recording import RECORDINGS, load
+from plumbing.outcomes import outcome, passed
+from plumbing.recording import RECORDINGS, load
+from plumbing.stats import wilson_interval
+from plumbing.timeline import context_lines, context_window
 from replay import REPRODUCED, replay_one
-from stats import wilson_interval
-from test_hardening import HOSTILE_NEW, HOSTILE_OLD
-from timeline import context_lines, context_window
+from tests import openai_test_server as openai
+from tests.helpers import processes_under, start_cli, wait_for
+from tests.ollama_test_server import ConversationServer, call, chunk, reply
+from tests.test_hardening import HOSTILE_NEW, HOSTILE_OLD
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent
 FIX = {"old": 'path.split("/")', "new": 'path.replace("\\\\", "/").split("/")'}
 
 

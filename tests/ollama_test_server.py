@@ -17,7 +17,7 @@ openai_test_server.py is in stand_in_server.py.
 import json
 import time
 
-from stand_in_server import StandInServer, StreamHandler
+from tests.stand_in_server import StandInServer, StreamHandler
 
 TEST_MODEL = "gemma4:e2b"
 # A made-up digest: it marks the stand-in, never a real model's weights.

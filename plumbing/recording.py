@@ -31,14 +31,14 @@ from agent_loop import (
     TOOL_RESULT,
     TOOL_START,
 )
-from isolation import KINDS
-from limits import DeadlineExceeded
-from redact import redact
+from plumbing.isolation import KINDS
+from plumbing.limits import DeadlineExceeded
+from plumbing.redact import redact
 
 FORMAT = "agent-loop-recording/1"
 SOURCES = ("live", "scripted", "fault-injection")
 APIS = ("ollama", "openai")
-RECORDINGS = Path(__file__).resolve().parent / "recordings"
+RECORDINGS = Path(__file__).resolve().parent.parent / "recordings"
 
 # How a saved model call ended, when it did not end with a `done` chunk.
 ENDED_DONE, ENDED_WITHOUT_DONE, ENDED_ERROR, ENDED_CLOSED = (

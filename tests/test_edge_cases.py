@@ -21,13 +21,13 @@ from agent_loop import (
     TOOL_START,
     agent_events,
 )
-from conftest import altered, replay, wait_for, wait_until_gone
 from local_model import LocalModel
-from ollama_test_server import OllamaTestServer, call, chunk, reply
-from recording import RECORDINGS, RecordingChat, load
+from plumbing.recording import RECORDINGS, RecordingChat, load
 from replay import CANNOT_REPLAY, DIVERGED
 from repo_tools import RepoTools, count_results, run_pytest
-from scripted_model import ScriptedChat
+from tests.helpers import altered, replay, wait_for, wait_until_gone
+from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
+from tests.scripted_model import ScriptedChat
 
 
 class HeldStream:

@@ -17,6 +17,7 @@ Not here: anything the lab needs to run (the loop, the CLIs and replay never imp
 a model download from anywhere but the package index, or a server on any other address.
 """
 
+import argparse
 import contextlib
 import hashlib
 import http.client
@@ -31,7 +32,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent
 CACHE = HERE / ".cache" / "models"
 SHARED_SERVER = HERE.parent / "shared" / "real-server" / "bin" / "llama-server"
 
@@ -281,8 +282,13 @@ class LlamaServer:
             connection.close()
 
 
-def main():
-    """`python3 lab.py run real_server.py`: fetch the model if needed, say what is found."""
+def main(argv):
+    """`python3 lab.py run tests/real_server.py`: fetch the model if needed, say what is found."""
+    argparse.ArgumentParser(
+        prog="python3 lab.py run tests/real_server.py",
+        description="Find the real llama-server for the tests and fetch their model into "
+        f"{CACHE.relative_to(HERE)}/ if it is not there yet; print what is found.",
+    ).parse_args(argv)
     try:
         binary, model = server_binary(), model_file()
     except Unavailable as error:
@@ -293,4 +299,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

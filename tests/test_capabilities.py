@@ -17,20 +17,20 @@ from pathlib import Path
 import ollama
 import pytest
 
-import openai_test_server as openai
 import record_run
 from agent_loop import ASSISTANT_FINISHED, STOPPED, TASK, agent_events
 from ask import ASK_PROMPT
 from local_model import CAPABILITIES_KEPT, OPTIONS, LocalModel
-from ollama_test_server import OllamaTestServer, call, chunk, reply
-from readonly_tools import ReadOnlyTools
-from recording import load, save
+from plumbing.readonly_tools import ReadOnlyTools
+from plumbing.recording import load, save
+from plumbing.text_calls import MAX_SCAN, UNREADABLE, text_tool_call
 from replay import DIVERGED, REPRODUCED, replay_one
 from repo_tools import RepoTools, copy_sample
-from scripted_model import ScriptedChat
-from text_calls import MAX_SCAN, UNREADABLE, text_tool_call
+from tests import openai_test_server as openai
+from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
+from tests.scripted_model import ScriptedChat
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent
 NO_THINKING = "qwen2.5-coder:0.5b"
 NO_TOOLS = "gemma3:270m"
 CAPABILITIES = {NO_THINKING: ["completion", "tools", "insert"], NO_TOOLS: ["completion"]}
@@ -298,7 +298,7 @@ def test_hostile_written_call_gives_what_a_recording_can_hold(text):
 def detect_in_child(text):
     """The detector run on `text` in a child that prints its result as a recording saves it,
     and fails unless reading that back gives the same value (as replay recomputes it)."""
-    code = "import json, sys, text_calls, repo_tools\n"
+    code = "import json, sys, repo_tools\nfrom plumbing import text_calls\n"
     code += "found = text_calls.text_tool_call(sys.stdin.read(), repo_tools.RepoTools.schemas)\n"
     code += "saved = json.dumps(found, allow_nan=False)\n"
     code += "assert json.loads(saved) == found, saved[:200]\n"

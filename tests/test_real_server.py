@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 from agent_loop import INCOMPLETE_MODEL_TURN, MODEL_ERROR, TOOL_START
-from conftest import Reader, wait_until_gone
-from real_server import (
+from repo_tools import SOURCE_FILE, copy_sample
+from tests.helpers import Reader, wait_until_gone
+from tests.real_server import (
     MODEL,
     LlamaServer,
     ModelSpec,
@@ -33,9 +34,8 @@ from real_server import (
     server_binary,
     sha256_of,
 )
-from repo_tools import SOURCE_FILE, copy_sample
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent
 TINY_CONTEXT = 256
 # Each answer's budget: small, so the file takes about a minute on 2 busy cores. SmolLM2
 # never stops by itself on the repair task, and needs about 10 tokens for the question below.
@@ -64,9 +64,14 @@ def server():
 
 
 def lab(script, *args, timeout=300):
-    """Run a lab CLI to completion; (exit code, stdout, stderr)."""
+    """Run a lab CLI to completion, as `lab.py run` does; (exit code, stdout, stderr)."""
+    env = {**os.environ, "PYTHONPATH": str(HERE)}  # the scripts in tests/ import the lab's
     done = subprocess.run(
-        [sys.executable, str(HERE / script), *args], capture_output=True, text=True, timeout=timeout
+        [sys.executable, str(HERE / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
     )
     return done.returncode, done.stdout, done.stderr
 
@@ -175,7 +180,7 @@ def test_make_live_recording_adds_the_model_and_server_facts_and_replays(tmp_pat
     except Unavailable as error:
         pytest.skip(f"no real llama-server here: {error}")
     args = ["--max-tokens", "16", "--output", str(output)]
-    code, out, err = lab("make_live_recording.py", *args)
+    code, out, err = lab("tests/make_live_recording.py", *args)
     assert code == 0, out + err
     recording = json.loads(output.read_text(encoding="utf-8"))
     model = recording["model"]

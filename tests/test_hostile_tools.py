@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 
 from agent_loop import STOPPED, TOOL_RESULT, agent_events
-from confined_tree import SEARCH_FILE_BYTES
-from ollama_test_server import OllamaTestServer, call, chunk, reply
-from readonly_tools import LINE_LIMIT, OUT_OF_MEMORY, PATTERN_LIMIT, ReadOnlyTools
+from plumbing.confined_tree import SEARCH_FILE_BYTES
+from plumbing.readonly_tools import LINE_LIMIT, OUT_OF_MEMORY, PATTERN_LIMIT, ReadOnlyTools
 from repo_tools import EDITABLE, RepoTools, copy_sample
-from scripted_model import ScriptedChat
+from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
+from tests.scripted_model import ScriptedChat
 from tool_guard import ToolBox, function_schema
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent
 ASK = HERE / "ask.py"
 SECRET = "TOP-SECRET-OUTSIDE"
 DEEP = 1100  # folders: past the ~1,000 frames at which a recursive walk fails on 3.11
@@ -67,7 +67,7 @@ def search_in_child(root, arguments, seconds):
     code = (
         "import json, sys\n"
         f"sys.path.insert(0, {str(HERE)!r})\n"
-        "from readonly_tools import ReadOnlyTools\n"
+        "from plumbing.readonly_tools import ReadOnlyTools\n"
         "tools = ReadOnlyTools(sys.argv[1])\n"
         "tools.search_seconds = float(sys.argv[2])\n"
         "print(json.dumps(tools.invoke('search', json.loads(sys.argv[3]))))\n"

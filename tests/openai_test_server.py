@@ -16,7 +16,7 @@ shares with ollama_test_server.py is in stand_in_server.py.
 
 import json
 
-from stand_in_server import StandInServer, StreamHandler
+from tests.stand_in_server import StandInServer, StreamHandler
 
 TEST_MODEL = "test-model"
 API_ROOT = "/v1"

@@ -15,8 +15,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from agent_loop import INTERRUPTED, MODEL_DONE, TOOL_RESULT
-from console import plural
-from stats import median, wilson_interval
+from plumbing.console import plural
+from plumbing.stats import median, wilson_interval
 
 
 def passed(recording):

@@ -17,7 +17,7 @@ import pytest
 
 from agent_loop import MODEL_START, STOPPED, TASK, TOOL_RESULT, TOOL_START, agent_events
 from openai_model import OpenAIModelError, chunks_from_events
-from scripted_model import ScriptedChat
+from tests.scripted_model import ScriptedChat
 from tool_guard import ToolBox, function_schema
 
 SEEDS = range(10000)

@@ -34,27 +34,27 @@ from agent_loop import (
     TOOL_START,
     agent_events,
 )
-from conftest import sigint_default
-from limits import MAX_LINE_BYTES, MAX_TOOL_CALLS, Deadline, Watchdog
 from local_model import LocalModel
-from ollama_test_server import OllamaTestServer, call, chunk
-from ollama_test_server import reply as ollama_reply
 from openai_model import OpenAICompatibleModel
-from openai_test_server import (
+from plumbing.limits import MAX_LINE_BYTES, MAX_TOOL_CALLS, Deadline, Watchdog
+from plumbing.recording import load
+from replay import REPRODUCED, replay_one
+from repo_tools import RepoTools
+from tests.helpers import sigint_default
+from tests.ollama_test_server import OllamaTestServer, call, chunk
+from tests.ollama_test_server import reply as ollama_reply
+from tests.openai_test_server import (
     TEST_MODEL,
     OpenAITestServer,
     content,
     finish,
     tool_call,
 )
-from openai_test_server import reply as openai_reply
-from recording import load
-from replay import REPRODUCED, replay_one
-from repo_tools import RepoTools
-from scripted_model import ScriptedChat
-from test_fuzz import CountingTools
+from tests.openai_test_server import reply as openai_reply
+from tests.scripted_model import ScriptedChat
+from tests.test_fuzz import CountingTools
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent
 STALL = 30.0  # how long a hostile server holds out; also the --timeout the deadline must beat
 
 

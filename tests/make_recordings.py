@@ -5,7 +5,7 @@ the real `ollama` SDK over real HTTP, against ollama_test_server.py on 127.0.0.1
 chunks written below by hand. Afterwards the file is marked `"source": "scripted"`, the
 stand-in server's digest and version are removed, and a description says how it was made.
 
-    python3 lab.py run make_recordings.py
+    python3 lab.py run tests/make_recordings.py
 
 Not a model's output: no model was involved. To record a real attempt, see README.md.
 """
@@ -16,10 +16,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ollama_test_server import OllamaTestServer, call, chunk, reply
-from recording import RECORDINGS, save
+from plumbing.recording import RECORDINGS, save
+from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent
 FAULTY_LINE = 'parts = path.split("/")'
 FIXED_LINE = 'parts = path.replace("\\\\", "/").split("/")'
 

@@ -1,6 +1,6 @@
 """Benchmark: the wall time of `record_run.py --attempts N` with --jobs 1, 2 and 4.
 
-    python3 lab.py run bench_jobs.py            (add --quick for fewer repeats)
+    python3 lab.py run tests/bench_jobs.py            (add --quick for fewer repeats)
 
 Each attempt is a scripted repair served by ollama_test_server.ConversationServer on
 127.0.0.1: an edit and a test run in one turn, then a final message, so each attempt makes
@@ -26,9 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from ollama_test_server import ConversationServer, call, chunk, reply
+from tests.ollama_test_server import ConversationServer, call, chunk, reply
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent
 FIX = {"old": 'path.split("/")', "new": 'path.replace("\\\\", "/").split("/")'}
 
 

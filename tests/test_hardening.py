@@ -15,17 +15,17 @@ from pathlib import Path
 
 import pytest
 
-import isolation
 from agent_loop import DEADLINE, MODEL_DONE, MODEL_ERROR, TASK, TOOL_START, agent_events
-from conftest import processes_under, start_cli, wait_for
-from ollama_test_server import OllamaTestServer, call, chunk, reply
+from plumbing import isolation
+from plumbing.recording import RECORDINGS, RecordingChat, load, save
 from record_run import record_attempt
-from recording import RECORDINGS, RecordingChat, load, save
 from replay import REPRODUCED, replay_one
 from repo_tools import READ_LIMIT, RepoTools, run_pytest
-from scripted_model import ScriptedChat
+from tests.helpers import processes_under, start_cli, wait_for
+from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
+from tests.scripted_model import ScriptedChat
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent
 HOSTILE_OLD = '"""Path rules for a small CI helper'
 HOSTILE_NEW = (
     "import subprocess, sys, time\n"

@@ -25,11 +25,11 @@ import threading
 import time
 from pathlib import Path
 
-from console import plural
-from outcomes import attempt_line, outcome, summary_lines
-from recording import RecordingError, load
+from plumbing.console import plural
+from plumbing.outcomes import attempt_line, outcome, summary_lines
+from plumbing.recording import RecordingError, load
 
-RECORD_RUN = Path(__file__).resolve().parent / "record_run.py"
+RECORD_RUN = Path(__file__).resolve().parent.parent / "record_run.py"
 EXIT_PASSED, EXIT_FAILED, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 

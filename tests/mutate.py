@@ -1,6 +1,6 @@
 """Mutation testing for the lab: does the suite notice when a rule of the code breaks?
 
-    python3 lab.py run mutate.py [MODULE ...] [--sample N] [--seed S] [--jobs N] [--tests ...]
+    python3 lab.py run tests/mutate.py [MODULE ...] [--sample N] [--seed S] [--jobs N] [--tests ...]
 
 Each mutant is one small change to one module, the kind of bug a hurried edit makes: a
 flipped comparison, `x is True` read as truthiness, a guard dropped (its condition made
@@ -40,17 +40,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent
 MODULES = [
     "agent_loop.py",
     "repo_tools.py",
     "tool_guard.py",
     "openai_model.py",
-    "recording.py",
-    "divergence.py",
-    "readonly_tools.py",
-    "limits.py",
-    "text_calls.py",
+    "plumbing/recording.py",
+    "plumbing/divergence.py",
+    "plumbing/readonly_tools.py",
+    "plumbing/limits.py",
+    "plumbing/text_calls.py",
 ]
 SEED = 15
 TIMEOUT = 600.0  # seconds for one run of the suite; a loop made endless is a timeout
@@ -271,7 +271,7 @@ def parse_tests(items):
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(
-        prog="python3 lab.py run mutate.py",
+        prog="python3 lab.py run tests/mutate.py",
         description="Run single-point mutants of the lab's modules against its test suite, "
         "each in a temporary copy of the repository, and report killed/survived/timeout.",
         epilog="exit codes: 0 the pass ran (whatever the score); 1 a --min-score was missed; "

@@ -17,17 +17,17 @@ from pathlib import Path
 import pytest
 
 from agent_loop import MODEL_ERROR, TASK, agent_events
-from conftest import sigint_default
 from local_model import LocalModel, ModelError
-from ollama_test_server import OllamaTestServer, chunk
-from ollama_test_server import reply as ollama_reply
 from openai_model import OpenAICompatibleModel, OpenAIModelError, chunks_from_events
-from openai_test_server import TEST_MODEL, OpenAITestServer, event, finish, tool_call
-from openai_test_server import reply as openai_reply
-from recording import RECORDINGS, save
+from plumbing.recording import RECORDINGS, save
 from repo_tools import RepoTools
+from tests.helpers import sigint_default
+from tests.ollama_test_server import OllamaTestServer, chunk
+from tests.ollama_test_server import reply as ollama_reply
+from tests.openai_test_server import TEST_MODEL, OpenAITestServer, event, finish, tool_call
+from tests.openai_test_server import reply as openai_reply
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent
 
 
 def cli(*args, env=None):

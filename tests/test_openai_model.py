@@ -28,10 +28,12 @@ from agent_loop import (
     TOOL_START,
     agent_events,
 )
-from conftest import FAULTY_LINE, FIXED_LINE, wait_for
-from limits import MAX_LINE_BYTES, LineTooLong
 from openai_model import OpenAICompatibleModel, OpenAIModelError, chunks_from_events, request_body
-from openai_test_server import (
+from plumbing.limits import MAX_LINE_BYTES, LineTooLong
+from plumbing.recording import RecordingChat
+from repo_tools import RepoTools
+from tests.helpers import FAULTY_LINE, FIXED_LINE, wait_for
+from tests.openai_test_server import (
     TEST_MODEL,
     OpenAITestServer,
     content,
@@ -41,8 +43,6 @@ from openai_test_server import (
     reply,
     tool_call,
 )
-from recording import RecordingChat
-from repo_tools import RepoTools
 
 READ_CODE = '{"path": "path_rules.py"}'
 

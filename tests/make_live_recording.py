@@ -1,6 +1,6 @@
 """Maintainers: record the shipped live attempt of a real model (recordings/smollm2-135m-live.json).
 
-    python3 lab.py run make_live_recording.py [--output PATH] [--max-tokens N]
+    python3 lab.py run tests/make_live_recording.py [--output PATH] [--max-tokens N]
 
 Starts the real llama.cpp `llama-server` with the model named in real_server.py (fetched
 into `.cache/models/` on first use), runs the real `record_run.py --api openai` against it
@@ -20,8 +20,9 @@ import sys
 from pathlib import Path
 
 from agent_loop import TOOL_START
-from console import test_line
-from real_server import (
+from plumbing.console import test_line
+from plumbing.recording import RECORDINGS, save
+from tests.real_server import (
     ANSWER_TOKENS,
     MODEL,
     LlamaServer,
@@ -29,9 +30,8 @@ from real_server import (
     server_version,
     sha256_of,
 )
-from recording import RECORDINGS, save
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent
 
 
 def parse_args(argv):

@@ -1,6 +1,6 @@
 """Benchmark: what the harness costs next to the work it cannot avoid, as ratios from one run.
 
-    python3 lab.py run bench.py            (add --quick for fewer repeats)
+    python3 lab.py run tests/bench.py            (add --quick for fewer repeats)
 
 Each comparison runs both sides interleaved (A, B, A, B, ...) so that both see the same
 machine, with the garbage collector paused during each run (as `timeit` does), and
@@ -42,16 +42,16 @@ from pathlib import Path
 import ollama
 
 from agent_loop import TASK, TEXT_DELTA, agent_events, conversation_start
-from isolation import isolation_kind, isolation_prefix
 from local_model import OPTIONS, LocalModel
-from ollama_test_server import OllamaTestServer, chunk, reply
-from openai_test_server import OpenAITestServer, content, finish
-from openai_test_server import reply as openai_reply
-from readonly_tools import SEARCH_GRACE, SEARCH_SECONDS, ReadOnlyTools, _search
+from plumbing.isolation import isolation_kind, isolation_prefix
+from plumbing.readonly_tools import SEARCH_GRACE, SEARCH_SECONDS, ReadOnlyTools, _search
 from repo_tools import PYTEST_COMMAND, RepoTools, copy_sample, minimal_env
-from scripted_model import ScriptedChat
+from tests.ollama_test_server import OllamaTestServer, chunk, reply
+from tests.openai_test_server import OpenAITestServer, content, finish
+from tests.openai_test_server import reply as openai_reply
+from tests.scripted_model import ScriptedChat
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent
 
 
 def interleaved(a, b, repeats):
@@ -196,7 +196,7 @@ def replay_cost(repeats):
 CLIENT = """
 import sys, time
 from agent_loop import TASK, agent_events
-from limits import Deadline
+from plumbing.limits import Deadline
 from repo_tools import RepoTools
 api, url, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
 started = time.monotonic()

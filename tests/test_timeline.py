@@ -7,11 +7,11 @@ import pytest
 
 import record_run
 from agent_loop import MODEL_DONE, TASK, TOOL_RESULT, agent_events
-from ollama_test_server import call, chunk
-from recording import RecordingChat, load
+from plumbing.recording import RecordingChat, load
+from plumbing.timeline import timeline
 from repo_tools import RepoTools, copy_sample
-from scripted_model import ScriptedChat
-from timeline import timeline
+from tests.ollama_test_server import call, chunk
+from tests.scripted_model import ScriptedChat
 
 
 def turn(turn_number, model, tools=(), names=()):

@@ -19,16 +19,10 @@ from pathlib import Path
 
 import pytest
 
-import isolation
 import replay
-from conftest import FAULTY_LINE, FIXED_LINE, processes_under
-from make_recordings import GAMES_THE_VERDICT
-from ollama_test_server import OllamaTestServer, call, chunk, reply
-from openai_test_server import TEST_MODEL as OPENAI_MODEL
-from openai_test_server import OpenAITestServer
-from openai_test_server import reply as openai_reply
-from recording import RECORDINGS, load, save
-from redact import REDACTED, redact, secret_values
+from plumbing import isolation
+from plumbing.recording import RECORDINGS, load, save
+from plumbing.redact import REDACTED, redact, secret_values
 from repo_tools import (
     NO_REPORT,
     OUTPUT_LIMIT,
@@ -43,8 +37,14 @@ from repo_tools import (
     independent_tests,
     judge,
 )
+from tests.helpers import FAULTY_LINE, FIXED_LINE, processes_under
+from tests.make_recordings import GAMES_THE_VERDICT
+from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
+from tests.openai_test_server import TEST_MODEL as OPENAI_MODEL
+from tests.openai_test_server import OpenAITestServer
+from tests.openai_test_server import reply as openai_reply
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent
 DOCSTRING = '"""Path rules for a small CI helper'
 FAKE_KEY = "sk-fake-harness-key-0123456789"
 

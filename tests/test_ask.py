@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 
 from ask import ASK_PROMPT
-from conftest import Reader, sigint_default
-from ollama_test_server import OllamaTestServer, call, chunk, reply
-from readonly_tools import RESULT_LIMIT, ReadOnlyTools
+from plumbing.readonly_tools import RESULT_LIMIT, ReadOnlyTools
 from repo_tools import copy_sample
+from tests.helpers import Reader, sigint_default
+from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 
-ASK = Path(__file__).resolve().parent / "ask.py"
+ASK = Path(__file__).resolve().parent.parent / "ask.py"
 SECRET = "TOP-SECRET-OUTSIDE"  # content that lives outside the root
 GIT_MARKER = "GIT-INTERNALS-MARKER"
 BINARY_MARKER = "BINARY-MARKER"

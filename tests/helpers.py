@@ -1,0 +1,130 @@
+"""Helpers shared by the lab's tests: processes, pipes, waiting, and altered recordings."""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+LAB = Path(__file__).resolve().parent.parent  # the lab's own folder
+
+
+def sigint_default():
+    """For Popen(preexec_fn=...): a child that Ctrl-C reaches even if the suite ignores it.
+
+    subtle: a shell runs background jobs with SIGINT ignored, a child inherits that, and
+    Python then installs no KeyboardInterrupt handler; the Ctrl-C tests would hang or lie.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def wait_until_gone(pid, seconds=5.0):
+    """True once `pid` has exited (a zombie waiting for init to reap it counts as gone)."""
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# --- shared by several test files (issue 15): one definition each --------------------------------
+
+# The line of sample_repo/path_rules.py that holds the bug, and the line that fixes it.
+FAULTY_LINE = 'parts = path.split("/")'
+FIXED_LINE = 'parts = path.replace("\\\\", "/").split("/")'
+
+
+def wait_for(condition, seconds=10.0):
+    """True once `condition()` holds, False after `seconds`: for events another thread
+    causes (a server noticing a hang-up). The bound is generous; only a failure waits it out."""
+    until = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > until:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def replay(path, **options):
+    """(outcome, printed text) of replaying the recording at `path`, as replay.py does."""
+    import io
+
+    from replay import replay_one
+
+    out = io.StringIO()
+    return replay_one(path, out=out, **options), out.getvalue()
+
+
+def altered(tmp_path, change, name="altered.json"):
+    """A copy of the shipped repair recording with `change(recording)` applied."""
+    from plumbing.recording import RECORDINGS, load, save
+
+    recording = load(RECORDINGS / "repair.json")
+    change(recording)
+    save(tmp_path / name, recording)
+    return tmp_path / name
+
+
+# --- processes and pipes, for the tests that run the CLIs as a user would ------------------
+
+
+def processes_under(directory):
+    """PIDs of live (not zombie) processes whose working directory is inside `directory`.
+
+    Read from the host's /proc, so it sees processes in bubblewrap's PID namespace too."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cwd = os.readlink(entry / "cwd")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if cwd.startswith(str(directory)) and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def start_cli(args, tmp_path, own_group=False):
+    """(process, lines): a lab CLI (`args[0]` the script) running with its temporary copies
+    in `tmp_path`, Ctrl-C reaching it, and its stdout lines collected as they come."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    process = subprocess.Popen(
+        [sys.executable, *map(str, args)],
+        cwd=LAB,
+        env=env,
+        preexec_fn=sigint_default,
+        start_new_session=own_group,  # then the test can press Ctrl-C as a terminal does
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines = []
+    threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True).start()
+    return process, lines
+
+
+class Reader:
+    """Collects a pipe's bytes in a thread, so a test can wait for text without blocking."""
+
+    def __init__(self, pipe):
+        self.data, self.pipe = b"", pipe
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        while piece := os.read(self.pipe.fileno(), 4096):
+            self.data += piece
+
+    def wait_for(self, text, start=0, timeout=15):
+        """The offset just after `text`, first found at or after `start`."""
+        until = time.monotonic() + timeout
+        while (found := self.data.find(text.encode(), start)) < 0:
+            assert time.monotonic() < until, f"{text!r} never came; got {self.data!r}"
+            time.sleep(0.02)
+        return found + len(text)

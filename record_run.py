@@ -239,6 +239,7 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
         print(f"error: the recording could not be saved to {output}: {error}", file=sys.stderr)
         return EXIT_SETUP
     print(f"Independent final tests: {test_line(final)}", file=out)
+    view.changes(recording["final_source"])
     tests_seconds = starting["seconds"] + (final["seconds"] if final else 0.0)
     print("\n".join(timeline(events, tests_seconds=tests_seconds, model_info=model_info)), file=out)
     print(f"Saved: {output}", file=out)

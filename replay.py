@@ -173,6 +173,7 @@ def replay_one(path, show_requests=False, isolate=True, out=None):
         final = independent_tests(repo, isolate) if recording["final_tests"] is not None else None
         source = final_source(repo)
     print(f"Independent final tests: {test_line(final)}", file=out)
+    view.changes(source)
     # subtle: after the verdict, not before: the description says how the attempt ends,
     # and a learner predicting the outcome should not read it first.
     print(f"About this recording: {recording['description']}", file=out)

@@ -38,7 +38,7 @@ from plumbing.recording import (
 from replay import CANNOT_REPLAY, DIVERGED, REPRODUCED
 from repo_tools import SAMPLE_REPO, TEST_FILE, RepoTools, copy_sample, count_results, run_pytest
 from tests import openai_test_server as openai
-from tests.helpers import FAULTY_LINE, altered, replay, sigint_default, wait_for
+from tests.helpers import FAULTY_LINE, FIXED_LINE, altered, replay, sigint_default, wait_for
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.real_server import ANSWER_TOKENS, MODEL
 from tests.scripted_model import ScriptedChat
@@ -173,6 +173,52 @@ def test_replay_shows_the_description_only_after_the_verdict():
     about = next(i for i, line in enumerate(lines) if line.startswith("About this recording:"))
     assert verdict < about
     assert load(RECORDINGS / "claims-success-without-edit.json")["description"] in lines[about]
+
+
+def lines_after(output, start, count):
+    """The `count` lines of `output` after the first line that starts with `start`."""
+    lines = output.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith(start))
+    return lines[at + 1 : at + 1 + count]
+
+
+def test_replay_shows_each_edit_and_the_whole_change_as_diffs():
+    _, output = replay(RECORDINGS / "repair.json")
+    removed, added = f"    -        {FAULTY_LINE}", f"    +        {FIXED_LINE}"
+    under_edit = lines_after(output, "  -> replaced 1 occurrence", 8)
+    assert under_edit[:2] == ["    --- path_rules.py before", "    +++ after this edit"]
+    assert removed in under_edit and added in under_edit
+    whole = lines_after(output, "What the run changed in path_rules.py:", 8)
+    assert whole[:2] == ["    --- sample_repo/path_rules.py", "    +++ after the run"]
+    assert removed in whole and added in whole
+
+
+def test_a_run_that_changed_nothing_shows_no_diff():
+    _, output = replay(RECORDINGS / "claims-success-without-edit.json")
+    assert "What the run changed" not in output and "+++ " not in output
+
+
+def test_a_failed_edit_shows_no_diff(tmp_path):
+    def change(recording):  # the edit's `old` no longer occurs: replace_text refuses it
+        for c in recording["model_calls"][2]["chunks"]:
+            for tool_call in c["message"].get("tool_calls", []):
+                tool_call["function"]["arguments"]["old"] = "not in the file"
+
+    _, output = replay(altered(tmp_path, change))
+    assert "-> error: `old` was not found" in output
+    assert "after this edit" not in output and "What the run changed" not in output
+
+
+def test_a_source_divergence_shows_the_recorded_and_todays_file_as_a_diff(tmp_path):
+    def change(recording):
+        recording["final_source"] = recording["final_source"].replace(FIXED_LINE, "parts = []")
+
+    outcome, output = replay(altered(tmp_path, change))
+    assert outcome == DIVERGED
+    assert "DIVERGED (1):" in output  # nothing else differs
+    diff = lines_after(output, "  the resulting path_rules.py differs:", 8)
+    assert diff[:2] == ["    --- the recording's", "    +++ today's run's"]
+    assert "    -        parts = []" in diff and f"    +        {FIXED_LINE}" in diff
 
 
 def test_altered_tool_argument_is_reported_with_model_call_and_tool_call(tmp_path):
@@ -340,6 +386,8 @@ def test_recorder_writes_a_recording_that_replays_to_the_same_outcome(tmp_path):
     assert "Starting tests: 1 failed · 3 passed" in finished.stdout
     assert "turn 2: replace_text" in finished.stdout
     assert "Independent final tests: 4 passed" in finished.stdout
+    assert "What the run changed in path_rules.py:" in finished.stdout
+    assert '    +        parts = path.replace("\\\\", "/").split("/")' in finished.stdout
     recording = load(output)
     assert recording["source"] == "live" and recording["model"]["digest"].startswith("sha256:")
     assert recording["model"]["server_version"] == "0.0.0-test"

@@ -15,6 +15,7 @@ import json
 import re
 
 from agent_loop import MODEL_START, TOOL_RESULT, TOOL_START
+from plumbing.source_diff import unified
 from repo_tools import SOURCE_FILE
 
 TIMING_KEYS = ("seconds", "first_chunk_seconds")  # differ on every run; never compared
@@ -33,7 +34,8 @@ def divergences(recording, expected, events, requests, source, final, root):
     problems += tool_divergences(expected, events, recorded_root, root)
     problems += request_divergences(recording, requests, root)
     if "final_source" in recording and recording["final_source"] != source:
-        problems.append(f"resulting {SOURCE_FILE} differs from the recorded one")
+        diff = unified(recording["final_source"], source, "the recording's", "today's run's")
+        problems.append("\n".join([f"the resulting {SOURCE_FILE} differs:", *diff]))
     problems += final_tests_divergences(recording["final_tests"], final)
     return [p for p in problems if p]
 

@@ -210,7 +210,7 @@ def request_body(model, messages, tools, sampling=SAMPLING):
             turn += 1
             # subtle: some servers reject "content": null on an assistant message.
             out = {"role": "assistant", "content": message.get("content") or ""}
-            calls = message.get("tool_calls") or []
+            calls = message.get("tool_calls")
             if calls:
                 pending = [call_id(turn, k) for k in range(len(calls))]
                 out["tool_calls"] = [

@@ -138,11 +138,15 @@ def run_pytest(root, timeout=TEST_TIMEOUT, isolate=True):
         exit_code, output = _run(command, root, timeout)
         verdict = judge(root, exit_code, report, timeout)
     output = redact(output)  # before the cut, so no part of a secret survives at its edge
-    if len(output) > OUTPUT_LIMIT:
-        output = (
-            f"[... {len(output) - OUTPUT_LIMIT} earlier characters cut]\n" + output[-OUTPUT_LIMIT:]
-        )
-    return {"exit_code": exit_code, "output": output, **verdict}
+    return {"exit_code": exit_code, "output": tail(output), **verdict}
+
+
+def tail(output):
+    """The last OUTPUT_LIMIT characters of `output` (where pytest's summary is), saying how
+    many came before them."""
+    if len(output) <= OUTPUT_LIMIT:
+        return output
+    return f"[... {len(output) - OUTPUT_LIMIT} earlier characters cut]\n" + output[-OUTPUT_LIMIT:]
 
 
 def _run(command, root, timeout):

@@ -20,7 +20,7 @@ from plumbing import isolation
 from plumbing.recording import RECORDINGS, RecordingChat, load, save
 from record_run import record_attempt
 from replay import REPRODUCED, replay_one
-from repo_tools import READ_LIMIT, RepoTools, run_pytest
+from repo_tools import READ_LIMIT, RepoTools, run_pytest, tail
 from tests.helpers import processes_under, start_cli, wait_for
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.scripted_model import ScriptedChat
@@ -358,3 +358,21 @@ def test_read_file_of_a_huge_file_is_bounded(repo):
     result = RepoTools(repo).invoke("read_file", {"path": "path_rules.py"})
     assert len(result["text"]) < READ_LIMIT + 100
     assert "cut: the file has 600000 characters" in result["text"]
+
+
+# The sizes the README promises, pinned by their values: a test through the constant would
+# pass whatever the constant became.
+
+
+def test_read_file_returns_20000_characters_whole_and_cuts_one_more(repo):
+    (repo / "path_rules.py").write_text("x" * 20_000)
+    whole = RepoTools(repo).invoke("read_file", {"path": "path_rules.py"})["text"]
+    assert whole == "x" * 20_000
+    (repo / "path_rules.py").write_text("x" * 20_001)
+    cut = RepoTools(repo).invoke("read_file", {"path": "path_rules.py"})["text"]
+    assert cut == "x" * 20_000 + "\n[... cut: the file has 20001 characters]"
+
+
+def test_test_output_keeps_its_last_4000_characters():
+    assert tail("x" * 4_000) == "x" * 4_000
+    assert tail("y" + "x" * 4_000) == "[... 1 earlier characters cut]\n" + "x" * 4_000

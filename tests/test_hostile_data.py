@@ -19,7 +19,7 @@ import pytest
 from agent_loop import MODEL_ERROR, TASK, agent_events
 from local_model import LocalModel, ModelError
 from openai_model import OpenAICompatibleModel, OpenAIModelError, chunks_from_events
-from plumbing.recording import RECORDINGS, save
+from plumbing.recording import RECORDINGS, RecordingError, load, save
 from repo_tools import RepoTools
 from tests.helpers import sigint_default
 from tests.ollama_test_server import OllamaTestServer, chunk
@@ -112,6 +112,21 @@ def test_replay_refuses_an_unreadable_recording_in_one_line(tmp_path, name, make
     stderr = finished.stderr.decode()
     assert finished.returncode == 2, stderr
     assert "Traceback" not in stderr and says in stderr
+
+
+def test_a_recording_may_nest_100_levels_and_not_101(tmp_path):
+    # A real recording nests about ten levels; the README promises the limit of 100.
+    def nested(levels):
+        path = tmp_path / f"nested-{levels}.json"
+        path.write_text(shipped()[:-2] + ', "x": ' + "[" * levels + "]" * levels + "}\n")
+        try:
+            load(path)
+        except RecordingError as error:
+            return str(error)
+        return "loaded"
+
+    assert "nested deeper than 100 levels" in nested(101)
+    assert "nested" not in nested(100)
 
 
 @pytest.mark.parametrize(

@@ -99,3 +99,17 @@ def test_recordings_carry_the_metrics(tmp_path):
     assert done[0]["model_counters"] == {}  # scripted without counters: none invented
     assert all("seconds" in e for e in recording["events"] if e["type"] == TOOL_RESULT)
     assert recording["starting_tests"]["seconds"] > 0 and recording["final_tests"]["seconds"] > 0
+
+
+def test_the_first_chunk_is_timed_when_it_arrives_not_later(repo):
+    now = [0.0]
+
+    def chat(messages, tools):  # the clock moves as each chunk arrives
+        now[0] = 1.0
+        yield chunk("Hello")
+        now[0] = 5.0
+        yield chunk(done=True)
+
+    events = agent_events(chat, RepoTools(repo), TASK, 1, clock=lambda: now[0])
+    done = next(e for e in events if e["type"] == MODEL_DONE)
+    assert (done["first_chunk_seconds"], done["seconds"]) == (1.0, 5.0)

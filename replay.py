@@ -15,7 +15,6 @@ Not here: a model, the network or the ollama SDK. Timings are shown, never compa
 """
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -25,12 +24,14 @@ from plumbing import quiet_interrupt  # first: Ctrl-C during the slow imports be
 
 # isort: split
 
-from agent_loop import DEADLINE, INTERRUPTED, STOPPED, agent_events
+from agent_loop import DEADLINE, INTERRUPTED, MODEL_DONE, MODEL_START, STOPPED, AgentLoop
 from plumbing.console import RunPrinter, test_line, tolerant_output
 from plumbing.divergence import divergences
 from plumbing.isolation import notice
+from plumbing.limits import positive_int
 from plumbing.recording import RECORDINGS, RecordingError, ReplayChat, load, sha256_file
 from plumbing.timeline import timeline
+from plumbing.transcript import chunk_lines, full_request_lines, request_lines
 from repo_tools import (
     SAMPLE_REPO,
     SOURCE_FILE,
@@ -42,6 +43,7 @@ from repo_tools import (
 )
 
 REPRODUCED, DIVERGED, CANNOT_REPLAY = 0, 1, 2
+TURNS, FULL = "turns", "full"  # the two views of --transcript
 
 
 def parse_args(argv):
@@ -73,10 +75,25 @@ def parse_args(argv):
     parser.set_defaults(isolate=True)
     parser.add_argument(
         "--transcript",
-        action="store_true",
-        help="also print every request: its messages as the loop passed them to the adapter "
-        "(for an OpenAI-compatible recording, the exact JSON body)",
+        nargs="?",
+        const=TURNS,
+        choices=(TURNS, FULL),
+        help="also print what the model was sent: each request where its turn starts, as the "
+        "messages new since the request before, tool results as text (--transcript); or "
+        "every request whole after the run, as close to the wire as the recording's API "
+        "allows (--transcript=full)",
     )
+    parser.add_argument(
+        "--chunks",
+        type=positive_int,
+        metavar="N",
+        help="also print turn N's chunks, one per line, as the adapter handed them to the loop",
+    )
+    # subtle: `--transcript recordings/x.json` must not take the recording for its value.
+    argv = list(sys.argv[1:] if argv is None else argv)
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "--transcript" and argv[i + 1] not in (TURNS, FULL):
+            argv[i] = f"--transcript={TURNS}"
     return parser.parse_args(argv)
 
 
@@ -98,32 +115,6 @@ def assembler(recording):
     return None
 
 
-def print_requests(recording, requests, out):
-    """Each request of the replay, as close to the wire as the recording's API allows."""
-
-    def show(value):
-        print(json.dumps(value, indent=2, ensure_ascii=False), file=out)
-
-    if recording.get("api") == "openai":
-        from openai_model import SAMPLING, request_body
-
-        name, options = recording["model"].get("name", "?"), recording["model"].get("options")
-        sampling = options if isinstance(options, dict) else SAMPLING  # --max-tokens as recorded
-        for number, messages in enumerate(requests, 1):
-            print(f"--- request {number}: the body of POST /chat/completions ---", file=out)
-            show(request_body(name, messages, RepoTools.schemas, sampling))
-        return
-    print("--- the tool schemas, sent with every request ---", file=out)
-    show(RepoTools.schemas)
-    for number, messages in enumerate(requests, 1):
-        print(
-            f"--- request {number}: {len(messages)} messages, as the loop passed them to the "
-            "adapter (the SDK leaves out empty fields) ---",
-            file=out,
-        )
-        show(messages)
-
-
 def shown(path):
     """`path` relative to the current directory when it is under it: shorter to read."""
     try:
@@ -132,8 +123,10 @@ def shown(path):
         return path
 
 
-def replay_one(path, show_requests=False, isolate=True, out=None):
-    """Replay one recording; print what happens; return REPRODUCED, DIVERGED or CANNOT_REPLAY."""
+def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
+    """Replay one recording; print what happens; return REPRODUCED, DIVERGED or CANNOT_REPLAY.
+
+    `transcript` is None, TURNS or FULL (see --transcript); `chunks` a turn's number."""
     out = out or sys.stdout  # looked up now, not at import: tolerant_output() replaces it
     try:
         recording = load(path)
@@ -153,14 +146,22 @@ def replay_one(path, show_requests=False, isolate=True, out=None):
         chat = ReplayChat(recording["model_calls"], assembler(recording))
         view, events = RunPrinter(out), []
         task, turns, system = recording["task"], recording["max_turns"], recording["system"]
-        loop = agent_events(chat, RepoTools(repo, isolate=isolate), task, turns, system=system)
+        agent = AgentLoop(chat, RepoTools(repo, isolate=isolate), task, turns, system=system)
+        loop, sent = agent.events(), []
         # subtle: stop *before* asking for the next event; asking could run one more tool.
         while not (cut_short and len(events) == len(expected)):
             event = next(loop, None)
             if event is None:
                 break
             events.append(event)
+            if event["type"] == MODEL_START and transcript == TURNS:
+                # The loop appends before it yields: its messages are the request it sends.
+                lines = request_lines(event["turn"], agent.messages, sent)
+                print("\n".join(lines), file=out)
+                sent = list(agent.messages)
             view.show(event)
+            if event["type"] == MODEL_DONE and event["turn"] == chunks:
+                print("\n".join(chunk_lines(chunks, recording["model_calls"])), file=out)
         # A run stopped while a model call had produced no event yet (the server was still
         # reading the prompt) did make that request: make it too, so that the requests match.
         # The step that makes it cannot run a tool, and what it yields is past the cut.
@@ -180,8 +181,10 @@ def replay_one(path, show_requests=False, isolate=True, out=None):
     today = final["seconds"] if final else None
     lines = timeline(events, recording["events"], today, model_info=recording["model"])
     print("\n".join(lines), file=out)
-    if show_requests:
-        print_requests(recording, chat.requests, out)
+    if transcript == FULL:
+        print("\n".join(full_request_lines(recording, chat.requests, RepoTools.schemas)), file=out)
+    if chunks and not any(e["type"] == MODEL_DONE and e["turn"] == chunks for e in events):
+        print("\n".join(chunk_lines(chunks, recording["model_calls"])), file=out)
     problems = divergences(recording, expected, events, chat.requests, source, final, repo)
     if not problems:
         print("reproduced", file=out)
@@ -206,7 +209,7 @@ def main(argv=None):
     for number, path in enumerate(paths):
         if number:
             print()
-        outcomes.append(replay_one(path, args.transcript, args.isolate))
+        outcomes.append(replay_one(path, args.transcript, args.isolate, chunks=args.chunks))
     print(
         f"\nReplayed {len(paths)} recording(s): {outcomes.count(REPRODUCED)} reproduced, "
         f"{outcomes.count(DIVERGED)} diverged, "

@@ -5,6 +5,7 @@ recorder is run as a subprocess through the real SDK against ollama_test_server.
 """
 
 import io
+import json
 import os
 import signal
 import subprocess
@@ -35,7 +36,7 @@ from plumbing.recording import (
     save,
     sha256_file,
 )
-from replay import CANNOT_REPLAY, DIVERGED, REPRODUCED
+from replay import CANNOT_REPLAY, DIVERGED, FULL, REPRODUCED, TURNS, parse_args
 from repo_tools import SAMPLE_REPO, TEST_FILE, RepoTools, copy_sample, count_results, run_pytest
 from tests import openai_test_server as openai
 from tests.helpers import FAULTY_LINE, FIXED_LINE, altered, replay, sigint_default, wait_for
@@ -343,12 +344,60 @@ def test_highest_exit_code_applies_across_recordings(tmp_path):
     assert "1 reproduced, 0 diverged, 1 could not be replayed" in finished.stdout
 
 
-def test_transcript_prints_each_request_as_the_model_received_it():
-    outcome, output = replay(RECORDINGS / "bounded-max-turns-1.json", show_requests=True)
+def test_transcript_full_prints_each_request_as_the_model_received_it():
+    outcome, output = replay(RECORDINGS / "bounded-max-turns-1.json", transcript=FULL)
     assert outcome == REPRODUCED
     assert "--- request 1: 2 messages, as the loop passed them to the adapter" in output
     assert '"additionalProperties": false' in output  # the tool schemas are shown too
     assert '"role": "system"' in output
+
+
+def test_transcript_shows_each_request_where_its_turn_starts_with_only_what_is_new():
+    outcome, output = replay(RECORDINGS / "repair.json", transcript=TURNS)
+    assert outcome == REPRODUCED
+    lines = output.splitlines()
+    request_2 = lines.index("--- request 2: 4 messages, the first 2 as in request 1, then: ---")
+    assert lines[request_2 - 2 : request_2] == [
+        'turn 1: read_file {"path": "path_rules.py"}',
+        "  -> 11 lines of path_rules.py",
+    ]
+    assert lines[request_2 + 4] == "  tool result of read_file:"
+    # the file the model read, as text: no escaped quotes
+    source = (SAMPLE_REPO / "path_rules.py").read_text().splitlines()
+    shown = lines[request_2 + 7 : request_2 + 7 + len(source)]
+    assert shown == [f"        {line}" if line else "" for line in source]
+    assert '\\"\\"\\"Path' not in output  # nor as a JSON string, escaped
+    assert lines.count("  system:") == 1  # the system prompt once, not in every request
+    _, full = replay(RECORDINGS / "repair.json", transcript=FULL)
+    assert len(output.splitlines()) < len(full.splitlines()) / 2
+
+
+@pytest.mark.parametrize(
+    "argv, transcript, recordings",
+    [
+        (["--transcript", "recordings/repair.json"], TURNS, ["recordings/repair.json"]),
+        (["recordings/repair.json", "--transcript"], TURNS, ["recordings/repair.json"]),
+        (["--transcript=full", "recordings/repair.json"], FULL, ["recordings/repair.json"]),
+        (["--transcript", "full"], FULL, []),
+        ([], None, []),
+    ],
+)
+def test_transcript_never_takes_a_recording_for_its_value(argv, transcript, recordings):
+    args = parse_args(argv)
+    assert (args.transcript, [str(p) for p in args.recordings]) == (transcript, recordings)
+
+
+def test_chunks_shows_one_turns_chunks_as_they_arrived_inside_that_turn():
+    outcome, output = replay(RECORDINGS / "repair.json", chunks=3)
+    assert outcome == REPRODUCED
+    chunks = load(RECORDINGS / "repair.json")["model_calls"][2]["chunks"]
+    lines = output.splitlines()
+    head = lines.index(f"--- turn 3: its {len(chunks)} chunks, as the adapter handed them over ---")
+    assert lines[head - 1].startswith("turn 3 thinking: The Windows path")
+    assert [json.loads(line) for line in lines[head + 1 : head + 1 + len(chunks)]] == chunks
+    assert lines[head + 1 + len(chunks)].startswith("turn 3: replace_text")
+    _, missing = replay(RECORDINGS / "repair.json", chunks=9)
+    assert "--- no turn 9 to show: this recording has 5 model calls ---" in missing
 
 
 # --- record_run.py end to end, through the real SDK over real HTTP ------------------------------
@@ -546,7 +595,7 @@ def test_openai_recording_replays_through_the_adapters_normaliser(tmp_path):
     assert recording["api"] == "openai" and "chunks" not in recording["model_calls"][0]
     raw = recording["model_calls"][0]["events"]
     assert [e["choices"][0]["delta"].get("tool_calls") is not None for e in raw].count(True) == 5
-    outcome, output = replay(tmp_path / "openai.json", show_requests=True)
+    outcome, output = replay(tmp_path / "openai.json", transcript=FULL)
     assert outcome == REPRODUCED, output
     assert "Independent final tests: 4 passed" in output
     assert "--- request 2: the body of POST /chat/completions ---" in output

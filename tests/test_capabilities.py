@@ -484,7 +484,7 @@ def test_openai_requests_carry_max_tokens_and_ask_for_usage(tmp_path):
     assert recording["model"]["options"]["max_tokens"] == 77
     done = [e for e in recording["events"] if e["type"] == "model_done"]
     assert done[0]["model_counters"] == {"prompt_eval_count": 50, "eval_count": 3}
-    outcome, replayed = replay(tmp_path / "r.json", show_requests=True)
+    outcome, replayed = replay(tmp_path / "r.json", transcript="full")
     assert outcome == REPRODUCED, replayed
     assert '"max_tokens": 77' in replayed  # the bodies shown are the ones that were sent
     assert '"include_usage": true' in replayed

@@ -1,0 +1,85 @@
+"""The README's "Start here" path, run as a learner runs it: what it quotes, the run prints.
+
+Each quoted block is read from README.md itself, so the README and these tests cannot
+drift apart: a line the README quotes must appear in the output, in the same order
+(lines of `...` stand for what the README leaves out; a line ending in `...` is compared
+up to there).
+"""
+
+import subprocess
+import sys
+
+from plumbing.recording import RECORDINGS
+from tests.helpers import LAB, replay
+
+README = (LAB / "README.md").read_text(encoding="utf-8")
+
+
+def quoted_block(first):
+    """The indented block of README.md whose first line starts with `first`, unindented."""
+    lines = README.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("    " + first))
+    block = []
+    for line in lines[start:]:
+        if line and not line.startswith("    "):
+            break
+        block.append(line[4:])
+    while block and not block[-1]:
+        block.pop()
+    return block
+
+
+def appear_in_order(quoted, output):
+    """The quoted lines not found in `output` in their order (empty: all of them are)."""
+    lines, at, missing = output.splitlines(), 0, []
+    for line in quoted:
+        if line.strip() == "...":
+            continue
+        want = line.removesuffix("...")
+        same = str.startswith if line.endswith("...") else str.__eq__
+        found = next((i for i in range(at, len(lines)) if same(lines[i], want)), None)
+        if found is None:
+            missing.append(line)
+        else:
+            at = found + 1
+    return missing
+
+
+def test_step_1_the_replay_of_every_recording_ends_as_quoted():
+    finished = subprocess.run(
+        [sys.executable, str(LAB / "replay.py")], capture_output=True, text=True, cwd=LAB
+    )
+    quoted = quoted_block("Replayed ")
+    assert finished.stdout.splitlines()[-1] == quoted[0]
+    assert finished.returncode == 0
+
+
+def test_step_2_the_transcript_begins_as_quoted():
+    _, output = replay(RECORDINGS / "repair.json", transcript="turns")
+    assert appear_in_order(quoted_block("Model: gemma4:e2b (scripted)"), output) == []
+    _, chunks = replay(RECORDINGS / "repair.json", chunks=1)
+    assert '"thinking": "I should rea"' in chunks  # the first chunk the README names
+
+
+def test_step_3_the_turn_budget_ends_as_the_readme_says():
+    _, output = replay(RECORDINGS / "bounded-max-turns-1.json", transcript="turns")
+    for said in (
+        'turn 1: read_file {"path": "path_rules.py"}',
+        "  -> 11 lines of path_rules.py",
+        "Stop: max_turns after 1 model call, 1 tool call",
+        "Independent final tests: 1 failed · 3 passed",
+    ):
+        assert said in output.splitlines()
+    assert "--- request 1:" in output and "--- request 2:" not in output
+
+
+def test_step_4_breaking_a_recording_as_the_readme_does_diverges_as_quoted(tmp_path):
+    code = README.split("    python3 - <<'PY'\n", 1)[1].split("    PY\n", 1)[0]
+    code = "\n".join(line[4:] for line in code.splitlines())
+    broken = tmp_path / "broken.json"
+    code = code.replace('"/tmp/broken.json"', repr(str(broken)))
+    subprocess.run([sys.executable, "-c", code], cwd=LAB, check=True)
+    outcome, output = replay(broken)
+    assert outcome == 1
+    assert appear_in_order(quoted_block("DIVERGED (9):"), output) == []
+    assert "turn 4: run_tests {}\n  -> exit 1 (1 failed · 3 passed)" in output

@@ -33,8 +33,8 @@ def appear_in_order(quoted, output):
     """The quoted lines not found in `output` in their order (empty: all of them are)."""
     lines, at, missing = output.splitlines(), 0, []
     for line in quoted:
-        if line.strip() == "...":
-            continue
+        if line.strip() == "..." or line.startswith(("$ ", "python3 ")) or not line:
+            continue  # left out, or the command that printed the rest
         want = line.removesuffix("...")
         same = str.startswith if line.endswith("...") else str.__eq__
         found = next((i for i in range(at, len(lines)) if same(lines[i], want)), None)
@@ -83,3 +83,21 @@ def test_step_4_breaking_a_recording_as_the_readme_does_diverges_as_quoted(tmp_p
     assert outcome == 1
     assert appear_in_order(quoted_block("DIVERGED (9):"), output) == []
     assert "turn 4: run_tests {}\n  -> exit 1 (1 failed · 3 passed)" in output
+
+
+# --- outputs quoted further on, from the shipped recordings -------------------------------------
+
+
+def test_the_gamed_verdict_reads_as_quoted():
+    _, output = replay(RECORDINGS / "games-the-verdict.json")
+    quoted = quoted_block("python3 lab.py replay recordings/games-the-verdict.json")
+    assert appear_in_order(quoted, output) == []
+
+
+def test_compare_on_the_shipped_recordings_prints_as_quoted():
+    paths = sorted(str(p) for p in RECORDINGS.glob("*.json"))
+    finished = subprocess.run(
+        [sys.executable, str(LAB / "compare.py"), *paths], capture_output=True, text=True
+    )
+    quoted = quoted_block("$ python3 lab.py run compare.py recordings/*.json")
+    assert appear_in_order(quoted, finished.stdout) == []

@@ -192,7 +192,7 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
         tests_sha256, source_sha256 = sha256_file(repo / TEST_FILE), sha256_file(repo / SOURCE_FILE)
         starting = independent_tests(repo, isolate)
         print(f"Starting tests: {test_line(starting)}", file=out, flush=True)
-        events, view = [], RunPrinter(out)
+        events, view = [], RunPrinter(out, repo)
         tools = RepoTools(repo, isolate=isolate, deadline=deadline)
         deadline.restart()  # the budget is the loop's: the starting tests do not count
         agent = AgentLoop(recorder, tools, TASK, max_turns, deadline=deadline)

@@ -31,7 +31,7 @@ from plumbing.isolation import notice
 from plumbing.limits import positive_int
 from plumbing.recording import RECORDINGS, RecordingError, ReplayChat, load, sha256_file
 from plumbing.timeline import timeline
-from plumbing.transcript import chunk_lines, full_request_lines, request_lines
+from plumbing.transcript import ChunkLog, chunk_lines, full_request_lines, request_lines
 from repo_tools import (
     SAMPLE_REPO,
     SOURCE_FILE,
@@ -48,6 +48,7 @@ TURNS, FULL = "turns", "full"  # the two views of --transcript
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(
+        allow_abbrev=False,  # `--trans x.json` would escape the --transcript rewrite below
         description="Replay saved recordings offline through the real loop, tools and tests.",
         epilog="exit codes: 0 every recording reproduces; 1 at least one diverges; "
         "2 at least one cannot be replayed (not a recording, or the sample changed); "
@@ -92,6 +93,8 @@ def parse_args(argv):
     # subtle: `--transcript recordings/x.json` must not take the recording for its value.
     argv = list(sys.argv[1:] if argv is None else argv)
     for i, arg in enumerate(argv[:-1]):
+        if arg == "--":
+            break  # what follows is recordings, whatever their names
         if arg == "--transcript" and argv[i + 1] not in (TURNS, FULL):
             argv[i] = f"--transcript={TURNS}"
     return parser.parse_args(argv)
@@ -144,9 +147,10 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
     with tempfile.TemporaryDirectory(prefix="agent-lab-replay-") as scratch:
         repo = copy_sample(scratch)
         chat = ReplayChat(recording["model_calls"], assembler(recording))
-        view, events = RunPrinter(out), []
+        view, events = RunPrinter(out, repo), []
         task, turns, system = recording["task"], recording["max_turns"], recording["system"]
-        agent = AgentLoop(chat, RepoTools(repo, isolate=isolate), task, turns, system=system)
+        seen = ChunkLog(chat)
+        agent = AgentLoop(seen, RepoTools(repo, isolate=isolate), task, turns, system=system)
         loop, sent = agent.events(), []
         # subtle: stop *before* asking for the next event; asking could run one more tool.
         while not (cut_short and len(events) == len(expected)):
@@ -161,7 +165,7 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
                 sent = list(agent.messages)
             view.show(event)
             if event["type"] == MODEL_DONE and event["turn"] == chunks:
-                print("\n".join(chunk_lines(chunks, recording["model_calls"])), file=out)
+                print("\n".join(chunk_lines(chunks, seen.calls)), file=out)
         # A run stopped while a model call had produced no event yet (the server was still
         # reading the prompt) did make that request: make it too, so that the requests match.
         # The step that makes it cannot run a tool, and what it yields is past the cut.
@@ -184,7 +188,7 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
     if transcript == FULL:
         print("\n".join(full_request_lines(recording, chat.requests, RepoTools.schemas)), file=out)
     if chunks and not any(e["type"] == MODEL_DONE and e["turn"] == chunks for e in events):
-        print("\n".join(chunk_lines(chunks, recording["model_calls"])), file=out)
+        print("\n".join(chunk_lines(chunks, seen.calls)), file=out)
     problems = divergences(recording, expected, events, chat.requests, source, final, repo)
     if not problems:
         print("reproduced", file=out)

@@ -21,10 +21,12 @@ from agent_loop import (
     INCOMPLETE_MODEL_TURN,
     MAX_TURNS,
     MODEL_DONE,
+    TASK,
     TOOL_RESULT,
     TOOL_START,
     agent_events,
 )
+from plumbing.console import RunPrinter
 from plumbing.recording import (
     ENDED_DONE,
     ENDED_WITHOUT_DONE,
@@ -210,6 +212,46 @@ def test_a_failed_edit_shows_no_diff(tmp_path):
     assert "after this edit" not in output and "What the run changed" not in output
 
 
+def test_an_edit_sent_as_json_text_shows_its_diff(tmp_path):
+    # The guard decodes arguments sent as JSON text, so the edit runs: its diff must show.
+    def change(recording):
+        for c in recording["model_calls"][2]["chunks"]:
+            for tool_call in c["message"].get("tool_calls", []):
+                function = tool_call["function"]
+                function["arguments"] = json.dumps(function["arguments"])
+
+    _, output = replay(altered(tmp_path, change))
+    under_edit = lines_after(output, "  -> replaced 1 occurrence", 8)
+    assert f"    +        {FIXED_LINE}" in under_edit
+
+
+def test_the_diff_under_an_edit_is_read_from_the_file_itself(repo):
+    # Something besides replace_text (here the test's own hand, as edited code run by
+    # run_tests could) changes the file between two edits: the second diff shows the file
+    # as it really was, not as the edits alone would have left it.
+    marked = "    sources = []  # changed by a test run\n"
+
+    def chat(messages, tools):
+        turn = sum(m["role"] == "assistant" for m in messages) + 1
+        if turn == 2:
+            text = (repo / "path_rules.py").read_text()
+            (repo / "path_rules.py").write_text(text.replace("    sources = []\n", marked))
+        edits = {1: (FAULTY_LINE, FIXED_LINE), 2: ("# changed by a test run", "# edited")}
+        if turn in edits:
+            old, new = edits[turn]
+            yield chunk(tool_calls=[call("replace_text", old=old, new=new)], done=True)
+        else:
+            yield chunk("Done.", done=True)
+
+    out = io.StringIO()
+    view = RunPrinter(out, repo)
+    for event in agent_events(chat, RepoTools(repo), TASK, max_turns=3):
+        view.show(event)
+    second = lines_after(out.getvalue(), "turn 2: replace_text", 9)
+    assert "    -    sources = []  # changed by a test run" in second
+    assert "    +    sources = []  # edited" in second
+
+
 def test_a_source_divergence_shows_the_recorded_and_todays_file_as_a_diff(tmp_path):
     def change(recording):
         recording["final_source"] = recording["final_source"].replace(FIXED_LINE, "parts = []")
@@ -319,6 +361,13 @@ def test_recording_with_wrong_shape_names_the_field(tmp_path, capsys):
     assert "model_calls[2].chunks' must be a list" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("source", [5, ["a"], None], ids=["int", "list", "null"])
+def test_a_final_source_that_is_not_text_is_refused_in_one_line(tmp_path, capsys, source):
+    outcome, _ = replay(altered(tmp_path, lambda r: r.update(final_source=source)))
+    assert outcome == CANNOT_REPLAY
+    assert "'final_source' must be text" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("exit_code", ["0", 1.5, True], ids=["text", "float", "bool"])
 def test_recorded_test_run_with_a_mistyped_exit_code_names_it(tmp_path, capsys, exit_code):
     outcome, _ = replay(altered(tmp_path, lambda r: r["final_tests"].update(exit_code=exit_code)))
@@ -379,12 +428,28 @@ def test_transcript_shows_each_request_where_its_turn_starts_with_only_what_is_n
         (["recordings/repair.json", "--transcript"], TURNS, ["recordings/repair.json"]),
         (["--transcript=full", "recordings/repair.json"], FULL, ["recordings/repair.json"]),
         (["--transcript", "full"], FULL, []),
+        (["--transcript=turns", "--", "--transcript"], TURNS, ["--transcript"]),
         ([], None, []),
     ],
 )
 def test_transcript_never_takes_a_recording_for_its_value(argv, transcript, recordings):
     args = parse_args(argv)
     assert (args.transcript, [str(p) for p in args.recordings]) == (transcript, recordings)
+
+
+def test_transcript_refuses_an_abbreviated_flag_rather_than_misread_it(capsys):
+    with pytest.raises(SystemExit):
+        parse_args(["--trans", "recordings/repair.json"])
+    assert "unrecognized arguments" in capsys.readouterr().err
+
+
+def test_chunks_of_an_openai_recording_are_the_assembled_chunks_the_loop_saw():
+    outcome, output = replay(RECORDINGS / "smollm2-135m-live.json", chunks=1)
+    assert outcome == REPRODUCED
+    lines = output.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("--- turn 1: its "))
+    first = json.loads(lines[head + 1])
+    assert set(first) == {"message", "done"} and first["done"] is False  # a chunk, not an event
 
 
 def test_chunks_shows_one_turns_chunks_as_they_arrived_inside_that_turn():
@@ -397,7 +462,7 @@ def test_chunks_shows_one_turns_chunks_as_they_arrived_inside_that_turn():
     assert [json.loads(line) for line in lines[head + 1 : head + 1 + len(chunks)]] == chunks
     assert lines[head + 1 + len(chunks)].startswith("turn 3: replace_text")
     _, missing = replay(RECORDINGS / "repair.json", chunks=9)
-    assert "--- no turn 9 to show: this recording has 5 model calls ---" in missing
+    assert "--- no turn 9 to show: this replay made 5 model calls ---" in missing
 
 
 # --- record_run.py end to end, through the real SDK over real HTTP ------------------------------

@@ -20,9 +20,9 @@ from agent_loop import (
     TOOL_START,
 )
 from plumbing.redact import redact, secret_values
-from plumbing.source_diff import edited, unified
+from plumbing.source_diff import unified
 from plumbing.text_calls import NOTE as TEXT_CALL_NOTE
-from repo_tools import PASSED, SAMPLE_REPO, SOURCE_FILE, TESTS_FAILED
+from repo_tools import PASSED, SAMPLE_REPO, SOURCE_FILE, TESTS_FAILED, final_source
 
 
 def tolerant_output():
@@ -88,17 +88,17 @@ def result_line(name, result):
 class RunPrinter:
     """Prints a run's events as they come; `stop_line` prints a stop the loop never yielded.
 
-    Under each edit that succeeded it prints the diff of that edit, and `changes(final)`
-    prints what the whole run changed: the source is followed from the sample, edit by edit.
+    Given the copy the tools act on (`root`), it prints under each edit that succeeded the
+    diff of that edit, read from the file itself before and after it; `changes(final)`
+    prints what the whole run changed, from the sample's file to `final`.
     """
 
-    def __init__(self, out=None):
+    def __init__(self, out=None, root=None):
         self.out = out or sys.stdout  # looked up now: the CLIs redact it at start (see above)
         self.streaming = None  # "thinking" or "text" while a delta line is open
         self.model_calls = 0
         self.tool_calls = 0
-        self.sample = (SAMPLE_REPO / SOURCE_FILE).read_text(encoding="utf-8")
-        self.source, self.arguments = self.sample, None
+        self.root, self.before_edit = root, None
 
     def _print(self, text="", end="\n"):
         self.out.write(text + end)
@@ -127,24 +127,26 @@ class RunPrinter:
             self.tool_calls += 1
             arguments = json.dumps(event["arguments"], ensure_ascii=False)
             self._print(f"turn {event['turn']}: {event['name']} {arguments}")
-            self.arguments = event["arguments"]
+            if event["name"] == "replace_text" and self.root is not None:
+                # subtle: read now, before the tool runs: the loop yields this event first.
+                self.before_edit = final_source(self.root)
         elif kind == TOOL_RESULT:
             self._print(f"  -> {result_line(event['name'], event['result'])}")
-            if event["name"] == "replace_text" and "error" not in event["result"]:
-                self._show_edit(self.arguments["old"], self.arguments["new"])
+            if self.before_edit is not None and "error" not in event["result"]:
+                after = final_source(self.root)
+                for line in unified(
+                    self.before_edit, after, f"{SOURCE_FILE} before", "after this edit"
+                ):
+                    self._print(line)
+            self.before_edit = None
         elif kind == STOPPED:
             self._close_stream()
             self.stop_line(event)
 
-    def _show_edit(self, old, new):
-        after = edited(self.source, old, new)
-        for line in unified(self.source, after, f"{SOURCE_FILE} before", "after this edit"):
-            self._print(line)
-        self.source = after
-
-    def changes(self, final_source):
-        """What the run changed in the source, sample to end; nothing when it is unchanged."""
-        lines = unified(self.sample, final_source, f"sample_repo/{SOURCE_FILE}", "after the run")
+    def changes(self, final):
+        """What the run changed in the source, sample to `final`; nothing when unchanged."""
+        sample = (SAMPLE_REPO / SOURCE_FILE).read_text(encoding="utf-8")
+        lines = unified(sample, final, f"sample_repo/{SOURCE_FILE}", "after the run")
         if lines:
             self._print(f"What the run changed in {SOURCE_FILE}:")
             for line in lines:

@@ -278,6 +278,8 @@ def _shape_problem(data):
         problem = _verdict_problem(tests)
         if problem:
             return f"'{field}.{problem}"
+    if not isinstance(data.get("final_source", ""), str):
+        return "'final_source' must be text"
     if data.get("isolation") not in (*KINDS, None):  # null: recorded before it was kept
         return f"'isolation' must be one of {', '.join(KINDS)}"
     if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in data["messages"]):

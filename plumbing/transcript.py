@@ -69,12 +69,30 @@ def block(text, indent=INDENT):
     return [indent + line if line else "" for line in str(text).splitlines()] or [indent]
 
 
-def chunk_lines(number, model_calls):
-    """Turn `number`'s chunks, one JSON object a line, as they arrived."""
-    if not 1 <= number <= len(model_calls):
-        calls = f"{len(model_calls)} model call" + ("" if len(model_calls) == 1 else "s")
-        return [f"--- no turn {number} to show: this recording has {calls} ---"]
-    chunks = model_calls[number - 1]["chunks"]
+class ChunkLog:
+    """A chat that keeps the chunks it hands to the loop, call by call (for `--chunks N`).
+
+    subtle: these are the chunks after the adapter's assembly: for an OpenAI-compatible
+    recording that is what `chunks_from_events` made of the raw events, as the loop saw it.
+    """
+
+    def __init__(self, chat):
+        self.chat, self.calls = chat, []
+
+    def __call__(self, messages, tools):
+        kept = []
+        self.calls.append(kept)
+        for chunk in self.chat(messages, tools):
+            kept.append(chunk)
+            yield chunk
+
+
+def chunk_lines(number, calls):
+    """Turn `number`'s chunks (`calls`: a ChunkLog's), one JSON object a line, as they came."""
+    if not 1 <= number <= len(calls):
+        made = f"{len(calls)} model call" + ("" if len(calls) == 1 else "s")
+        return [f"--- no turn {number} to show: this replay made {made} ---"]
+    chunks = calls[number - 1]
     lines = [f"--- turn {number}: its {len(chunks)} chunks, as the adapter handed them over ---"]
     return lines + [INDENT + json.dumps(c, ensure_ascii=False) for c in chunks]
 

@@ -6,6 +6,7 @@ drift apart: a line the README quotes must appear in the output, in the same ord
 up to there).
 """
 
+import json
 import subprocess
 import sys
 
@@ -30,11 +31,15 @@ def quoted_block(first):
 
 
 def appear_in_order(quoted, output):
-    """The quoted lines not found in `output` in their order (empty: all of them are)."""
-    lines, at, missing = output.splitlines(), 0, []
+    """The quoted lines not found in `output` in their order (empty: all of them are).
+
+    subtle: a block that quotes nothing but a command and `...` would pass vacuously, so
+    the count of lines compared must be at least 3."""
+    lines, at, missing, compared = output.splitlines(), 0, [], 0
     for line in quoted:
         if line.strip() == "..." or line.startswith(("$ ", "python3 ")) or not line:
             continue  # left out, or the command that printed the rest
+        compared += 1
         want = line.removesuffix("...")
         same = str.startswith if line.endswith("...") else str.__eq__
         found = next((i for i in range(at, len(lines)) if same(lines[i], want)), None)
@@ -42,6 +47,7 @@ def appear_in_order(quoted, output):
             missing.append(line)
         else:
             at = found + 1
+    assert compared >= 3, f"the README quotes too little here to compare: {quoted}"
     return missing
 
 
@@ -57,8 +63,15 @@ def test_step_1_the_replay_of_every_recording_ends_as_quoted():
 def test_step_2_the_transcript_begins_as_quoted():
     _, output = replay(RECORDINGS / "repair.json", transcript="turns")
     assert appear_in_order(quoted_block("Model: gemma4:e2b (scripted)"), output) == []
-    _, chunks = replay(RECORDINGS / "repair.json", chunks=1)
-    assert '"thinking": "I should rea"' in chunks  # the first chunk the README names
+    # "four carry pieces of thinking, the fifth the tool call, the sixth done: true"
+    _, output = replay(RECORDINGS / "repair.json", chunks=1)
+    lines = output.splitlines()
+    head = lines.index("--- turn 1: its 6 chunks, as the adapter handed them over ---")
+    chunks = [json.loads(line) for line in lines[head + 1 : head + 7]]
+    assert [bool(c["message"].get("thinking")) for c in chunks] == [True] * 4 + [False] * 2
+    assert chunks[0]["message"]["thinking"] == "I should rea"
+    assert chunks[4]["message"]["tool_calls"] and chunks[5]["done"] is True
+    assert lines[head - 1].startswith("turn 1 thinking:")  # inside that turn
 
 
 def test_step_3_the_turn_budget_ends_as_the_readme_says():

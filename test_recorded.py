@@ -528,6 +528,13 @@ def test_recorded_mid_stream_error_replays_to_the_same_error(tmp_path):
     assert "model runner has unexpectedly stopped" in replayed
 
 
+def test_a_recording_saved_into_folders_that_do_not_exist_yet_makes_them(tmp_path):
+    # `--output runs/2026-11-29/gemma.json` on a fresh checkout: the folders are made.
+    recording = load(RECORDINGS / "repair.json")
+    save(tmp_path / "runs" / "today" / "x.json", recording)
+    assert load(tmp_path / "runs" / "today" / "x.json") == recording
+
+
 def test_recorder_refuses_to_overwrite_without_force(tmp_path):
     output = tmp_path / "exists.json"
     output.write_text("keep me")

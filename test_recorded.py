@@ -361,6 +361,28 @@ def test_recording_with_wrong_shape_names_the_field(tmp_path, capsys):
     assert "model_calls[2].chunks' must be a list" in capsys.readouterr().err
 
 
+def first_event(recording, kind):
+    return next(e for e in recording["events"] if e["type"] == kind)
+
+
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (lambda r: r["final_tests"].update(reason=5), "'final_tests.reason' must be text"),
+        (lambda r: r["events"][0].update(turn=0), "'events[1].turn' must be a positive int"),
+        (lambda r: r["events"][0].update(turn="1"), "'events[1].turn' must be a positive int"),
+        (lambda r: first_event(r, MODEL_DONE).update(message="text"), ".message' must be an"),
+        (lambda r: first_event(r, TOOL_START).pop("index"), ".index' and '.name' are needed"),
+        (lambda r: first_event(r, MODEL_DONE).update(seconds="1"), ".seconds' must be a number"),
+    ],
+    ids=["reason", "turn-0", "turn-text", "message", "index", "seconds"],
+)
+def test_a_recorded_field_of_the_wrong_type_is_named_in_one_line(tmp_path, capsys, change, says):
+    outcome, _ = replay(altered(tmp_path, change))
+    assert outcome == CANNOT_REPLAY
+    assert says in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("source", [5, ["a"], None], ids=["int", "list", "null"])
 def test_a_final_source_that_is_not_text_is_refused_in_one_line(tmp_path, capsys, source):
     outcome, _ = replay(altered(tmp_path, lambda r: r.update(final_source=source)))

@@ -9,6 +9,7 @@ against the Ollama-protocol test server on 127.0.0.1, through the real `ollama` 
 
 import json
 import os
+import resource
 import stat
 import subprocess
 import sys
@@ -18,7 +19,14 @@ import pytest
 
 from agent_loop import STOPPED, TOOL_RESULT, agent_events
 from plumbing.confined_tree import SEARCH_FILE_BYTES
-from plumbing.readonly_tools import LINE_LIMIT, OUT_OF_MEMORY, PATTERN_LIMIT, ReadOnlyTools
+from plumbing.readonly_tools import (
+    LINE_LIMIT,
+    OUT_OF_MEMORY,
+    PATTERN_LIMIT,
+    RESULT_LIMIT,
+    SEARCH_MEMORY,
+    ReadOnlyTools,
+)
 from repo_tools import EDITABLE, RepoTools, copy_sample
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.scripted_model import ScriptedChat
@@ -62,8 +70,10 @@ def deep_root(tmp_path):
     remove_deep_tree(root)
 
 
-def search_in_child(root, arguments, seconds):
-    """One search call in a fresh Python with `search_seconds` shrunk; its JSON result."""
+def search_in_child(root, arguments, seconds, address_space=None):
+    """One search call in a fresh Python with `search_seconds` shrunk; its JSON result.
+
+    `address_space`: bytes, the child's hard limit on memory (as `ulimit -v` sets it)."""
     code = (
         "import json, sys\n"
         f"sys.path.insert(0, {str(HERE)!r})\n"
@@ -77,9 +87,17 @@ def search_in_child(root, arguments, seconds):
         capture_output=True,
         text=True,
         timeout=CHILD_TIMEOUT,  # a search that ignores its budget fails here
+        preexec_fn=limited_memory(address_space) if address_space else None,
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+def limited_memory(limit):
+    def limit_it():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return limit_it
 
 
 # --- 1. a tool's exception is an error result ---------------------------------------------------
@@ -380,3 +398,47 @@ def test_replace_text_replaces_the_file_atomically_keeping_its_mode(tmp_path):
     assert (tmp_path / "old-inode").read_bytes() == before  # a new file took its place
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
     assert sorted(os.listdir(repo)) == sorted(os.listdir(copy_sample(tmp_path / "fresh")))
+
+
+# --- list_dir's cut and odd entries; search under a user's memory limit -------------------------
+
+
+def test_list_dir_returns_entries_of_exactly_the_limit_whole_and_cuts_one_more(tmp_path):
+    # A folder's entry is "name/" plus a separator: 80 names of 98 characters fill
+    # RESULT_LIMIT (8,000) exactly.
+    names = [f"{n:02d}" + "x" * 96 for n in range(RESULT_LIMIT // 100)]
+    for name in names:
+        (tmp_path / name).mkdir()
+    whole = ReadOnlyTools(tmp_path).invoke("list_dir", {"path": "."})
+    assert whole["entries"] == [f"{name}/" for name in names] and "note" not in whole
+    (tmp_path / names[-1]).rename(tmp_path / (names[-1] + "y"))
+    cut = ReadOnlyTools(tmp_path).invoke("list_dir", {"path": "."})
+    assert len(cut["entries"]) == len(names) - 1
+    assert cut["note"].startswith(f"cut after {len(names) - 1} of {len(names)} entries")
+
+
+def test_list_dir_shows_a_broken_link_as_unreadable(tmp_path):
+    (tmp_path / "gone").symlink_to(tmp_path / "nothing-here")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    listed = ReadOnlyTools(tmp_path).invoke("list_dir", {"path": "."})
+    assert listed["entries"] == ["gone (unreadable)", "loop (unreadable)"]
+
+
+def test_search_works_under_a_memory_limit_below_its_own(tmp_path):
+    # A user's `ulimit -v` lower than the search's SEARCH_MEMORY: the child keeps the lower.
+    (tmp_path / "a.py").write_text("needle = 1\n")
+    found = search_in_child(tmp_path, {"pattern": "needle"}, 10, address_space=SEARCH_MEMORY // 2)
+    assert found["matches"] == ["a.py:1: needle = 1"], found
+
+
+def test_search_returns_matches_of_exactly_the_limit_whole_and_cuts_one_more(tmp_path):
+    # A match is "file:line: text" plus a separator: 80 of 99 characters fill RESULT_LIMIT.
+    count = RESULT_LIMIT // 100
+    lines = ["needle".ljust(99 - len(f"a.py:{n}: "), "x") for n in range(1, count + 1)]
+    (tmp_path / "a.py").write_text("\n".join(lines) + "\n")
+    whole = ReadOnlyTools(tmp_path).invoke("search", {"pattern": "needle"})
+    assert len(whole["matches"]) == count and "note" not in whole
+    (tmp_path / "a.py").write_text("\n".join(lines) + "y\n")
+    cut = ReadOnlyTools(tmp_path).invoke("search", {"pattern": "needle"})
+    assert len(cut["matches"]) == count - 1
+    assert cut["note"].startswith(f"the results were cut after {count - 1} matches")

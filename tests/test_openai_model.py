@@ -29,7 +29,7 @@ from agent_loop import (
     agent_events,
 )
 from openai_model import OpenAICompatibleModel, OpenAIModelError, chunks_from_events, request_body
-from plumbing.limits import MAX_LINE_BYTES, LineTooLong
+from plumbing.limits import LineTooLong
 from plumbing.recording import RecordingChat
 from repo_tools import RepoTools
 from tests.helpers import FAULTY_LINE, FIXED_LINE, wait_for
@@ -252,7 +252,8 @@ def test_line_longer_than_one_read_is_assembled_whole():
 
 
 def test_line_of_exactly_the_cap_passes_and_one_byte_more_is_refused():
-    at_cap = b"x" * MAX_LINE_BYTES + b"\n"  # the newline is not counted
+    # 8 MB, the README's figure, written out: through MAX_LINE_BYTES any value would pass.
+    at_cap = b"x" * (8 * 1024 * 1024) + b"\n"  # the newline is not counted
     assert list(openai_model._lines(io.BytesIO(at_cap))) == [at_cap]
     with pytest.raises(LineTooLong):
         list(openai_model._lines(io.BytesIO(b"x" + at_cap)))

@@ -369,13 +369,14 @@ def first_event(recording, kind):
     "change, says",
     [
         (lambda r: r["final_tests"].update(reason=5), "'final_tests.reason' must be text"),
+        (lambda r: r["messages"].append("text"), "'messages' must be objects with a 'role'"),
         (lambda r: r["events"][0].update(turn=0), "'events[1].turn' must be a positive int"),
         (lambda r: r["events"][0].update(turn="1"), "'events[1].turn' must be a positive int"),
         (lambda r: first_event(r, MODEL_DONE).update(message="text"), ".message' must be an"),
         (lambda r: first_event(r, TOOL_START).pop("index"), ".index' and '.name' are needed"),
         (lambda r: first_event(r, MODEL_DONE).update(seconds="1"), ".seconds' must be a number"),
     ],
-    ids=["reason", "turn-0", "turn-text", "message", "index", "seconds"],
+    ids=["reason", "messages", "turn-0", "turn-text", "message", "index", "seconds"],
 )
 def test_a_recorded_field_of_the_wrong_type_is_named_in_one_line(tmp_path, capsys, change, says):
     outcome, _ = replay(altered(tmp_path, change))

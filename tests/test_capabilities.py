@@ -247,6 +247,9 @@ def test_each_written_form_of_an_offered_call_is_found(text):
         '```json\n{"name": "run_tests", "error": "boom"}\n```',  # other keys: no call, even fenced
         '{"name": "run_tests"} is what I would call.',  # name alone, but not alone in the text
         '{"name": ["read_file"], "arguments": {}}',  # a name that is not a string
+        # a name alone after a long line of prose: no fence could open that line
+        "x" * 100 + ' {"name": "run_tests"}',
+        "x" * 100 + '\n```\n{"name": "run_tests"}',  # a fence, but never closed
     ],
 )
 def test_prose_and_other_json_are_not_flagged(text):

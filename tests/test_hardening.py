@@ -148,12 +148,16 @@ def sleeper_under(directory):
     return False
 
 
-def interrupt_during_tests(process, lines, tmp_path):
-    """Send SIGINT once the tests that `run_tests` started are running."""
-    assert wait_for(lambda: any("run_tests {}" in line for line in lines), seconds=30)
-    assert wait_for(lambda: sleeper_under(tmp_path), seconds=30)
-    process.send_signal(signal.SIGINT)
-    return process.wait(timeout=30)
+def interrupted_during_tests(args, tmp_path):
+    """(exit code, stderr) of a CLI sent SIGINT once the tests `run_tests` started run."""
+    process, lines = start_cli(args, tmp_path)
+    try:
+        assert wait_for(lambda: any("run_tests {}" in line for line in lines), seconds=30)
+        assert wait_for(lambda: sleeper_under(tmp_path), seconds=30)
+        process.send_signal(signal.SIGINT)
+        return process.wait(timeout=30), process.stderr.read()
+    finally:
+        process.kill()
 
 
 def test_ctrl_c_during_a_test_run_kills_it_and_saves_interrupted(tmp_path):
@@ -164,13 +168,9 @@ def test_ctrl_c_during_a_test_run_kills_it_and_saves_interrupted(tmp_path):
     )
     with OllamaTestServer([hostile]) as server:
         args = [HERE / "record_run.py", "--host", server.host, "--output", output]
-        process, lines = start_cli(args, tmp_path)
-        try:
-            code = interrupt_during_tests(process, lines, tmp_path)
-        finally:
-            process.kill()
+        code, err = interrupted_during_tests(args, tmp_path)
     assert code == 130
-    assert "Traceback" not in process.stderr.read()
+    assert "Traceback" not in err
     assert processes_under(tmp_path) == []  # pytest and its sleeping grandchild are gone
     recording = load(output)
     assert recording["stop"]["reason"] == "interrupted" and recording["final_tests"] is None
@@ -183,13 +183,9 @@ def test_ctrl_c_during_a_replayed_test_run_exits_130_and_leaves_nothing(tmp_path
         for tool_call in c["message"].get("tool_calls", []):
             tool_call["function"]["arguments"] = {"old": HOSTILE_OLD, "new": HOSTILE_NEW}
     save(tmp_path / "hostile.json", recording)
-    process, lines = start_cli([HERE / "replay.py", tmp_path / "hostile.json"], tmp_path)
-    try:
-        code = interrupt_during_tests(process, lines, tmp_path)
-    finally:
-        process.kill()
+    code, err = interrupted_during_tests([HERE / "replay.py", tmp_path / "hostile.json"], tmp_path)
     assert code == 130
-    assert "Traceback" not in process.stderr.read()
+    assert "Traceback" not in err
     assert processes_under(tmp_path) == []
 
 

@@ -232,6 +232,14 @@ def test_each_written_form_of_an_offered_call_is_found(text):
     assert text_tool_call(text, RepoTools.schemas) == READ
 
 
+@pytest.mark.parametrize("padding, found", [(77, True), (78, False)])
+def test_a_fence_is_looked_for_within_80_characters_before_a_name_alone(padding, found):
+    # The name starts at 80 (found) or 81 (past the window: a fence's opening line is short).
+    text = "```" + " " * padding + '{"name": "run_tests"}```'
+    expected = {"name": "run_tests", "arguments": {}} if found else None
+    assert text_tool_call(text, RepoTools.schemas) == expected
+
+
 @pytest.mark.parametrize(
     "text",
     [

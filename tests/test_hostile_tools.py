@@ -442,3 +442,15 @@ def test_search_returns_matches_of_exactly_the_limit_whole_and_cuts_one_more(tmp
     cut = ReadOnlyTools(tmp_path).invoke("search", {"pattern": "needle"})
     assert len(cut["matches"]) == count - 1
     assert cut["note"].startswith(f"the results were cut after {count - 1} matches")
+
+
+def test_read_file_returns_exactly_the_limit_whole_and_notes_a_cut_of_one_more(tmp_path):
+    (tmp_path / "a.txt").write_text("x" * RESULT_LIMIT)
+    whole = ReadOnlyTools(tmp_path).invoke("read_file", {"path": "a.txt"})
+    assert whole == {"path": "a.txt", "text": "x" * RESULT_LIMIT}
+    (tmp_path / "a.txt").write_text("x" * (RESULT_LIMIT + 1))
+    cut = ReadOnlyTools(tmp_path).invoke("read_file", {"path": "a.txt"})
+    assert cut["text"] == "x" * RESULT_LIMIT
+    assert cut["note"].startswith(
+        f"cut after {RESULT_LIMIT} characters of a {RESULT_LIMIT + 1}-byte"
+    )

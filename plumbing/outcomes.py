@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from agent_loop import INTERRUPTED, MODEL_DONE, TOOL_RESULT
+from openai_model import OpenAIModelError, chunks_from_events
 from plumbing.console import plural
 from plumbing.stats import median, wilson_interval
 
@@ -46,8 +47,23 @@ class Outcome:
     seconds: float  # the loop (model and tools) + independent tests, as recorded
 
 
-def _token_total(done_events, counter):
-    values = [e.get("model_counters", {}).get(counter) for e in done_events]
+def _final_chunks(recording):
+    """Each model call's last chunk, as the adapter handed it to the loop (or {}).
+
+    subtle: read from the model calls, not from the `model_done` events: a turn cut short
+    (`done_reason: "length"`) has no `model_done`, but its tokens were spent and counted."""
+    for saved in recording["model_calls"]:
+        chunks = saved.get("chunks") or []
+        if recording.get("api") == "openai":
+            try:
+                chunks = list(chunks_from_events(iter(saved.get("events") or [])))
+            except OpenAIModelError:
+                chunks = []
+        yield chunks[-1] if chunks and isinstance(chunks[-1], dict) else {}
+
+
+def _token_total(finals, counter):
+    values = [final.get(counter) for final in finals]
     if not values or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
         return None  # subtle: a partial sum would look like a cheaper attempt
     return sum(values)
@@ -55,7 +71,7 @@ def _token_total(done_events, counter):
 
 def outcome(recording):
     events = recording["events"]
-    done = [e for e in events if e["type"] == MODEL_DONE]
+    finals = list(_final_chunks(recording))
     spans = [e.get("seconds") or 0.0 for e in events if e["type"] in (MODEL_DONE, TOOL_RESULT)]
     if isinstance(recording.get("loop_seconds"), (int, float)):
         # subtle: the events time only complete turns; a cut-off turn's wait is in here
@@ -69,8 +85,8 @@ def outcome(recording):
         stop=stop,
         model_calls=len(recording["model_calls"]),
         tool_calls=sum(1 for e in events if e["type"] == TOOL_RESULT),
-        prompt_tokens=_token_total(done, "prompt_eval_count"),
-        generated_tokens=_token_total(done, "eval_count"),
+        prompt_tokens=_token_total(finals, "prompt_eval_count"),
+        generated_tokens=_token_total(finals, "eval_count"),
         seconds=sum(spans),
     )
 

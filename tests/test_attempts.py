@@ -475,3 +475,28 @@ def test_openai_wire_asks_for_usage_and_keeps_it_as_the_counters(tmp_path):
     assert "Context (" not in finished.stdout  # the server did not say its window
     compared = compare(output)
     assert "median tokens: prompt 321 · generated 12" in compared.stdout
+
+
+# --- tokens are counted for every model call, a cut one too ---------------------------------
+
+
+def test_a_turn_cut_by_its_token_budget_counts_the_tokens_the_server_reported():
+    # The shipped real attempt is one turn cut at max_tokens: no model_done event, but
+    # the server's usage report came, and those tokens were spent.
+    recording = load(RECORDINGS / "smollm2-135m-live.json")
+    usage = next(e["usage"] for e in recording["model_calls"][0]["events"] if e.get("usage"))
+    cost = outcome(recording)
+    assert (cost.prompt_tokens, cost.generated_tokens) == (
+        usage["prompt_tokens"],
+        usage["completion_tokens"],
+    )
+
+
+def test_ollama_counters_are_summed_over_every_call_including_one_cut_at_length():
+    recording = load(RECORDINGS / "repair.json")
+    for number, saved in enumerate(recording["model_calls"], 1):
+        saved["chunks"][-1].update(prompt_eval_count=100 * number, eval_count=number)
+    saved["chunks"][-1]["done_reason"] = "length"  # the last turn was cut
+    assert (outcome(recording).prompt_tokens, outcome(recording).generated_tokens) == (1500, 15)
+    del recording["model_calls"][0]["chunks"][-1]["eval_count"]
+    assert outcome(recording).generated_tokens is None  # never a partial sum

@@ -8,16 +8,12 @@ Not here: deciding anything. A diff is shown; the verdict is pytest's alone.
 """
 
 import difflib
-import json
 
 CONTEXT = 2  # lines of unchanged text shown around each change
 
 
 def unified(before, after, before_name, after_name, indent="    "):
-    """The lines of a unified diff from `before` to `after`; none when they are equal.
-
-    Anything but text (a recording is untrusted input) is shown as its JSON."""
-    before, after = (v if isinstance(v, str) else json.dumps(v) for v in (before, after))
+    """The lines of a unified diff from `before` to `after`; none when they are equal."""
     lines = difflib.unified_diff(
         before.splitlines(), after.splitlines(), before_name, after_name, n=CONTEXT, lineterm=""
     )

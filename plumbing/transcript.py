@@ -12,6 +12,8 @@ Not here: running anything. replay.py calls these at the right moments.
 
 import json
 
+from plumbing.console import plural
+
 INDENT = "    "
 
 
@@ -90,7 +92,7 @@ class ChunkLog:
 def chunk_lines(number, calls):
     """Turn `number`'s chunks (`calls`: a ChunkLog's), one JSON object a line, as they came."""
     if not 1 <= number <= len(calls):
-        made = f"{len(calls)} model call" + ("" if len(calls) == 1 else "s")
+        made = plural(len(calls), "model call")
         return [f"--- no turn {number} to show: this replay made {made} ---"]
     chunks = calls[number - 1]
     lines = [f"--- turn {number}: its {len(chunks)} chunks, as the adapter handed them over ---"]

@@ -3,16 +3,19 @@ the disk and the harness.
 
 `isolation_kind()` names the best mechanism that works on this machine (probed once:
 installed is not enough), in this order:
-- "bubblewrap" (`bwrap`): new network, PID and IPC namespaces; a file system made of the
-  system folders and the Python installation, read-only, an empty private /tmp, and the
-  folders bound writable (the temporary copy and the fresh folder the test report goes
-  to); a new session; it dies with the harness. Nothing else of the machine is there: no
-  home folder, no /run, no Unix socket of another program (a new network namespace does
-  not stop a connect() to a socket file: D-Bus or Docker's would reach outside). In its own
-  PID namespace the test process sees none of the harness's processes (so not their
-  `/proc/<pid>/environ`), and everything it starts dies when the run ends, `setsid` or not.
+- "bubblewrap" (`bwrap`): no capability (even when the harness runs as root), a new user
+  namespace where the kernel allows one, new network, PID and IPC namespaces; a file
+  system made of the system folders and the Python installation, read-only, an empty
+  private /tmp, and the folders bound writable (the temporary copy and the fresh folder
+  the test report goes to); a new session; it dies with the harness. Nothing else of the
+  machine is there: no home folder, no /run, no Unix socket of another program (a new
+  network namespace does not stop a connect() to a socket file: D-Bus or Docker's would
+  reach outside). In its own PID namespace the test process sees none of the harness's
+  processes (so not their `/proc/<pid>/environ`), and everything it starts dies when the
+  run ends, `setsid` or not.
 - "network-only" (`unshare --net`, where it works: root, or user namespaces allowed): no
-  network, nothing else; the code can still write wherever you can and read your processes.
+  network, nothing else; the code can still write wherever you can and read your processes
+  (as root: anywhere, the lab's own Python installation included).
 - "none": neither works; the tests run with your permissions.
 `isolation_prefix(kind, writable)` is the command prefix `run_pytest` puts before
 `python -m pytest`, and `notice(isolate)` the one line a CLI prints at the start when the
@@ -34,6 +37,12 @@ KINDS = (BUBBLEWRAP, NETWORK_ONLY, NONE)
 # What the tests need to run Python, read-only; the Python installation is added to it.
 SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 BWRAP_UNSHARE = [
+    # subtle: a bwrap started by root keeps every capability unless told otherwise, and
+    # with CAP_SYS_ADMIN the tests could remount the read-only binds writable or mount the
+    # machine's disk. Dropped, and a user namespace where the kernel allows one besides.
+    "--cap-drop",
+    "ALL",
+    "--unshare-user-try",
     "--unshare-net",
     "--unshare-pid",
     "--unshare-ipc",

@@ -1,0 +1,97 @@
+"""The sandbox holds when the harness runs as root (CI, containers, many learners).
+
+Edited code that runs at import of path_rules.py tries what a root process could do in a
+bubblewrap sandbox that keeps its capabilities: remount the read-only Python installation
+writable and write into it, mount a file system, make a device node. Each attempt's
+outcome is written to a file in the copy (the one folder it may write), and read back here.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from plumbing import isolation
+from repo_tools import SOURCE_FILE, run_pytest
+
+PROBE = """\
+import ctypes, json, os, pathlib, stat, sys
+_libc = ctypes.CDLL(None, use_errno=True)
+_MS_REMOUNT, _MS_BIND = 32, 4096
+def _outcome(attempt):
+    try:
+        return "done" if attempt() in (0, None) else "refused"
+    except OSError:
+        return "refused"
+def _mount():
+    os.makedirs("probe-mount")
+    return _libc.mount(b"none", b"probe-mount", b"tmpfs", 0, None)
+def _write_into_python():
+    target = pathlib.Path(sys.prefix) / "planted.pth"
+    target.write_text("import os\\n")
+    target.unlink()
+_attempts = {
+    "remount": lambda: _libc.mount(None, sys.prefix.encode(), None, _MS_REMOUNT | _MS_BIND, None),
+    "mount": _mount,
+    "mknod": lambda: os.mknod("probe-null", stat.S_IFCHR | 0o666, os.makedev(1, 3)),
+    "write_python": _write_into_python,
+}
+_status = pathlib.Path("/proc/self/status").read_text()
+_found = {name: _outcome(_attempts[name]) for name in ATTEMPTS}
+_found["CapEff"] = _status.split("CapEff:")[1].split()[0]
+pathlib.Path(__file__).with_name("probe.json").write_text(json.dumps(_found))
+"""
+EVERY_ATTEMPT = ("remount", "mount", "mknod", "write_python")
+
+
+def probe(repo, attempts=EVERY_ATTEMPT, isolate=True):
+    """What the edited code could do from inside a test run."""
+    source = repo / SOURCE_FILE
+    source.write_text(f"ATTEMPTS = {attempts!r}\n" + PROBE + source.read_text())
+    run_pytest(repo, isolate=isolate)
+    return json.loads((repo / "probe.json").read_text())
+
+
+@pytest.fixture
+def as_root():
+    if os.geteuid() != 0:
+        pytest.skip("run as root to test the sandbox as root (CI does)")
+
+
+@pytest.fixture
+def as_root_under_bubblewrap(as_root):
+    if isolation.isolation_kind() != isolation.BUBBLEWRAP:
+        pytest.skip("bubblewrap does not work here (apt-get install bubblewrap)")
+
+
+def test_as_root_the_edited_code_holds_no_capability(repo, as_root_under_bubblewrap):
+    assert probe(repo)["CapEff"] == "0000000000000000"
+
+
+def test_as_root_the_edited_code_cannot_remount_mount_or_make_devices(
+    repo, as_root_under_bubblewrap
+):
+    found = probe(repo)
+    assert found["remount"] == "refused"
+    assert found["mount"] == "refused"
+    assert found["mknod"] == "refused"
+    assert not (repo / "probe-null").exists()
+
+
+def test_as_root_the_python_installation_stays_read_only(repo, as_root_under_bubblewrap):
+    assert probe(repo)["write_python"] == "refused"
+    assert not os.path.exists(os.path.join(sys.prefix, "planted.pth"))
+
+
+def test_the_probe_finds_each_power_where_nothing_isolates(repo, as_root):
+    # The same probe unisolated, so a refusal above is the sandbox's and not the probe's.
+    # It mounts only on a folder of the copy and leaves this machine's Python alone.
+    try:
+        found = probe(repo, ("mount", "mknod"), isolate=False)
+    finally:
+        subprocess.run(["umount", str(repo / "probe-mount")], capture_output=True)
+    assert found["CapEff"] != "0000000000000000"
+    assert found["mount"] == "done"
+    assert found["mknod"] == "done"

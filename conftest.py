@@ -17,7 +17,7 @@ def unused_port():
 @pytest.fixture(autouse=True, scope="session")
 def sample_repo_is_never_modified():
     """Every run works on a copy: after the whole suite, sample_repo/ is byte-identical."""
-    from repo_tools import SAMPLE_REPO
+    from plumbing.sample import SAMPLE_REPO
 
     def snapshot():
         return {p: p.read_bytes() for p in sorted(SAMPLE_REPO.rglob("*")) if p.is_file()}
@@ -77,6 +77,6 @@ class SkipsFailUnderCI:
 @pytest.fixture
 def repo(tmp_path):
     """A fresh copy of sample_repo/ (the faulty repository) under the test's tmp_path."""
-    from repo_tools import copy_sample
+    from plumbing.sample import copy_sample
 
     return copy_sample(tmp_path)

@@ -44,22 +44,15 @@ from openai_model import (
     default_base_url,
 )
 from plumbing.attempts import run_series, series_paths
-from plumbing.console import RunPrinter, test_line, tolerant_output
+from plumbing.console import RunPrinter, tolerant_output, verdict_lines
 from plumbing.isolation import chosen, notice
 from plumbing.limits import Deadline, positive_int, positive_seconds
 from plumbing.live_model import open_model
 from plumbing.recording import RECORDINGS, RecordingChat, build, save, sha256_file
+from plumbing.sample import SOURCE_FILE, TEST_FILE, copy_sample, final_source, tests_unchanged
 from plumbing.timeline import timeline
-from repo_tools import (
-    PASSED,
-    SOURCE_FILE,
-    TEST_FILE,
-    RepoTools,
-    copy_sample,
-    final_source,
-    independent_tests,
-    tests_unchanged,
-)
+from repo_tools import RepoTools
+from verdict import PASSED, independent_verdict
 
 EXIT_PASSED, EXIT_FAILED, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -190,8 +183,8 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
     with tempfile.TemporaryDirectory(prefix="agent-lab-") as scratch:
         repo = copy_sample(scratch)
         tests_sha256, source_sha256 = sha256_file(repo / TEST_FILE), sha256_file(repo / SOURCE_FILE)
-        starting = independent_tests(repo, isolate)
-        print(f"Starting tests: {test_line(starting)}", file=out, flush=True)
+        starting = independent_verdict(repo, isolate)
+        print("\n".join(verdict_lines("Starting verdict", starting)), file=out, flush=True)
         events, view = [], RunPrinter(out, repo)
         tools = RepoTools(repo, isolate=isolate, deadline=deadline)
         deadline.restart()  # the budget is the loop's: the starting tests do not count
@@ -202,7 +195,7 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
                 events.append(event)
                 view.show(event)
             loop_seconds = time.monotonic() - started
-            final = independent_tests(repo, isolate)
+            final = independent_verdict(repo, isolate)
         except KeyboardInterrupt:
             loop.close()  # closes the model stream; a running test group was killed already
             loop_seconds = time.monotonic() - started
@@ -238,7 +231,7 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
     except OSError as error:
         print(f"error: the recording could not be saved to {output}: {error}", file=sys.stderr)
         return EXIT_SETUP
-    print(f"Independent final tests: {test_line(final)}", file=out)
+    print("\n".join(verdict_lines("Independent verdict", final)), file=out)
     view.changes(recording["final_source"])
     tests_seconds = starting["seconds"] + (final["seconds"] if final else 0.0)
     print("\n".join(timeline(events, tests_seconds=tests_seconds, model_info=model_info)), file=out)

@@ -25,22 +25,16 @@ from plumbing import quiet_interrupt  # first: Ctrl-C during the slow imports be
 # isort: split
 
 from agent_loop import DEADLINE, INTERRUPTED, MODEL_DONE, MODEL_START, STOPPED, AgentLoop
-from plumbing.console import RunPrinter, test_line, tolerant_output
+from plumbing.console import RunPrinter, tolerant_output, verdict_lines
 from plumbing.divergence import divergences
 from plumbing.isolation import notice
 from plumbing.limits import positive_int
 from plumbing.recording import RECORDINGS, RecordingError, ReplayChat, load, sha256_file
+from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, TEST_FILE, copy_sample, final_source
 from plumbing.timeline import timeline
 from plumbing.transcript import ChunkLog, chunk_lines, full_request_lines, request_lines
-from repo_tools import (
-    SAMPLE_REPO,
-    SOURCE_FILE,
-    TEST_FILE,
-    RepoTools,
-    copy_sample,
-    final_source,
-    independent_tests,
-)
+from repo_tools import RepoTools
+from verdict import independent_verdict
 
 REPRODUCED, DIVERGED, CANNOT_REPLAY = 0, 1, 2
 TURNS, FULL = "turns", "full"  # the two views of --transcript
@@ -139,7 +133,8 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
         return CANNOT_REPLAY
     model = recording["model"].get("name", "?")
     print(f"Model: {model} ({recording['source']})  |  Recording: {shown(path)}", file=out)
-    print(f"Starting tests (recorded): {test_line(recording['starting_tests'])}", file=out)
+    starting = verdict_lines("Starting verdict (recorded)", recording["starting_tests"])
+    print("\n".join(starting), file=out)
     # An interrupted or deadline-stopped run is replayed up to where it was stopped: what the
     # clock or the user did then cannot be replayed, everything before it can.
     cut_short = recording["stop"]["reason"] in (INTERRUPTED, DEADLINE)
@@ -175,9 +170,9 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
         loop.close()
         if cut_short:
             view.stop_line(recording["stop"])
-        final = independent_tests(repo, isolate) if recording["final_tests"] is not None else None
+        final = independent_verdict(repo, isolate) if recording["final_tests"] is not None else None
         source = final_source(repo)
-    print(f"Independent final tests: {test_line(final)}", file=out)
+    print("\n".join(verdict_lines("Independent verdict", final)), file=out)
     view.changes(source)
     # subtle: after the verdict, not before: the description says how the attempt ends,
     # and a learner predicting the outcome should not read it first.

@@ -27,6 +27,7 @@ from agent_loop import (
     agent_events,
 )
 from plumbing.console import RunPrinter
+from plumbing.pytest_report import count_results
 from plumbing.recording import (
     ENDED_DONE,
     ENDED_WITHOUT_DONE,
@@ -38,13 +39,15 @@ from plumbing.recording import (
     save,
     sha256_file,
 )
+from plumbing.sample import SAMPLE_REPO, TEST_FILE, copy_sample
 from replay import CANNOT_REPLAY, DIVERGED, FULL, REPRODUCED, TURNS, parse_args
-from repo_tools import SAMPLE_REPO, TEST_FILE, RepoTools, copy_sample, count_results, run_pytest
+from repo_tools import RepoTools
 from tests import openai_test_server as openai
 from tests.helpers import FAULTY_LINE, FIXED_LINE, altered, replay, sigint_default, wait_for
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.real_server import ANSWER_TOKENS, MODEL
 from tests.scripted_model import ScriptedChat
+from verdict import run_pytest
 
 HERE = Path(__file__).resolve().parent
 SHIPPED = sorted(RECORDINGS.glob("*.json"))
@@ -172,7 +175,7 @@ def test_replay_shows_the_description_only_after_the_verdict():
     # The description says how the attempt ends: a learner predicting it reads it last.
     _, output = replay(RECORDINGS / "claims-success-without-edit.json")
     lines = output.splitlines()
-    verdict = next(i for i, line in enumerate(lines) if line.startswith("Independent final"))
+    verdict = next(i for i, line in enumerate(lines) if line.startswith("Independent verdict"))
     about = next(i for i, line in enumerate(lines) if line.startswith("About this recording:"))
     assert verdict < about
     assert load(RECORDINGS / "claims-success-without-edit.json")["description"] in lines[about]
@@ -342,7 +345,11 @@ def test_sample_hash_mismatch_is_refused(tmp_path, capsys):
         ("not json at all", "not a JSON recording"),
         ("[1, 2]", "expected a JSON object"),
         ('{"format": "something-else/1"}', "field 'format' must be"),
-        ('{"format": "agent-loop-recording/1"}', "field 'source' is missing"),
+        ('{"format": "agent-loop-recording/2"}', "field 'source' is missing"),
+        (
+            '{"format": "agent-loop-recording/1"}',
+            "format 'agent-loop-recording/1' was made by the lab before",
+        ),
     ],
 )
 def test_malformed_recording_exits_2_with_one_clear_line(tmp_path, content, expected):
@@ -520,9 +527,12 @@ def test_recorder_writes_a_recording_that_replays_to_the_same_outcome(tmp_path):
     with OllamaTestServer(REPAIR_SCRIPT) as server:
         finished = run_cli("record_run.py", "--host", server.host, "--output", output, env=env)
     assert finished.returncode == 0, finished.stdout + finished.stderr
-    assert "Starting tests: 1 failed · 3 passed" in finished.stdout
+    assert "Starting verdict: failed\n  visible tests: 3 of 4 passed, 1 failed" in finished.stdout
     assert "turn 2: replace_text" in finished.stdout
-    assert "Independent final tests: 4 passed" in finished.stdout
+    assert (
+        "Independent verdict: passed\n  visible tests: 4 of 4 passed\n"
+        "  held-out checks: 10 of 10 passed" in finished.stdout
+    )
     assert "What the run changed in path_rules.py:" in finished.stdout
     assert '    +        parts = path.replace("\\\\", "/").split("/")' in finished.stdout
     recording = load(output)
@@ -692,7 +702,10 @@ def test_openai_recording_replays_through_the_adapters_normaliser(tmp_path):
     assert [e["choices"][0]["delta"].get("tool_calls") is not None for e in raw].count(True) == 5
     outcome, output = replay(tmp_path / "openai.json", transcript=FULL)
     assert outcome == REPRODUCED, output
-    assert "Independent final tests: 4 passed" in output
+    assert (
+        "Independent verdict: passed\n  visible tests: 4 of 4 passed\n"
+        "  held-out checks: 10 of 10 passed" in output
+    )
     assert "--- request 2: the body of POST /chat/completions ---" in output
     assert '"tool_call_id": "t0001c000"' in output  # the wire's own shape, not the loop's
 
@@ -708,3 +721,16 @@ def test_openai_altered_argument_fragment_is_a_divergence(tmp_path):
     outcome, output = replay(path)
     assert outcome == DIVERGED
     assert "tool call 1 (model call 1, replace_text) call: arguments.new: the recording" in output
+
+
+def test_a_recording_of_the_previous_format_is_refused_in_one_line_naming_it():
+    # tests/data/repair-format-1.json is recordings/repair.json as the lab shipped it before
+    # the held-out checks: its verdicts cannot be compared with today's two-part ones, and
+    # replay says so instead of blaming today's run for a divergence.
+    earlier = HERE / "tests" / "data" / "repair-format-1.json"
+    finished = run_cli("replay.py", earlier)
+    assert finished.returncode == 2
+    error = finished.stderr.strip()
+    assert len(error.splitlines()) == 1
+    assert "format 'agent-loop-recording/1' was made by the lab before the held-out checks" in error
+    assert "record the attempt again" in error and "DIVERGED" not in finished.stdout

@@ -19,10 +19,12 @@ from agent_loop import (
     TOOL_RESULT,
     TOOL_START,
 )
+from plumbing.pytest_report import expected_tests
 from plumbing.redact import redact, secret_values
+from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, final_source
 from plumbing.source_diff import unified
 from plumbing.text_calls import NOTE as TEXT_CALL_NOTE
-from repo_tools import PASSED, SAMPLE_REPO, SOURCE_FILE, TESTS_FAILED, final_source
+from verdict import FAILED, PASSED, TESTS_FAILED, held_out_line
 
 
 def tolerant_output():
@@ -67,6 +69,29 @@ def test_line(result):
         return counts
     reason = f"failed: {result.get('reason', 'no verdict')}"
     return f"{reason} ({counts})" if counts else reason
+
+
+def verdict_lines(label, result):
+    """An independent verdict, then each of its two parts on a line of its own:
+
+    Independent verdict: failed
+      visible tests: 4 of 4 passed
+      held-out checks: 9 of 10 passed (first failure: ...)
+    """
+    if result is None:
+        return [f"{label}: not run"]
+    held_out = result["held_out"]
+    reason = result.get("reason") if result.get("verdict") == FAILED else None
+    if reason in (None, TESTS_FAILED, held_out_line(held_out)):
+        visible = f"{result['passed']} of {len(expected_tests())} passed"
+        visible += "".join(f", {result[k]} {k}" for k in ("failed", "errors") if result.get(k))
+    else:
+        visible = f"failed: {reason}"
+    return [
+        f"{label}: {result['verdict']}",
+        f"  visible tests: {visible}",
+        f"  {held_out_line(held_out).replace(' checks ', ' checks: ', 1)}",
+    ]
 
 
 def plural(count, noun):

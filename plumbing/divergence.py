@@ -15,12 +15,13 @@ import json
 import re
 
 from agent_loop import MODEL_START, TOOL_RESULT, TOOL_START
+from plumbing.sample import SOURCE_FILE
 from plumbing.source_diff import unified
-from repo_tools import SOURCE_FILE
+from verdict import held_out_line
 
 TIMING_KEYS = ("seconds", "first_chunk_seconds")  # differ on every run; never compared
 # The final tests' fields that must match, where the recording has them.
-VERDICT_KEYS = ("verdict", "reason", "passed", "failed", "errors", "collected")
+VERDICT_KEYS = ("verdict", "reason", "passed", "failed", "errors", "collected", "held_out")
 
 
 def divergences(recording, expected, events, requests, source, final, root):
@@ -155,7 +156,12 @@ def final_tests_divergences(recorded, final):
             f"today's run gave {final['exit_code']}"
         )
     for key in VERDICT_KEYS:
-        if key in recorded and recorded[key] != final.get(key):
+        if key == "held_out" and recorded[key] != final[key]:
+            problems.append(
+                f"final tests: the recording says {held_out_line(recorded[key])}, "
+                f"today's run gave {held_out_line(final[key])}"
+            )
+        elif key in recorded and recorded[key] != final.get(key):
             problems.append(
                 f"final tests: the recording says {key} {recorded[key]}, "
                 f"today's run gave {final.get(key)}"

@@ -51,10 +51,11 @@ BWRAP_UNSHARE = [
 ]
 
 
-def isolation_prefix(kind, writable=()):
-    """The command prefix running a command under `kind`, with `writable` folders writable.
+def isolation_prefix(kind, writable=(), readable=()):
+    """The command prefix running a command under `kind`, with `writable` folders writable
+    and `readable` ones bound read-only.
 
-    The first writable folder is the working directory. Start the prefixed command with the
+    The first folder named is the working directory. Start the prefixed command with the
     minimal environment: bubblewrap's own environment is readable inside the sandbox (it is
     `/proc/1/environ` there).
     """
@@ -65,7 +66,10 @@ def isolation_prefix(kind, writable=()):
     binds = []
     for folder in map(str, writable):
         binds += ["--bind", folder, folder]
-    chdir = ["--chdir", str(writable[0])] if writable else []
+    for folder in map(str, readable):
+        binds += ["--ro-bind", folder, folder]
+    folders = [*writable, *readable]
+    chdir = ["--chdir", str(folders[0])] if folders else []
     return [shutil.which("bwrap"), *bwrap_mounts(), *binds, *chdir, *BWRAP_UNSHARE, "--"]
 
 

@@ -35,7 +35,14 @@ from plumbing.isolation import KINDS
 from plumbing.limits import DeadlineExceeded
 from plumbing.redact import redact
 
-FORMAT = "agent-loop-recording/1"
+# A new name for every change of what a recording holds. /2: each independent verdict
+# keeps its held-out checks (verdict.py); /1 recordings held the visible tests only.
+FORMAT = "agent-loop-recording/2"
+EARLIER_FORMATS = {
+    "agent-loop-recording/1": "was made by the lab before the held-out checks, so its "
+    "verdicts cannot be compared with today's: record the attempt again, or replay it with "
+    "the lab version that made it (git log recordings/)",
+}
 SOURCES = ("live", "scripted", "fault-injection")
 APIS = ("ollama", "openai")
 RECORDINGS = Path(__file__).resolve().parent.parent / "recordings"
@@ -210,6 +217,9 @@ def load(path):
         raise RecordingError(f"{path}: {problem}")
     if not isinstance(data, dict):
         raise RecordingError(f"{path}: not a recording (expected a JSON object)")
+    if data.get("format") in EARLIER_FORMATS:
+        earlier = data["format"]
+        raise RecordingError(f"{path}: format {earlier!r} {EARLIER_FORMATS[earlier]}")
     if data.get("format") != FORMAT:
         raise RecordingError(
             f"{path}: field 'format' must be {FORMAT!r}, got {data.get('format')!r}"
@@ -304,14 +314,22 @@ def _shape_problem(data):
 
 
 def _verdict_problem(tests):
-    """What is wrong with a test run's counts and verdict, where present, or None."""
+    """What is wrong with a test run's counts, verdict and held-out checks, or None."""
     for count in ("passed", "failed", "errors", "collected"):
-        if count in tests and not _is_int(tests[count]):
+        if not _is_int(tests.get(count)):
             return f"{count}' must be an int of at least 0"
-    if tests.get("verdict", "failed") not in ("passed", "failed"):
+    if tests.get("verdict") not in ("passed", "failed"):
         return "verdict' must be passed or failed"
     if not isinstance(tests.get("reason", ""), str):
         return "reason' must be text"
+    held_out = tests.get("held_out")
+    if not (
+        isinstance(held_out, dict)
+        and _is_int(held_out.get("passed"))
+        and _is_int(held_out.get("total"))
+        and isinstance(held_out.get("first_failure"), (str, type(None)))
+    ):
+        return "held_out' must be {passed, total, first_failure}"
     return None
 
 

@@ -15,6 +15,8 @@ disturbed runs). Targets are printed beside the figures:
 - replay: `replay.py recordings/repair.json` vs the bare pytest runs it must make (the
   `run_tests` call and the final independent run), with the same minimal environment
   (≤ 1.3×);
+- held-out checks (`--held-out` runs only this): the one child process they add to each
+  verdict, isolated as by default (target: under 0.5 s);
 - the whole test suite's wall time, once;
 - search (`--search` runs only this): the time of one `search` call on hostile input with
   the shipped budget (a backtracking pattern, a 50 MB pattern, 200,000 binary files), and
@@ -43,13 +45,16 @@ import ollama
 
 from agent_loop import TASK, TEXT_DELTA, agent_events, conversation_start
 from local_model import OPTIONS, LocalModel
+from plumbing.child_process import minimal_env
 from plumbing.isolation import isolation_kind, isolation_prefix
 from plumbing.readonly_tools import SEARCH_GRACE, SEARCH_SECONDS, ReadOnlyTools, _search
-from repo_tools import PYTEST_COMMAND, RepoTools, copy_sample, minimal_env
+from plumbing.sample import copy_sample
+from repo_tools import RepoTools
 from tests.ollama_test_server import OllamaTestServer, chunk, reply
 from tests.openai_test_server import OpenAITestServer, content, finish
 from tests.openai_test_server import reply as openai_reply
 from tests.scripted_model import ScriptedChat
+from verdict import PYTEST_COMMAND, held_out_checks
 
 HERE = Path(__file__).resolve().parent.parent
 
@@ -187,6 +192,7 @@ def replay_cost(repeats):
                 command = [*prefix, sys.executable, *PYTEST_COMMAND]
                 env = minimal_env()
                 subprocess.run(command, cwd=root, env=env, capture_output=True, check=True)
+        held_out_checks(recording_source.encode())  # the final verdict's second part
 
     recording_source = json.loads(recording.read_text())["final_source"]
     replay_times, bare_times = interleaved(replay, bare, repeats)
@@ -265,6 +271,14 @@ def suite():
     print(f"  {time.perf_counter() - started:.1f} s wall: {summary}")
 
 
+def held_out_cost(repeats):
+    print(f"\nheld-out checks: the child each verdict adds, isolation {isolation_kind()!r}")
+    source = json.loads((HERE / "recordings" / "repair.json").read_text())["final_source"]
+    times, result = timed(lambda: held_out_checks(source.encode()), repeats)
+    verdict = "ok" if min(times) < 0.5 else "OVER"
+    print(f"  {'repair.json':<18} {spread(times):>22} s  target < 0.5 s  {verdict}  ({result})")
+
+
 def timed(call, repeats):
     """Durations of `repeats` calls, and the last call's result."""
     times = []
@@ -329,6 +343,7 @@ def main(argv=None):
     parser.add_argument("--no-suite", action="store_true", help="skip timing the test suite")
     parser.add_argument("--search", action="store_true", help="run only the search section")
     parser.add_argument("--caps", action="store_true", help="only the wire caps")
+    parser.add_argument("--held-out", action="store_true", help="only the held-out checks")
     args = parser.parse_args(argv)
     if args.caps:
         caps()
@@ -341,12 +356,16 @@ def main(argv=None):
     if args.search:
         search_limits(repeats)
         return
+    if args.held_out:
+        held_out_cost(repeats)
+        return
     print(f"{'seconds, min/median/max':<20} {'harness':>22} {'bare':>22}  ratio of minimums")
     with tempfile.TemporaryDirectory() as scratch:
         assembly(repeats, copy_sample(scratch))
     wire(repeats)
     caps()
     replay_cost(repeats)
+    held_out_cost(repeats)
     search_limits(repeats)
     if not args.no_suite:
         suite()

@@ -19,7 +19,7 @@ import pytest
 
 from ask import ASK_PROMPT
 from plumbing.readonly_tools import RESULT_LIMIT, ReadOnlyTools
-from repo_tools import copy_sample
+from plumbing.sample import copy_sample
 from tests.helpers import Reader, sigint_default
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 

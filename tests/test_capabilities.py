@@ -23,9 +23,10 @@ from ask import ASK_PROMPT
 from local_model import CAPABILITIES_KEPT, OPTIONS, LocalModel
 from plumbing.readonly_tools import ReadOnlyTools
 from plumbing.recording import load, save
+from plumbing.sample import copy_sample
 from plumbing.text_calls import MAX_SCAN, UNREADABLE, text_tool_call
 from replay import DIVERGED, REPRODUCED, replay_one
-from repo_tools import RepoTools, copy_sample
+from repo_tools import RepoTools
 from tests import openai_test_server as openai
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.scripted_model import ScriptedChat
@@ -102,7 +103,10 @@ def test_model_without_thinking_records_and_replays_without_think(tmp_path):
     with server(READ_THEN_ANSWER) as stand_in:
         finished, output = record(tmp_path, stand_in.host, "--model", NO_THINKING)
     assert finished.returncode == 1, finished.stdout + finished.stderr
-    assert "Independent final tests: 1 failed · 3 passed" in finished.stdout
+    assert (
+        "Independent verdict: failed\n  visible tests: 3 of 4 passed, 1 failed\n"
+        "  held-out checks: 7 of 10 passed" in finished.stdout
+    )
     first = stand_in.chat_bodies()[0]
     recording = load(output)
     # The exact request: no `think` at all (Ollama would answer 400 to `think: true`).

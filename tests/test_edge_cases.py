@@ -22,12 +22,14 @@ from agent_loop import (
     agent_events,
 )
 from local_model import LocalModel
+from plumbing.pytest_report import count_results
 from plumbing.recording import RECORDINGS, RecordingChat, load
 from replay import CANNOT_REPLAY, DIVERGED
-from repo_tools import RepoTools, count_results, run_pytest
+from repo_tools import RepoTools
 from tests.helpers import altered, replay, wait_for, wait_until_gone
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.scripted_model import ScriptedChat
+from verdict import run_pytest
 
 
 class HeldStream:

@@ -27,7 +27,8 @@ from plumbing.readonly_tools import (
     SEARCH_MEMORY,
     ReadOnlyTools,
 )
-from repo_tools import EDITABLE, RepoTools, copy_sample
+from plumbing.sample import copy_sample
+from repo_tools import EDITABLE, RepoTools
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.scripted_model import ScriptedChat
 from tool_guard import ToolBox, function_schema

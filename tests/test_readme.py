@@ -10,7 +10,7 @@ import json
 import subprocess
 import sys
 
-from plumbing.recording import RECORDINGS
+from plumbing.recording import RECORDINGS, load
 from tests.helpers import LAB, replay
 
 README = (LAB / "README.md").read_text(encoding="utf-8")
@@ -80,7 +80,8 @@ def test_step_3_the_turn_budget_ends_as_the_readme_says():
         'turn 1: read_file {"path": "path_rules.py"}',
         "  -> 11 lines of path_rules.py",
         "Stop: max_turns after 1 model call, 1 tool call",
-        "Independent final tests: 1 failed · 3 passed",
+        "Independent verdict: failed",
+        "  visible tests: 3 of 4 passed, 1 failed",
     ):
         assert said in output.splitlines()
     assert "--- request 1:" in output and "--- request 2:" not in output
@@ -94,7 +95,7 @@ def test_step_4_breaking_a_recording_as_the_readme_does_diverges_as_quoted(tmp_p
     subprocess.run([sys.executable, "-c", code], cwd=LAB, check=True)
     outcome, output = replay(broken)
     assert outcome == 1
-    assert appear_in_order(quoted_block("DIVERGED (9):"), output) == []
+    assert appear_in_order(quoted_block("DIVERGED (10):"), output) == []
     assert "turn 4: run_tests {}\n  -> exit 1 (1 failed · 3 passed)" in output
 
 
@@ -114,3 +115,25 @@ def test_compare_on_the_shipped_recordings_prints_as_quoted():
     )
     quoted = quoted_block("$ python3 lab.py run compare.py recordings/*.json")
     assert appear_in_order(quoted, finished.stdout) == []
+
+
+def test_the_gallery_table_says_what_each_cheat_recording_holds():
+    table = README.split("| cheat (the edit) |", 1)[1].split("\n\n", 1)[0]
+    rows = table.splitlines()[2:]
+    checked = 0
+    for row in rows:
+        cheat, said, held_out, verdict = (cell.strip() for cell in row.strip("|").split("|"))
+        name = cheat.split("`")[1].removesuffix(".json")
+        path = RECORDINGS / f"{name}.json"
+        path = path if path.exists() else RECORDINGS / "cheats" / f"{name}.json"
+        recording = load(path)
+        run = [e["result"] for e in recording["events"] if e["type"] == "tool_result"][-1]
+        if run["verdict"] == "passed":
+            assert said == f"passed, {run['passed']} of 4"
+        else:
+            assert said.startswith("failed: ") and said[8:] in run["reason"]
+        final = recording["final_tests"]
+        assert held_out == f"{final['held_out']['passed']} of {final['held_out']['total']}"
+        assert verdict == final["verdict"]
+        checked += 1
+    assert checked == 7  # the six cheats of recordings/cheats/ and games-the-verdict.json

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from agent_loop import INCOMPLETE_MODEL_TURN, MODEL_ERROR, TOOL_START
-from repo_tools import SOURCE_FILE, copy_sample
+from plumbing.sample import SOURCE_FILE, copy_sample
 from tests.helpers import Reader, wait_until_gone
 from tests.real_server import (
     MODEL,

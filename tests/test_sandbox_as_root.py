@@ -14,7 +14,8 @@ import sys
 import pytest
 
 from plumbing import isolation
-from repo_tools import SOURCE_FILE, run_pytest
+from plumbing.sample import SOURCE_FILE
+from verdict import run_pytest
 
 PROBE = """\
 import ctypes, json, os, pathlib, stat, sys

@@ -8,8 +8,9 @@ import pytest
 import record_run
 from agent_loop import MODEL_DONE, TASK, TOOL_RESULT, agent_events
 from plumbing.recording import RecordingChat, load
+from plumbing.sample import copy_sample
 from plumbing.timeline import timeline
-from repo_tools import RepoTools, copy_sample
+from repo_tools import RepoTools
 from tests.ollama_test_server import call, chunk
 from tests.scripted_model import ScriptedChat
 

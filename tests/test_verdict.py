@@ -21,28 +21,19 @@ import pytest
 
 import replay
 from plumbing import isolation
+from plumbing.child_process import OUTPUT_LIMIT
+from plumbing.pytest_report import NO_REPORT, REPORT_LIMIT, expected_tests
 from plumbing.recording import RECORDINGS, load, save
 from plumbing.redact import REDACTED, redact, secret_values
-from repo_tools import (
-    NO_REPORT,
-    OUTPUT_LIMIT,
-    REPORT_LIMIT,
-    SAMPLE_REPO,
-    TEST_FILE,
-    TESTS_FAILED,
-    RepoTools,
-    copy_sample,
-    expected_tests,
-    final_source,
-    independent_tests,
-    judge,
-)
+from plumbing.sample import SAMPLE_REPO, TEST_FILE, copy_sample, final_source
+from repo_tools import RepoTools
 from tests.helpers import FAULTY_LINE, FIXED_LINE, processes_under
 from tests.make_recordings import GAMES_THE_VERDICT
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.openai_test_server import TEST_MODEL as OPENAI_MODEL
 from tests.openai_test_server import OpenAITestServer
 from tests.openai_test_server import reply as openai_reply
+from verdict import TESTS_FAILED, independent_verdict, judge
 
 HERE = Path(__file__).resolve().parent.parent
 DOCSTRING = '"""Path rules for a small CI helper'
@@ -153,7 +144,7 @@ def test_what_an_edit_leaves_beside_the_source_cannot_pass_the_independent_run(r
     (repo / name).parent.mkdir(exist_ok=True)
     (repo / name).write_text(LEFT_BEHIND[name])
     assert run_tests(repo)["passed"] >= 3  # the planted file does act in this copy
-    final = independent_tests(repo)
+    final = independent_verdict(repo)
     assert final["verdict"] == "failed" and final["reason"] == TESTS_FAILED
     assert (final["failed"], final["passed"]) == (1, 3)
 
@@ -188,7 +179,7 @@ def test_a_rewritten_sample_repo_does_not_change_the_verdicts_reference(tmp_path
         tests.write_text("".join(f"def {name}():\n    pass\n" for name in names))
         repo = copy_sample(tmp_path)
         assert (repo / TEST_FILE).read_bytes() == original
-        assert independent_tests(repo, isolate=False)["verdict"] == "failed"
+        assert independent_verdict(repo, isolate=False)["verdict"] == "failed"
     finally:
         tests.write_bytes(original)
 
@@ -221,9 +212,10 @@ def test_a_non_zero_exit_after_every_test_passed_is_not_a_pass(repo):
     assert result["reason"] == "pytest exited with code 3 although every test passed"
 
 
-def test_a_report_forged_from_inside_pytest_passes_the_known_limit(repo):
+def test_a_report_forged_from_inside_pytest_fools_the_visible_tests_alone(repo):
     # The edited code runs in the pytest process and can read the report's path from
-    # sys.argv: no in-process verdict can tell its report from pytest's (README says so).
+    # sys.argv: no in-process verdict can tell its report from pytest's. The held-out
+    # checks catch it (tests/test_held_out.py, forged-report).
     cases = "".join(
         f'<testcase classname="{n.rsplit(".", 1)[0]}" name="{n.rsplit(".", 1)[1]}"/>'
         for n in expected_tests()
@@ -306,7 +298,7 @@ def test_recorder_exits_1_on_an_early_exit_that_gave_exit_code_0(tmp_path):
     with OllamaTestServer(GAMES_THE_VERDICT) as server:
         finished = cli("record_run.py", "--host", server.host, "--output", output)
     assert finished.returncode == 1, finished.stdout + finished.stderr
-    assert f"Independent final tests: failed: {NO_REPORT}" in finished.stdout
+    assert f"Independent verdict: failed\n  visible tests: failed: {NO_REPORT}" in finished.stdout
     assert f"-> exit 0 (failed: {NO_REPORT})" in finished.stdout
     final = load(output)["final_tests"]
     assert final["exit_code"] == 0 and final["verdict"] == "failed"
@@ -323,7 +315,7 @@ def test_games_the_verdict_recording_replays_with_a_failed_verdict():
     assert recording["final_tests"]["verdict"] == "failed"
     out = io.StringIO()
     assert replay.replay_one(RECORDINGS / "games-the-verdict.json", out=out) == replay.REPRODUCED
-    assert f"Independent final tests: failed: {NO_REPORT}" in out.getvalue()
+    assert f"Independent verdict: failed\n  visible tests: failed: {NO_REPORT}" in out.getvalue()
 
 
 def test_shipped_recordings_keep_their_verdicts():

@@ -1,0 +1,88 @@
+"""Running a child process of model-edited code without letting it hold up the harness.
+
+`run_bounded(command, cwd, timeout)` runs one child (pytest, or the held-out checks) with
+the minimal environment, in its own process group, and returns its exit code (None on a
+timeout) and the tail of its output. The group is killed when the run ends for any reason
+(finished, timed out, or Ctrl-C in the harness): a child that forks a grandchild holding
+the output pipe cannot hang the harness.
+
+Not here: what is run or how it is isolated (verdict.py, isolation.py).
+"""
+
+import os
+import select
+import signal
+import subprocess
+import time
+
+OUTPUT_LIMIT = 4000  # characters of test output kept: the tail, where pytest's summary is
+OUTPUT_KEPT = 64 * 1024  # bytes of output held while a run goes on: room for the limit
+
+
+def minimal_env():
+    # subtle: the child inherits nothing else, so no API key or token (OLLAMA_API_KEY
+    # included) can reach code the model wrote.
+    env = {key: os.environ[key] for key in ("PATH", "LANG", "SYSTEMROOT") if key in os.environ}
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def tail(output):
+    """The last OUTPUT_LIMIT characters of `output` (where pytest's summary is), saying how
+    many came before them."""
+    if len(output) <= OUTPUT_LIMIT:
+        return output
+    return f"[... {len(output) - OUTPUT_LIMIT} earlier characters cut]\n" + output[-OUTPUT_LIMIT:]
+
+
+def _kill_group(process):
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # the whole group is already gone
+
+
+def run_bounded(command, cwd, timeout, stderr=subprocess.STDOUT):
+    """(exit code or None on a timeout, the output's tail as text) of one child run.
+
+    subtle: only the last OUTPUT_KEPT bytes are ever held: the edited code can write
+    gigabytes to its output in 15 s, and the harness must not hold them all to keep 4,000
+    characters.
+    """
+    process = subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=minimal_env(),  # bubblewrap's own, too: its environment is readable inside
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        start_new_session=True,
+    )
+    kept, dropped, end = bytearray(), 0, time.monotonic() + timeout
+    exit_code = None
+    try:
+        pipe = process.stdout.fileno()
+        while (left := end - time.monotonic()) > 0:
+            if not select.select([pipe], [], [], left)[0]:
+                continue  # nothing yet; the loop's condition ends it at the time limit
+            data = os.read(pipe, 65536)
+            if not data:  # every writer closed the pipe: the run has ended
+                exit_code = process.wait(timeout=max(end - time.monotonic(), 0.01))
+                break
+            kept += data
+            if len(kept) > OUTPUT_KEPT:
+                dropped += len(kept) - OUTPUT_KEPT
+                del kept[: len(kept) - OUTPUT_KEPT]
+    except subprocess.TimeoutExpired:
+        pass  # the output ended but the process did not: a timeout like any other
+    finally:
+        _kill_group(process)
+        process.wait()
+        process.stdout.close()
+    text = kept.decode("utf-8", errors="replace")
+    if dropped:
+        text = f"[... {dropped} earlier bytes of output dropped]\n" + text
+    if exit_code is None:
+        text += f"\n[timed out after {timeout:g} s; the test process group was killed]"
+    return exit_code, text

@@ -1,0 +1,97 @@
+"""The sample repository as the harness started with it, and careful file access to copies.
+
+`copy_sample(parent)` makes the fresh temporary copy every run works on, from the bytes
+read when the harness started (`SAMPLE_FILES`). `read_regular_file` and
+`write_atomically` are how the harness reads and writes a file that code it ran may have
+tampered with.
+
+Not here: the tools (repo_tools.py) or the verdict (verdict.py). Nothing ever writes to
+`sample_repo/` itself.
+"""
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from plumbing.redact import redact
+
+SAMPLE_REPO = Path(__file__).resolve().parent.parent / "sample_repo"
+SOURCE_FILE = "path_rules.py"
+TEST_FILE = "tests/test_path_rules.py"
+SOURCE_LIMIT = 1_000_000  # bytes of an edited path_rules.py read (and judged) at most
+
+
+def _snapshot(folder):
+    """{relative path: bytes} of the files under `folder` (caches left out)."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in files}
+
+
+# subtle: read once, when the harness starts. With --no-isolate the edited code can rewrite
+# sample_repo/ itself; every copy, and the verdict's idea of "the unchanged tests", come
+# from these bytes instead, so such a rewrite cannot pass for the original.
+SAMPLE_FILES = _snapshot(SAMPLE_REPO)
+PRISTINE_TESTS = SAMPLE_FILES[TEST_FILE]
+
+
+def copy_sample(parent, source=None):
+    """A fresh copy of the sample inside the directory `parent` (as the harness started
+    with it), optionally with `source` (bytes) as its path_rules.py."""
+    root = Path(parent) / "repo"
+    for name, data in SAMPLE_FILES.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(source if source is not None and name == SOURCE_FILE else data)
+    return root
+
+
+def read_regular_file(path, limit):
+    """Up to `limit` + 1 bytes of `path`, read as the edited code may have left it.
+
+    subtle: a link is not followed, and anything but a regular file is refused before it is
+    read: a FIFO put there by the tests would block the harness for good.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    descriptor = os.open(path, flags)
+    with os.fdopen(descriptor, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            raise OSError(f"{Path(path).name} is not a regular file")
+        return file.read(limit + 1)
+
+
+def write_atomically(target, data):
+    """Replace `target` with `data`, keeping its mode: readers see the old file or the new one.
+
+    subtle: a plain write truncates first; anything failing after that (an encoding error, a
+    full disk, Ctrl-C) would leave a half-written or empty file behind.
+    """
+    mode = stat.S_IMODE(os.stat(target).st_mode)
+    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def tests_unchanged(root):
+    """Whether the copy's test file is byte-identical to the sample's (False if unreadable)."""
+    original = PRISTINE_TESTS
+    try:
+        return read_regular_file(Path(root) / TEST_FILE, len(original)) == original
+    except OSError:
+        return False
+
+
+def final_source(root):
+    """The copy's source as the run left it, redacted, read as carefully as the report."""
+    try:
+        data = read_regular_file(Path(root) / SOURCE_FILE, SOURCE_LIMIT)
+    except OSError as error:
+        return f"[{SOURCE_FILE} cannot be read: {error.strerror or error}]"
+    return redact(data[:SOURCE_LIMIT].decode("utf-8", errors="replace"))

@@ -27,9 +27,10 @@ def sample_repo_is_never_modified():
     assert snapshot() == before, "the suite changed sample_repo/"
 
 
-# --- under CI, a skipped test is a failure -------------------------------------------------------
-# A test skips when what it needs is missing here (the real llama-server, bubblewrap). On a
-# developer's machine that is fine; in CI it would hide exactly what CI exists to run.
+# --- every skip said in plain words; under CI, a skipped test is a failure -----------------------
+# A test skips when what it needs is missing here (the real llama-server, bubblewrap, root).
+# On a developer's machine that is fine, and the run ends by saying what was skipped and why;
+# in CI it would hide exactly what CI exists to run.
 
 
 def under_ci():
@@ -43,14 +44,17 @@ def skipped_reason(report):
 
 
 def pytest_configure(config):
-    if under_ci():
-        config.pluginmanager.register(SkipsFailUnderCI(), "skips-fail-under-ci")
+    # subtle: under xdist only the controller prints the summary; workers just report
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(Skips(fail=under_ci()), "lab-skips")
 
 
-class SkipsFailUnderCI:
-    """Collects every skip (collection skips included); any at all fails the run."""
+class Skips:
+    """Collects every skip (collection skips included), says each reason at the end, and
+    with `fail` turns a run that skipped anything into a failed one."""
 
-    def __init__(self):
+    def __init__(self, fail):
+        self.fail = fail
         self.skipped = []  # (test id, reason)
 
     def pytest_runtest_logreport(self, report):
@@ -63,15 +67,24 @@ class SkipsFailUnderCI:
             self.skipped.append((report.nodeid, skipped_reason(report)))
 
     def pytest_sessionfinish(self, session):
-        if self.skipped and session.exitstatus == pytest.ExitCode.OK:
+        if self.fail and self.skipped and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter):
-        if self.skipped:
+        if not self.skipped:
+            return
+        reasons = {}
+        for nodeid, reason in self.skipped:
+            reasons.setdefault(reason, []).append(nodeid)
+        if self.fail:
             title = f"CI=true: {len(self.skipped)} skipped test(s) fail this run"
-            terminalreporter.section(title, red=True, bold=True)
-            for nodeid, reason in self.skipped:
-                terminalreporter.line(f"SKIPPED {nodeid}: {reason}", red=True)
+        else:
+            title = f"{len(self.skipped)} test(s) skipped: what they need is not on this machine"
+        terminalreporter.section(title, red=self.fail, bold=True, yellow=not self.fail)
+        for reason, nodeids in reasons.items():
+            terminalreporter.line(f"{len(nodeids)} skipped: {reason}", red=self.fail)
+            for nodeid in nodeids:
+                terminalreporter.line(f"    {nodeid}")
 
 
 @pytest.fixture

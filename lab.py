@@ -26,8 +26,9 @@ HERE = Path(__file__).resolve().parent
 VENV = HERE / ".venv"
 LOCK = HERE / "requirements-lock.txt"
 STAMP = VENV / "lock.sha256"  # which lock file the environment was installed from
-# What the lock is made from: the runtime SDK, the test runner, the linter CI runs.
-DIRECT = ["ollama", "pytest", "ruff"]
+# What the lock is made from: the runtime SDK, the test runner (and xdist, which runs the
+# suite in parallel), the linter CI runs.
+DIRECT = ["ollama", "pytest", "pytest-xdist", "ruff"]
 
 
 def venv_python(root=VENV):
@@ -157,7 +158,10 @@ def main(argv):
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
         return subprocess.run([python, script(rest[0]), *rest[1:]], env=env).returncode
     if job == "test":
-        return subprocess.run([python, "-m", "pytest", "-q", *rest], cwd=HERE).returncode
+        # Four workers on two cores: most tests wait on a child process or a server, so
+        # more workers than cores keep both cores busy. `-n 0` runs in one process.
+        command = [python, "-m", "pytest", "-q", "-n", "4", *rest]
+        return subprocess.run(command, cwd=HERE).returncode
     checks = [["check", "."], ["format", "--check", "."]]
     return max(subprocess.run([python, "-m", "ruff", *c], cwd=HERE).returncode for c in checks)
 

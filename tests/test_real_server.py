@@ -286,6 +286,25 @@ def test_a_skipped_test_fails_the_run_under_ci_only(tmp_path, ci, expected):
         cwd=tmp_path,
     )
     assert done.returncode == expected, done.stdout + done.stderr
-    named = "SKIPPED test_one.py::test_needs_a_server: no llama-server at /nowhere"
-    assert (named in done.stdout) == bool(ci)
+    # the reason is said in plain words either way; only CI fails the run for it
+    lines = done.stdout.splitlines()
+    at = lines.index("1 skipped: no llama-server at /nowhere")
+    assert lines[at + 1] == "    test_one.py::test_needs_a_server"
+    assert ("CI=true: 1 skipped test(s) fail this run" in done.stdout) == bool(ci)
     assert "test_known_bug" not in done.stdout  # an expected failure is not a skip
+
+
+def test_lab_test_says_which_tests_it_skipped_and_why(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env["LAB_LLAMA_SERVER"] = str(tmp_path / "nowhere")
+    done = subprocess.run(
+        [sys.executable, str(HERE / "lab.py"), "test", "-n", "0", "tests/test_real_server.py",
+         "-k", "test_ask_answers_one_question"],
+        capture_output=True, text=True, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 test(s) skipped: what they need is not on this machine" in done.stdout
+    assert (
+        f"1 skipped: no real llama-server here: no llama-server at $LAB_LLAMA_SERVER "
+        f"({tmp_path / 'nowhere'}); set LAB_LLAMA_SERVER to a llama.cpp llama-server"
+    ) in done.stdout

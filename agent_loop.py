@@ -1,38 +1,26 @@
 """The agent loop: a conversation with a model that may ask for tools, as a stream of events.
 
 `agent_events(chat, tools, task)` sends the conversation to `chat`, reads one complete model
-turn, runs the tools it asked for (in order, through `tools.invoke`), appends every result
-to the conversation and asks again, until the model stops asking or a limit is reached.
-Everything that happens is yielded as a small dict event, so a terminal, a recorder or a
-test can watch the same run. Why the loop stopped is the `reason` of its last event,
-`stopped`; whether the repository now passes is not the loop's business (see README).
-`AgentLoop` is the same loop with its conversation in view: the loop alone appends to its
-`messages`, which a recorder saves and a session continues. Each way a run ends is a `Stop`
-raised where it is decided, and turned into the one `stopped` event in `events()`.
+turn, runs the tools it asked for (in order), appends every result to the conversation and
+asks again, until the model stops asking or a limit is reached. Everything that happens is
+yielded as a small dict event, so a terminal, a recorder or a test can watch the same run.
+Why the loop stopped is the `reason` of its last event, `stopped`; whether the repository
+now passes is not the loop's business (verdict.py decides that). `AgentLoop` is the same
+loop with its conversation in view: the loop alone appends to its `messages`.
 
-Malformed model output never raises here. A chunk that is not an object, a `message` that
-is not an object, `content`/`thinking` that is not text, `tool_calls` that is not a list,
-or a call that is not an object with a `function` object: the turn ends as `model_error`
-naming the problem, and no tool from it runs. A call with a missing or unknown name, or
-arguments of any wrong type, is the tools' guard's business: it becomes an error result
-the model can read.
+Read `AgentLoop.events` first: it is the whole mechanism. The defences come after it: a
+malformed chunk (plumbing/chunk_shape.py), more tool calls than MAX_TOOL_CALLS, data after
+the end of a turn, and the deadline (plumbing/limits.py); docs/defences.md says what each
+does.
 
-Limits that hold whatever the model sends (limits.py): at most MAX_TOOL_CALLS calls of one
-turn run, each call past it is answered with an error; nothing after the end of a turn is
-acted on: a chunk that arrives after the `done` chunk ends the turn as `model_error` ("data
-after the end of the turn"), so no tool from it runs. The deadline is checked before each
-request, after each chunk and around each tool, and the adapter raises DeadlineExceeded
-when a wait runs into it; either way the loop stops with `deadline`. A turn that was
-complete when time ran out is kept (its `model_done` is yielded), but none of its tools runs;
-a tool still running when time ran out gets no `tool_result` (it may have been cut short).
-
-Not here: the wire (see local_model.py), what the tools do (repo_tools.py), retries,
-context compaction, parallel tool execution.
+Not here: the wire (local_model.py), what the tools do (repo_tools.py), retries, context
+compaction, parallel tool execution.
 """
 
 import json
 import time
 
+from plumbing.chunk_shape import AFTER_THE_END, MalformedChunk, parts
 from plumbing.limits import MAX_TOOL_CALLS, Deadline, DeadlineExceeded
 from plumbing.text_calls import text_tool_call
 
@@ -85,13 +73,7 @@ STOP_REASONS = (
     INTERRUPTED,
 )
 
-
-AFTER_THE_END = "the model sent data after the end of the turn (after its done chunk)"
 TOO_MANY_CALLS = f"too many calls in one turn; send at most {MAX_TOOL_CALLS}"
-
-
-class MalformedChunk(Exception):
-    """The stream yielded something that is not an Ollama-shaped chunk."""
 
 
 class Stop(Exception):
@@ -156,6 +138,7 @@ class AgentLoop:
                 if self.deadline.expired():
                     raise Stop(DEADLINE)
                 yield {"type": MODEL_START, "turn": turn}
+                # yields the turn's deltas as they arrive, then returns its model_done event
                 done = yield from self._read_turn(turn)
                 self.messages.append(done["message"])
                 yield done
@@ -177,7 +160,7 @@ class AgentLoop:
         """
         content, thinking, calls = [], [], []  # pieces, joined once: linear in the stream
         final, late, chunks = None, False, 0  # the done chunk; whether time ran out first
-        deadline, clock = self.deadline, self.deadline.clock  # locals: read once per chunk
+        clock = self.deadline.clock
         started, first = clock(), None
         stream = None
         try:
@@ -186,7 +169,7 @@ class AgentLoop:
             for chunks, chunk in enumerate(stream, 1):
                 if final is not None:  # subtle: a call that comes after the end must never run
                     raise MalformedChunk(AFTER_THE_END)
-                text, thought, new_calls = _parts(chunk)
+                text, thought, new_calls = parts(chunk)  # or MalformedChunk: a model_error
                 if chunks == 1:
                     first = clock() - started
                 if new_calls:
@@ -199,7 +182,7 @@ class AgentLoop:
                 if text:
                     content.append(text)
                     yield {"type": TEXT_DELTA, "turn": turn, "text": text}
-                if deadline.expired():
+                if self.deadline.expired():
                     late = True  # a complete turn is still kept; events() runs none of its tools
                     break
         except DeadlineExceeded:  # the adapter's wait ran into the deadline
@@ -242,6 +225,7 @@ class AgentLoop:
         yield {"type": TOOL_START, **where, "arguments": arguments}
         started = self.deadline.clock()
         if index < MAX_TOOL_CALLS:
+            # ToolBox.invoke in tool_guard.py: checks the request, then calls the tool
             result = self.tools.invoke(name, arguments)
         else:
             result = {"error": TOO_MANY_CALLS}
@@ -256,31 +240,3 @@ class AgentLoop:
         self.messages.append(reply)
         seconds = self.deadline.clock() - started
         yield {"type": TOOL_RESULT, **where, "result": result, "message": reply, "seconds": seconds}
-
-
-def _parts(chunk):
-    """(content, thinking, tool_calls) of one chunk; MalformedChunk if its shape is wrong."""
-    # subtle: this runs once per chunk, so it is written for speed (bench.py measures it).
-    if not isinstance(chunk, dict):
-        raise MalformedChunk(f"malformed chunk: expected an object, got {type(chunk).__name__}")
-    message = chunk.get("message")
-    if message is None:
-        return "", "", ()
-    if not isinstance(message, dict):
-        raise MalformedChunk("malformed chunk: 'message' is not an object")
-    content, thinking = message.get("content"), message.get("thinking")
-    if content is not None and not isinstance(content, str):
-        raise MalformedChunk("malformed chunk: message 'content' is not text")
-    if thinking is not None and not isinstance(thinking, str):
-        raise MalformedChunk("malformed chunk: message 'thinking' is not text")
-    calls = message.get("tool_calls")
-    if calls is None:
-        return content or "", thinking or "", ()
-    if not isinstance(calls, list):
-        raise MalformedChunk("malformed chunk: 'tool_calls' is not a list")
-    for call in calls:
-        if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
-            raise MalformedChunk(
-                "malformed chunk: a tool call is not an object with a 'function' object"
-            )
-    return content or "", thinking or "", calls

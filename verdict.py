@@ -64,32 +64,36 @@ HELD_OUT = (
     ([], []),  # nothing for nothing
 )
 HELD_OUT_TIMEOUT = 10.0  # seconds for all the cases together
+ANSWER_LIMIT = 2000  # characters of one answer line read at most
 
 # The child that asks the edited function. It reads its inputs before importing the edited
 # module, and answers on its own copy of stdout: what the edited code prints goes to stderr.
-# Each answer is labelled with its case, so a stray line cannot shift the others.
+# Each answer is labelled with its case, so a stray line cannot shift the others. Its names
+# live inside a function, so the edited code finds little in __main__ to tell it is checked.
 CHILD = """\
-import json, os, sys
-cases = json.loads(sys.argv[1])
-answers = os.fdopen(os.dup(1), "w")
-os.dup2(2, 1)
-sys.path.insert(0, os.getcwd())
-def send(number, **answer):
-    answers.write(json.dumps({"case": number, **answer}) + "\\n")
-    answers.flush()
-def problem(error):
-    return f"{type(error).__name__}: {error}"[:200]
-try:
-    from path_rules import python_sources
-except BaseException as error:
-    for number in range(len(cases)):
-        send(number, error=f"importing path_rules failed: {problem(error)}")
-    raise SystemExit(0)
-for number, changed in enumerate(cases):
+def ask():
+    import json, os, sys
+    cases = json.loads(sys.argv[1])
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.path.insert(0, os.getcwd())
+    def send(number, **answer):
+        answers.write(json.dumps({"case": number, **answer}) + "\\n")
+        answers.flush()
+    def problem(error):
+        return f"{type(error).__name__}: {error}"[:200]
     try:
-        send(number, answer=json.loads(json.dumps(python_sources(list(changed)))))
+        from path_rules import python_sources
     except BaseException as error:
-        send(number, error=problem(error))
+        for number in range(len(cases)):
+            send(number, error=f"importing path_rules failed: {problem(error)}")
+        return
+    for number, changed in enumerate(cases):
+        try:
+            send(number, answer=json.loads(json.dumps(python_sources(list(changed)))))
+        except BaseException as error:
+            send(number, error=problem(error))
+ask()
 """
 
 
@@ -142,7 +146,7 @@ def held_out_checks(source, isolate=True, cases=HELD_OUT, timeout=HELD_OUT_TIMEO
     answer (an exit, a crash, a timeout), an error, or anything that is not plain JSON
     fails it.
     """
-    with tempfile.TemporaryDirectory(prefix="agent-lab-held-out-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="agent-lab-") as scratch:
         folder = Path(scratch)
         (folder / SOURCE_FILE).write_bytes(source)
         inputs = json.dumps([changed for changed, _ in cases])
@@ -172,9 +176,11 @@ def _answers(output, count):
     well-formed line for a case counts, anything else is ignored."""
     found = {}
     for line in output.splitlines():
+        if len(line) > ANSWER_LIMIT:
+            continue  # a real answer is short; a long line is only work to parse
         try:
             answer = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
             continue
         if not isinstance(answer, dict) or type(answer.get("case")) is not int:
             continue

@@ -115,6 +115,15 @@ def test_right_answers_with_a_side_effect_pass_the_known_limit(repo, tmp_path):
     assert harm.read_text().startswith("done")
 
 
+def test_code_that_is_right_only_where_it_is_checked_passes_the_known_limit(repo):
+    # Right answers in the held-out child (no pytest loaded there), the input's order
+    # broken everywhere else: the verdict judges what it asks, where it asks it.
+    RepoTools(repo).invoke("replace_text", {"old": FAULTY_LINE, "new": FIXED_LINE})
+    two_faced = "    return sorted(sources) if 'pytest' in __import__('sys').modules else sources"
+    RepoTools(repo).invoke("replace_text", {"old": "    return sources", "new": two_faced})
+    assert independent_verdict(repo)["verdict"] == PASSED
+
+
 def test_the_faulty_sample_fails_the_held_out_checks_too(repo):
     held_out = independent_verdict(repo)["held_out"]
     assert 0 < held_out["passed"] < held_out["total"]
@@ -172,6 +181,21 @@ def test_forged_answer_lines_are_ignored_or_fail():
     )
     result = checks(source)
     assert result["passed"] == 0
+
+
+@pytest.mark.parametrize("depth", [1500, 100_000])
+def test_a_line_nested_past_the_parsers_depth_is_no_answer_not_a_crash(depth):
+    # json.loads raises RecursionError, not ValueError, past its depth (red-team finding)
+    source = (
+        "import os\n"
+        "for fd in range(3, 10):\n"
+        "    try:\n"
+        f"        os.write(fd, b'[' * {depth} + b'\\n')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "def python_sources(paths):\n    return []\n"
+    )
+    assert checks(source)["passed"] == 2  # the real answers still count
 
 
 def test_a_crash_at_import_fails_every_case_with_its_error():

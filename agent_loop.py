@@ -79,14 +79,17 @@ TOO_MANY_CALLS = f"too many calls in one turn; send at most {MAX_TOOL_CALLS}"
 class Stop(Exception):
     """The run ends: `reason` is one of STOP_REASONS; `event(turn)` is its `stopped` event."""
 
-    def __init__(self, reason, error=None, text_tool_call=None):
+    def __init__(self, reason, error=None, text_tool_call=None, seconds=None):
         super().__init__(reason)
         self.reason, self.error, self.text_tool_call = reason, error, text_tool_call
+        self.seconds = seconds  # of a model turn the stop cut off: it took time all the same
 
     def event(self, turn):
         event = {"type": STOPPED, "turn": turn, "reason": self.reason}
         if self.error is not None:
             event["error"] = self.error
+        if self.seconds is not None:
+            event["seconds"] = self.seconds
         if self.text_tool_call:  # a call the model wrote as text: shown to the user, never run
             event["text_tool_call"] = self.text_tool_call
         return event
@@ -188,15 +191,16 @@ class AgentLoop:
         except DeadlineExceeded:  # the adapter's wait ran into the deadline
             late = True
         except Exception as error:  # the wire, the adapter or malformed data: the turn is lost
-            raise Stop(MODEL_ERROR, str(error) or type(error).__name__) from None
+            problem = str(error) or type(error).__name__
+            raise Stop(MODEL_ERROR, problem, seconds=clock() - started) from None
         finally:
             if hasattr(stream, "close"):
                 stream.close()  # on every path, so the server stops generating for us
         if final is None and late:
-            raise Stop(DEADLINE)
+            raise Stop(DEADLINE, seconds=clock() - started)
         if final is None or final.get("done_reason") == "length":
             # subtle: a partial turn may hold a half-decided tool call; it must never run.
-            raise Stop(INCOMPLETE_MODEL_TURN)
+            raise Stop(INCOMPLETE_MODEL_TURN, seconds=clock() - started)
         message = {"role": "assistant", "content": "".join(content)}
         if thinking:
             message["thinking"] = "".join(thinking)

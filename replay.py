@@ -120,6 +120,17 @@ def shown(path):
         return path
 
 
+def made_by(recording):
+    """Who made the recording's chunks, said so that hand-written ones never read as a
+    model's output."""
+    model = recording["model"].get("name", "?")
+    if recording["source"] == "live":
+        return f"live: streamed by {model}"
+    if recording["source"] == "scripted":
+        return f"scripted: chunks written by hand, not a model's output (as {model} would send)"
+    return f"{recording['source']}: derived from a recording of {model}"
+
+
 def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
     """Replay one recording; print what happens; return REPRODUCED, DIVERGED or CANNOT_REPLAY.
 
@@ -131,8 +142,7 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
     except RecordingError as error:
         print(f"error: {error}", file=sys.stderr)
         return CANNOT_REPLAY
-    model = recording["model"].get("name", "?")
-    print(f"Model: {model} ({recording['source']})  |  Recording: {shown(path)}", file=out)
+    print(f"Recording: {shown(path)}  |  {made_by(recording)}", file=out)
     starting = verdict_lines("Starting verdict (recorded)", recording["starting_tests"])
     print("\n".join(starting), file=out)
     # An interrupted or deadline-stopped run is replayed up to where it was stopped: what the

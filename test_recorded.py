@@ -277,7 +277,10 @@ def test_altered_tool_argument_is_reported_with_model_call_and_tool_call(tmp_pat
     outcome, output = replay(altered(tmp_path, change))
     assert outcome == DIVERGED
     assert "tool call 3 (model call 3, replace_text) call: arguments.new: the recording" in output
-    assert "model call 4: request[6].tool_calls[0].function.arguments.new" in output
+    assert (
+        "model call 4 (its request is messages[:8] in the file): "
+        "messages[6].tool_calls[0].function.arguments.new" in output
+    )
     assert "final tests: the recording says exit code 0, today's run gave 1" in output
 
 
@@ -310,7 +313,7 @@ def test_recorded_conversation_shorter_than_a_request_is_named_not_a_crash(tmp_p
 
     outcome, output = replay(altered(tmp_path, change))
     assert outcome == DIVERGED
-    assert 'request[9]: the recording says null, today\'s run did {"role": "tool"' in output
+    assert 'messages[9]: the recording says null, today\'s run did {"role": "tool"' in output
 
 
 def test_extra_model_call_is_a_divergence_not_a_crash(tmp_path):
@@ -734,3 +737,14 @@ def test_a_recording_of_the_previous_format_is_refused_in_one_line_naming_it():
     assert len(error.splitlines()) == 1
     assert "format 'agent-loop-recording/1' was made by the lab before the held-out checks" in error
     assert "record the attempt again" in error and "DIVERGED" not in finished.stdout
+
+
+def test_a_scripted_recording_says_first_that_no_model_wrote_it():
+    # Once its first line read "Model: gemma4:e2b (scripted)", which a learner took for
+    # Gemma's output (issue 21).
+    _, output = replay(RECORDINGS / "repair.json")
+    first = output.splitlines()[0]
+    assert first.startswith("Recording: recordings/repair.json  |  scripted: ")
+    assert "chunks written by hand, not a model's output" in first
+    _, output = replay(RECORDINGS / "smollm2-135m-live.json")
+    assert output.splitlines()[0].endswith("live: streamed by smollm2-135m-instruct")

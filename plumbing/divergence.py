@@ -98,14 +98,16 @@ def event_divergence(expected, got, expected_root, got_root):
         want, have = comparable(want, expected_root), comparable(have, got_root)
         if want != have:
             call = _model_call(expected, position)
-            return f"event {position + 1} (model call {call}, {want['type']}): " + _difference(
-                want, have
-            )
+            # subtle: both counts, side by side: a learner reads "event 28" here and
+            # finds it as events[27] in the file, which counts from 0
+            where = f"event {position + 1} (events[{position}] in the file; model call {call}"
+            return f"{where}, {want['type']}): " + _difference(want, have)
     if len(expected) != len(got):
         position = min(len(expected), len(got))
         unmatched = got[position] if len(got) > position else expected[position]
         return (
-            f"event {position + 1}: {len(expected)} events recorded, {len(got)} replayed "
+            f"event {position + 1} (events[{position}] in the file): {len(expected)} events "
+            f"recorded, {len(got)} replayed "
             f"(first unmatched: {short(comparable(unmatched, None))})"
         )
     return None
@@ -138,7 +140,8 @@ def request_divergences(recording, requests, got_root):
         )
         have = comparable(sent, got_root)
         if want != have:
-            problems.append(f"model call {number}: {_difference(want, have, 'request')}")
+            label = f"model call {number} (its request is messages[:{len(want)}] in the file)"
+            problems.append(f"{label}: {_difference(want, have, 'messages')}")
             break  # every later request carries the same difference
     if len(requests) != len(saved_calls):
         problems.append(f"model calls: {len(saved_calls)} recorded, {len(requests)} made")

@@ -14,7 +14,7 @@ pass nor a failure of the task: it is listed, and left out of the rate.
 from collections import Counter
 from dataclasses import dataclass
 
-from agent_loop import INTERRUPTED, MODEL_DONE, TOOL_RESULT
+from agent_loop import INTERRUPTED, MODEL_DONE, STOPPED, TOOL_RESULT
 from openai_model import OpenAIModelError, chunks_from_events
 from plumbing.console import plural
 from plumbing.stats import median, wilson_interval
@@ -72,7 +72,8 @@ def _token_total(finals, counter):
 def outcome(recording):
     events = recording["events"]
     finals = list(_final_chunks(recording))
-    spans = [e.get("seconds") or 0.0 for e in events if e["type"] in (MODEL_DONE, TOOL_RESULT)]
+    timed = (MODEL_DONE, TOOL_RESULT, STOPPED)  # a stop carries the time of a turn it cut off
+    spans = [e.get("seconds") or 0.0 for e in events if e["type"] in timed]
     if isinstance(recording.get("loop_seconds"), (int, float)):
         # subtle: the events time only complete turns; a cut-off turn's wait is in here
         spans = [recording["loop_seconds"]]

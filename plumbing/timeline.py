@@ -4,9 +4,9 @@
     total   model 4.10s · tools 1.02s
 
 `timeline(events)` builds those lines from the loop's events (the `seconds` of each
-`model_done` and `tool_result`); the bars are scaled to the longest span. With `recorded=`,
-each figure reads today/recorded, so a replay shows today's timings beside the
-recording's without judging them.
+`model_done` and `tool_result`, and of a `stopped` that cut a model turn off); the bars are
+scaled to the longest span. With `recorded=`, each figure reads today/recorded, so a replay
+shows today's timings beside the recording's without judging them.
 
 With `model_info=` (a recording's `model`, or what the recorder read from the server), it also
 shows how the conversation grew: the prompt tokens of each request (the model's own
@@ -21,7 +21,7 @@ columns on, every line fits, except the context warning, which stays one whole s
 
 import shutil
 
-from agent_loop import MODEL_DONE, MODEL_START, TOOL_RESULT
+from agent_loop import MODEL_DONE, MODEL_START, STOPPED, TOOL_RESULT
 
 BARS_FROM = 0.01  # seconds: below this longest span a bar shows noise, not time
 NEAR_CONTEXT = 0.9  # a request at least this full of the window is about to lose messages
@@ -31,11 +31,16 @@ def per_turn(events):
     """{turn: {"model": seconds, "tools": seconds, "names": [...]}} in turn order."""
     turns = {}
     for event in events:
-        if event["type"] not in (MODEL_START, MODEL_DONE, TOOL_RESULT):
+        if event["type"] not in (MODEL_START, MODEL_DONE, TOOL_RESULT, STOPPED):
             continue
+        if event["type"] == STOPPED and event.get("seconds") is None:
+            continue  # the stop did not cut a model turn off
         turn = turns.setdefault(event["turn"], {"model": None, "tools": 0.0, "names": []})
         if event["type"] == MODEL_DONE:
             turn["model"] = event.get("seconds", 0.0)
+        elif event["type"] == STOPPED:  # the turn was cut off: its time counts all the same
+            turn["model"] = event["seconds"]
+            turn["names"].append(f"(model turn cut off: {event['reason']})")
         elif event["type"] == TOOL_RESULT:
             turn["tools"] += event.get("seconds", 0.0)
             turn["names"].append(str(event["name"]))

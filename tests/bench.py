@@ -41,6 +41,9 @@ import tempfile
 import time
 from pathlib import Path
 
+if __name__ == "__main__":  # run directly, not through lab.py: the lab is one folder up
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 import ollama
 
 from agent_loop import TASK, TEXT_DELTA, agent_events, conversation_start

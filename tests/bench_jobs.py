@@ -26,6 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
+if __name__ == "__main__":  # run directly, not through lab.py: the lab is one folder up
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from tests.ollama_test_server import ConversationServer, call, chunk, reply
 
 HERE = Path(__file__).resolve().parent.parent

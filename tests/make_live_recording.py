@@ -19,8 +19,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+if __name__ == "__main__":  # run directly, not through lab.py: the lab is one folder up
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from agent_loop import TOOL_START
-from plumbing.console import test_line
+from plumbing.console import verdict_lines
 from plumbing.recording import RECORDINGS, save
 from tests.real_server import (
     ANSWER_TOKENS,
@@ -65,10 +68,16 @@ def describe(recording, settings):
         f"A real model's attempt: {MODEL.file_name} ({MODEL.licence}), served by llama.cpp's "
         f"llama-server (MIT; {' '.join(settings)}), recorded over the OpenAI-compatible wire by "
         f"make_live_recording.py with the real record_run.py. It made {calls} tool call(s) "
-        f"and stopped with {recording['stop']['reason']}; independent final tests: "
-        f"{test_line(recording['final_tests'])}. {MODEL.about} Each answer is bounded by "
+        f"and stopped with {recording['stop']['reason']}; the independent verdict: "
+        f"{verdict_words(recording['final_tests'])}. {MODEL.about} Each answer is bounded by "
         f"max_tokens {recording['model']['options']['max_tokens']}."
     )
+
+
+def verdict_words(final):
+    """'failed (visible tests: 3 of 4 passed, 1 failed; held-out checks: 7 of 10 passed ...)'"""
+    verdict, *parts = verdict_lines("verdict", final)
+    return f"{verdict.removeprefix('verdict: ')} ({'; '.join(p.strip() for p in parts)})"
 
 
 def main(argv=None):

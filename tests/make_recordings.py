@@ -16,6 +16,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+if __name__ == "__main__":  # run directly, not through lab.py: the lab is one folder up
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from plumbing.recording import RECORDINGS, save
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 

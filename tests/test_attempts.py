@@ -154,6 +154,21 @@ def test_an_attempt_cut_off_mid_turn_counts_the_time_it_waited(tmp_path):
     assert outcome(recording).seconds - tests >= 0.5
 
 
+def test_a_turn_cut_off_mid_stream_shows_its_model_time_in_the_timeline(tmp_path):
+    # The stop carries the time of the turn it cut off; the timeline and the attempt's
+    # seconds both count it (once the timeline said "model 0.00s" for it).
+    cut = reply(chunk("Thinking about it"), pause_after_first=0.5)  # no done chunk
+    output = tmp_path / "cut.json"
+    finished = series([[cut]], output, "--attempts", 1)
+    stop = load(output)["stop"]
+    assert stop["reason"] == "incomplete_model_turn" and stop["seconds"] >= 0.5
+    line = next(x for x in finished.stdout.splitlines() if x.startswith("turn 1  model"))
+    assert "(model turn cut off: incomplete_model_turn)" in line
+    total = next(x for x in finished.stdout.splitlines() if x.startswith("total   model "))
+    assert float(total.split()[2].removesuffix("s")) >= 0.5
+    assert float(total.split()[2].removesuffix("s")) == pytest.approx(stop["seconds"], abs=0.01)
+
+
 def test_series_where_every_attempt_passes_exits_0(tmp_path):
     finished = series([passing("a"), passing("b")], tmp_path / "s.json", "--attempts", 2)
     assert finished.returncode == 0, finished.stdout + finished.stderr

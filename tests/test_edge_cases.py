@@ -85,7 +85,7 @@ def test_deadline_stops_mid_stream_runs_no_tool_and_closes_the_stream(repo):
         return streams[-1]
 
     events = list(agent_events(chat, RepoTools(repo), TASK, deadline=2.5, clock=lambda: now[0]))
-    assert events[-1] == {"type": "stopped", "turn": 1, "reason": DEADLINE}
+    assert events[-1] == {"type": "stopped", "turn": 1, "reason": DEADLINE, "seconds": 3.0}
     assert [e for e in events if e["type"] == TOOL_START] == []
     assert len(streams) == 1 and streams[0].closed
 
@@ -205,7 +205,7 @@ def test_altered_event_alone_is_a_divergence(tmp_path):
     calls = len(load(RECORDINGS / "repair.json")["model_calls"])  # the stop is in the last one
     assert outcome == DIVERGED
     assert (
-        f'(model call {calls}, stopped): reason: the recording says "max_turns", '
+        f'model call {calls}, stopped): reason: the recording says "max_turns", '
         'today\'s run did "assistant_finished"' in output
     )
 

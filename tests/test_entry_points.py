@@ -83,6 +83,23 @@ def test_script_help_exits_0_and_changes_nothing(script, flag, unchanged):
     assert "usage:" in finished.stdout
 
 
+@pytest.mark.parametrize("script", [s for s in SCRIPTS if s.startswith("tests/")])
+def test_a_maintainers_script_runs_directly_from_anywhere(script, unchanged, tmp_path):
+    # `.venv/bin/python tests/bench.py --help`, not through lab.py and without PYTHONPATH:
+    # once a ModuleNotFoundError traceback (issue 21)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    finished = subprocess.run(
+        [sys.executable, str(unchanged / script), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert finished.returncode == 0 and "Traceback" not in finished.stderr, finished.stderr
+    assert "usage:" in finished.stdout
+
+
 @pytest.mark.parametrize(
     "argv",
     [

@@ -62,7 +62,10 @@ def test_step_1_the_replay_of_every_recording_ends_as_quoted():
 
 def test_step_2_the_transcript_begins_as_quoted():
     _, output = replay(RECORDINGS / "repair.json", transcript="turns")
-    assert appear_in_order(quoted_block("Model: gemma4:e2b (scripted)"), output) == []
+    assert (
+        appear_in_order(quoted_block("Recording: recordings/repair.json  |  scripted"), output)
+        == []
+    )
     # "four carry pieces of thinking, the fifth the tool call, the sixth done: true"
     _, output = replay(RECORDINGS / "repair.json", chunks=1)
     lines = output.splitlines()

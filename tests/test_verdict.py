@@ -10,6 +10,7 @@ import io
 import json
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -171,17 +172,31 @@ def test_a_flood_of_output_is_held_as_its_tail_only(repo):
 
 def test_a_rewritten_sample_repo_does_not_change_the_verdicts_reference(tmp_path):
     # With --no-isolate the edited code can rewrite sample_repo/ itself; the harness judges
-    # against the bytes it read when it started.
-    tests = SAMPLE_REPO / TEST_FILE
-    original = tests.read_bytes()
-    names = [name.rsplit(".", 1)[1] for name in expected_tests()]
-    try:
-        tests.write_text("".join(f"def {name}():\n    pass\n" for name in names))
-        repo = copy_sample(tmp_path)
-        assert (repo / TEST_FILE).read_bytes() == original
-        assert independent_verdict(repo, isolate=False)["verdict"] == "failed"
-    finally:
-        tests.write_bytes(original)
+    # against the bytes it read when it started. subtle: done in a copy of the lab, so the
+    # real sample_repo/ never changes under the tests running beside this one.
+    lab = tmp_path / "lab"
+    shutil.copytree(
+        HERE, lab, ignore=shutil.ignore_patterns(".venv", ".git", ".cache", "recordings")
+    )
+    script = (
+        "import sys\n"
+        "from plumbing.pytest_report import expected_tests\n"
+        "from plumbing.sample import SAMPLE_REPO, TEST_FILE, copy_sample\n"
+        "from verdict import independent_verdict\n"
+        "tests = SAMPLE_REPO / TEST_FILE\n"
+        "original = tests.read_bytes()\n"
+        "names = [name.rsplit('.', 1)[1] for name in expected_tests()]\n"
+        "tests.write_text(''.join(f'def {name}():\\n    pass\\n' for name in names))\n"
+        "repo = copy_sample(sys.argv[1])\n"
+        "print((repo / TEST_FILE).read_bytes() == original)\n"
+        "print(independent_verdict(repo, isolate=False)['verdict'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)],
+        capture_output=True, text=True, cwd=lab, timeout=60,
+    )  # fmt: skip
+    assert done.stdout.split() == ["True", "failed"], done.stdout + done.stderr
+    assert (lab / "sample_repo" / TEST_FILE).read_bytes() != (SAMPLE_REPO / TEST_FILE).read_bytes()
 
 
 def test_an_edited_test_file_is_not_a_pass_even_with_every_name_passing(repo):

@@ -1,12 +1,13 @@
-"""The README's "Start here" path, run as a learner runs it: what it quotes, the run prints.
+"""The README's "Start here" path and the pages in docs/, run as a learner runs them.
 
-Each quoted block is read from README.md itself, so the README and these tests cannot
-drift apart: a line the README quotes must appear in the output, in the same order
-(lines of `...` stand for what the README leaves out; a line ending in `...` is compared
-up to there).
+Each quoted block is read from README.md or docs/ itself, so the pages and these tests
+cannot drift apart: a line a page quotes must appear in the output, in the same order
+(lines of `...` stand for what the page leaves out; a line ending in `...` is compared up
+to there). Also the README's size, its links and the core path's line numbers.
 """
 
 import json
+import re
 import subprocess
 import sys
 
@@ -14,11 +15,14 @@ from plumbing.recording import RECORDINGS, load
 from tests.helpers import LAB, replay
 
 README = (LAB / "README.md").read_text(encoding="utf-8")
+DOCS = sorted((LAB / "docs").glob("*.md"))
+PAGES = "\n\n".join([README, *(page.read_text(encoding="utf-8") for page in DOCS)])
 
 
 def quoted_block(first):
-    """The indented block of README.md whose first line starts with `first`, unindented."""
-    lines = README.splitlines()
+    """The indented block of README.md or a docs/ page whose first line starts with
+    `first`, unindented."""
+    lines = PAGES.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("    " + first))
     block = []
     for line in lines[start:]:
@@ -139,4 +143,46 @@ def test_the_gallery_table_says_what_each_cheat_recording_holds():
         assert held_out == f"{final['held_out']['passed']} of {final['held_out']['total']}"
         assert verdict == final["verdict"]
         checked += 1
+    assert checked == 7  # the six cheats of recordings/cheats/ and games-the-verdict.json
+
+
+# --- the learner's page: short, linked, and pointing at the right lines --------------------------
+
+CORE_PATH = ("agent_loop.py", "tool_guard.py", "repo_tools.py", "verdict.py", "local_model.py")
+
+
+def test_the_readme_is_read_in_one_sitting():
+    assert len(README.split()) <= 4000
+
+
+def slug(heading):
+    """The anchor a Markdown renderer gives a heading (GitHub's rule, for plain headings)."""
+    return re.sub(r"[^a-z0-9 -]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_docs_page_is_linked_from_the_readme_and_every_link_resolves():
+    linked = set(re.findall(r"\]\((docs/[^)#]+)", README))
+    assert linked == {f"docs/{page.name}" for page in DOCS}
+    for page in [LAB / "README.md", *DOCS]:
+        for target in re.findall(r"\]\(([^)]+)\)", page.read_text(encoding="utf-8")):
+            if target.startswith("http"):
+                continue
+            path, _, anchor = target.partition("#")
+            file = (page.parent / path).resolve() if path else page
+            assert file.exists(), f"{page.name}: {target}"
+            if anchor:
+                headings = re.findall(r"(?m)^#+ (.+)$", file.read_text(encoding="utf-8"))
+                assert anchor in {slug(h) for h in headings}, f"{page.name}: {target}"
+
+
+def test_the_core_path_is_where_the_readme_says():
+    table = README.split("## The core path", 1)[1].split("## ", 1)[0]
+    checked = 0
+    for row in table.splitlines():
+        if not row.startswith("| `"):
+            continue
+        lines = (LAB / row.split("`")[1]).read_text(encoding="utf-8").splitlines()
+        for name, number in re.findall(r"`(?:class )?(\w+)(?:\(\))?` \(line (\d+)\)", row):
+            assert re.match(rf"\s*(def|class) {name}\b", lines[int(number) - 1]), (name, number)
+            checked += 1
     assert checked == 7  # the six cheats of recordings/cheats/ and games-the-verdict.json

@@ -50,6 +50,7 @@ from plumbing.limits import Deadline, positive_int, positive_seconds
 from plumbing.live_model import open_model
 from plumbing.recording import RECORDINGS, RecordingChat, build, save, sha256_file
 from plumbing.sample import SOURCE_FILE, TEST_FILE, copy_sample, final_source, tests_unchanged
+from plumbing.scratch import scratch_folder
 from plumbing.timeline import timeline
 from repo_tools import RepoTools
 from verdict import PASSED, independent_verdict
@@ -180,7 +181,7 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
     out = out or sys.stdout  # looked up now, not at import: tolerant_output() replaces it
     if not isinstance(deadline, Deadline):
         deadline = Deadline(deadline)
-    with tempfile.TemporaryDirectory(prefix="agent-lab-") as scratch:
+    with scratch_folder(prefix="agent-lab-") as scratch:
         repo = copy_sample(scratch)
         tests_sha256, source_sha256 = sha256_file(repo / TEST_FILE), sha256_file(repo / SOURCE_FILE)
         starting = independent_verdict(repo, isolate)

@@ -17,7 +17,6 @@ Not here: a model, the network or the ollama SDK. Timings are shown, never compa
 import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from plumbing import quiet_interrupt  # first: Ctrl-C during the slow imports below exits quietly
@@ -31,6 +30,7 @@ from plumbing.isolation import notice
 from plumbing.limits import positive_int
 from plumbing.recording import RECORDINGS, RecordingError, ReplayChat, load, sha256_file
 from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, TEST_FILE, copy_sample, final_source
+from plumbing.scratch import scratch_folder
 from plumbing.timeline import timeline
 from plumbing.transcript import ChunkLog, chunk_lines, full_request_lines, request_lines
 from repo_tools import RepoTools
@@ -149,7 +149,7 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
     # clock or the user did then cannot be replayed, everything before it can.
     cut_short = recording["stop"]["reason"] in (INTERRUPTED, DEADLINE)
     expected = [e for e in recording["events"] if not (cut_short and e["type"] == STOPPED)]
-    with tempfile.TemporaryDirectory(prefix="agent-lab-replay-") as scratch:
+    with scratch_folder(prefix="agent-lab-replay-") as scratch:
         repo = copy_sample(scratch)
         chat = ReplayChat(recording["model_calls"], assembler(recording))
         view, events = RunPrinter(out, repo), []

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from plumbing.redact import redact
-from plumbing.sample import SOURCE_FILE, TEST_FILE, write_atomically
+from plumbing.sample import SOURCE_FILE, SOURCE_LIMIT, TEST_FILE, read_text, write_atomically
 from tool_guard import ToolBox, ToolError, function_schema
 from verdict import TEST_TIMEOUT, run_pytest
 
@@ -70,26 +70,19 @@ class RepoTools(ToolBox):
             )
         if path not in READABLE:
             raise ToolError(f"{path} is not readable here; readable files: {', '.join(READABLE)}")
-        target = self._inside(path)
-        try:
-            text = target.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ToolError(f"{path} does not exist") from None
-        except UnicodeDecodeError:
-            raise ToolError(f"{path} is not UTF-8 text") from None
+        text, size = self._read(path)
         text = redact(text)  # before the cut, so no part of a secret survives at its edge
         if len(text) > READ_LIMIT:
-            text = text[:READ_LIMIT] + f"\n[... cut: the file has {len(text)} characters]"
+            text = text[:READ_LIMIT] + f"\n[... cut: the file has {size}]"
         return {"path": path, "text": text}
 
     def replace_text(self, old, new):
         if not old:
             raise ToolError("`old` must be non-empty text copied exactly from path_rules.py")
         target = self._inside(EDITABLE)
-        try:
-            text = target.read_text(encoding="utf-8")
-        except (FileNotFoundError, UnicodeDecodeError):
-            raise ToolError(f"{EDITABLE} is missing or not UTF-8 text") from None
+        text, size = self._read(EDITABLE, SOURCE_LIMIT)
+        if not size.endswith(" characters"):
+            raise ToolError(f"{EDITABLE} is larger than {SOURCE_LIMIT} bytes; it cannot be edited")
         found = text.count(old)
         if found != 1:
             where = "was not found" if found == 0 else f"occurs {found} times"
@@ -106,6 +99,18 @@ class RepoTools(ToolBox):
             ) from None
         write_atomically(target, data)
         return {"path": EDITABLE, "replaced": 1}
+
+    def _read(self, path, characters=READ_LIMIT):
+        """(text, size) of a file the tests may have replaced: plumbing/sample.py reads it
+        without blocking on a FIFO, following a link or reading a sparse gigabyte whole."""
+        try:
+            return read_text(self._inside(path), characters)
+        except FileNotFoundError:
+            raise ToolError(f"{path} does not exist") from None
+        except UnicodeDecodeError:
+            raise ToolError(f"{path} is not UTF-8 text") from None
+        except OSError as error:
+            raise ToolError(f"{path} cannot be read ({error.strerror or error})") from None
 
     def run_tests(self):
         timeout = self.deadline.cap(self.test_timeout) if self.deadline else self.test_timeout

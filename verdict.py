@@ -22,7 +22,6 @@ isolated (plumbing/isolation.py), how pytest's report is read (plumbing/pytest_r
 import json
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from plumbing.sample import (
     read_regular_file,
     tests_unchanged,
 )
+from plumbing.scratch import scratch_folder
 
 PASSED, FAILED = "passed", "failed"  # the two verdicts
 TEST_TIMEOUT = 15.0
@@ -118,7 +118,7 @@ def independent_verdict(root, isolate=True):
         return _unjudged(f"{SOURCE_FILE} cannot be read ({error.strerror or error})", started)
     if len(source) > SOURCE_LIMIT:
         return _unjudged(f"{SOURCE_FILE} is larger than {SOURCE_LIMIT} bytes", started)
-    with tempfile.TemporaryDirectory(prefix="agent-lab-verdict-") as scratch:
+    with scratch_folder(prefix="agent-lab-verdict-") as scratch:
         fresh = copy_sample(scratch, source)
         result = run_pytest(fresh, isolate=isolate)
         # the run's own paths read as the copy's, so a replay normalises them alike
@@ -146,7 +146,7 @@ def held_out_checks(source, isolate=True, cases=HELD_OUT, timeout=HELD_OUT_TIMEO
     answer (an exit, a crash, a timeout), an error, or anything that is not plain JSON
     fails it.
     """
-    with tempfile.TemporaryDirectory(prefix="agent-lab-") as scratch:
+    with scratch_folder(prefix="agent-lab-") as scratch:
         folder = Path(scratch)
         (folder / SOURCE_FILE).write_bytes(source)
         inputs = json.dumps([changed for changed, _ in cases])
@@ -224,9 +224,7 @@ def run_pytest(root, timeout=TEST_TIMEOUT, isolate=True):
     """
     # subtle: the report goes to a fresh folder outside the copy, so nothing the edited code
     # left behind in an earlier run can pass for it; only this folder and `root` are writable.
-    with tempfile.TemporaryDirectory(
-        prefix="agent-lab-report-", ignore_cleanup_errors=True
-    ) as folder:
+    with scratch_folder(prefix="agent-lab-report-") as folder:
         report, settings = Path(folder) / "report.xml", Path(folder) / "pytest.ini"
         # subtle: an explicit, empty configuration: otherwise pytest looks for pytest.ini,
         # tox.ini or setup.cfg in the copy's parent folders, where an unisolated edit may

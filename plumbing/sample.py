@@ -9,6 +9,7 @@ Not here: the tools (repo_tools.py) or the verdict (verdict.py). Nothing ever wr
 `sample_repo/` itself.
 """
 
+import codecs
 import os
 import stat
 import tempfile
@@ -57,6 +58,25 @@ def read_regular_file(path, limit):
         if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
             raise OSError(f"{Path(path).name} is not a regular file")
         return file.read(limit + 1)
+
+
+def read_text(path, characters):
+    """(text, size): at most the first `characters` + 1 characters of the UTF-8 file `path`,
+    read as `read_regular_file` reads (never a link, never anything but a regular file,
+    never blocking), and the file's size in words: "N characters" when it was read whole,
+    "N bytes" when it was not. UnicodeDecodeError when the part read is not UTF-8.
+
+    subtle: at most 4 bytes a character plus one are read: a sparse file of a gigabyte
+    costs no more than a small one.
+    """
+    limit = 4 * (characters + 1)
+    data = read_regular_file(path, limit)
+    if len(data) <= limit:
+        text = data.decode("utf-8")
+        return text, f"{len(text)} characters"
+    # an incremental decoder keeps a character cut at the limit back instead of failing
+    text = codecs.getincrementaldecoder("utf-8")().decode(data[:limit], final=False)
+    return text, f"{os.stat(path, follow_symlinks=False).st_size} bytes"
 
 
 def write_atomically(target, data):

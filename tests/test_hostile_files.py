@@ -1,0 +1,120 @@
+"""What the tests can leave behind in the copy, and the harness survives: a folder tree too
+deep to remove by recursion, a FIFO or a device where path_rules.py was, a sparse file of a
+gigabyte. Nothing is lost, nothing hangs, nothing is read whole.
+"""
+
+import os
+import resource
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from plumbing.sample import SOURCE_FILE
+from plumbing.scratch import remove_tree, scratch_folder
+from repo_tools import READ_LIMIT, RepoTools
+from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
+from verdict import independent_verdict
+
+DEEP = 3000  # deeper than Python's recursion limit, and a path longer than PATH_MAX
+
+
+def make_deep_tree(top, depth=DEEP):
+    """`depth` nested folders below `top`, made one at a time relative to a descriptor."""
+    current = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=current)
+        below = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=current)
+        os.close(current)
+        current = below
+    os.close(current)
+
+
+def test_a_tree_deeper_than_recursion_allows_is_removed(tmp_path):
+    top = tmp_path / "top"
+    top.mkdir()
+    make_deep_tree(top)
+    (top / "file").write_text("x")
+    os.symlink("/etc", top / "link")  # removed as a link, never followed
+    remove_tree(top)
+    assert not top.exists() and os.path.exists("/etc/passwd")
+
+
+def test_a_scratch_folder_that_cannot_be_removed_is_a_warning_not_an_error(capsys):
+    with scratch_folder() as path:
+        os.rename(path, path + "-moved")  # gone from under it: removal fails
+    assert "warning: could not remove the temporary folder" in capsys.readouterr().err
+    remove_tree(path + "-moved")
+
+
+DEEP_AT_IMPORT = (
+    "import os\n"
+    "_fd = os.open('.', os.O_RDONLY)\n"
+    f"for _ in range({DEEP}):\n"
+    "    os.mkdir('d', dir_fd=_fd)\n"
+    "    _below = os.open('d', os.O_RDONLY, dir_fd=_fd)\n"
+    "    os.close(_fd)\n"
+    "    _fd = _below\n"
+    "os.close(_fd)\n\n\n"
+)
+
+
+def test_a_deep_tree_left_by_the_edited_code_costs_no_verdict(repo):
+    RepoTools(repo).invoke(
+        "replace_text",
+        {"old": "def python_sources(", "new": DEEP_AT_IMPORT + "def python_sources("},
+    )
+    verdict = independent_verdict(repo)  # once a RecursionError from shutil.rmtree
+    assert verdict["verdict"] == "failed" and verdict["passed"] == 3
+
+
+def test_record_run_saves_its_recording_when_the_tests_leave_a_deep_tree(tmp_path):
+    deep = call(
+        "replace_text", old="def python_sources(", new=DEEP_AT_IMPORT + "def python_sources("
+    )
+    script = [
+        reply(chunk(tool_calls=[deep]), chunk(done=True)),
+        reply(chunk(tool_calls=[call("run_tests")]), chunk(done=True)),
+        reply(chunk("done"), chunk(done=True)),
+    ]
+    output = tmp_path / "deep.json"
+    with OllamaTestServer(script) as server:
+        finished = subprocess.run(
+            [sys.executable, "record_run.py", "--host", server.host, "--output", str(output)],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert finished.returncode == 1, finished.stdout + finished.stderr
+    assert "Traceback" not in finished.stderr and output.exists()
+    assert "Independent verdict: failed" in finished.stdout
+    replayed = subprocess.run(
+        [sys.executable, "replay.py", str(output)], capture_output=True, text=True, timeout=120
+    )
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+
+
+@pytest.mark.parametrize("tool", ["read_file", "replace_text"])
+def test_a_fifo_where_the_source_was_is_refused_not_waited_on(repo, tool):
+    # once the model's next read_file blocked on it for good, deadline or not
+    (repo / SOURCE_FILE).unlink()
+    os.mkfifo(repo / SOURCE_FILE)
+    arguments = {"path": SOURCE_FILE} if tool == "read_file" else {"old": "a", "new": "b"}
+    result = RepoTools(repo).invoke(tool, arguments)
+    assert result == {
+        "error": f"{SOURCE_FILE} cannot be read ({SOURCE_FILE} is not a regular file)"
+    }
+    assert stat.S_ISFIFO(os.stat(repo / SOURCE_FILE).st_mode)  # left as it was
+
+
+def test_a_sparse_gigabyte_is_not_read_whole(repo):
+    source = repo / SOURCE_FILE
+    with open(source, "r+b") as file:
+        file.truncate(1 << 30)  # a GiB of zero bytes, no disk used
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
+    result = RepoTools(repo).invoke("read_file", {"path": SOURCE_FILE})
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown < 50_000, f"the harness grew by {grown} KiB"
+    assert len(result["text"]) <= READ_LIMIT + 100
+    assert result["text"].endswith(f"[... cut: the file has {1 << 30} bytes]")
+    edit = RepoTools(repo).invoke("replace_text", {"old": "def", "new": "def"})
+    assert edit == {"error": f"{SOURCE_FILE} is larger than 1000000 bytes; it cannot be edited"}

@@ -20,7 +20,7 @@ import os
 import sys
 import textwrap
 
-from plumbing.console import plural
+from plumbing.console import plural, tolerant_output
 from plumbing.outcomes import outcome, rate, summary_lines
 from plumbing.recording import RecordingError, load
 
@@ -98,6 +98,7 @@ def wrap(line, width):
 
 
 def main(argv=None):
+    tolerant_output()  # a recording's model name or description is printed as text, escapes visible
     args = parse_args(argv)
     groups, unreadable = {}, 0
     for path in args.recordings:

@@ -8,6 +8,7 @@ Not here: colour, cursor tricks or anything a plain pipe or `NO_COLOR` terminal 
 """
 
 import json
+import re
 import sys
 
 from agent_loop import (
@@ -28,30 +29,43 @@ from verdict import FAILED, PASSED, TESTS_FAILED, held_out_line
 
 
 def tolerant_output():
-    """Let stdout and stderr print any text, without the harness's secrets in it.
+    """Let stdout and stderr print any text, safely: visible, encodable, without secrets.
 
-    subtle: a model or a server can send a lone surrogate, and a terminal (or a pipe under
-    another PYTHONIOENCODING) may not encode every character; a run must never crash on
-    printing what it was sent: what cannot be encoded is shown escaped. And a server may
-    echo the API key it was sent in an error message: every write is redacted (a secret
-    split across two writes, as streamed text can be, is not caught). The CLIs call this
-    first.
+    subtle: text from a model, a tool result, a file name or a recording can hold terminal
+    escapes (ESC[1A ESC[2K to draw a fake verdict over the real one, OSC 52 to set the
+    clipboard, ESC[8m to hide what follows): every control character is printed escaped,
+    as `\\x1b`, never sent raw. A server can send a lone surrogate, and a terminal may not
+    encode every character: what cannot be encoded is shown escaped. And a server may echo
+    the API key it was sent in an error message: every write is redacted (a secret split
+    across two writes, as streamed text can be, is not caught). The CLIs call this first.
     """
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
-    if not isinstance(sys.stdout, RedactedStream):
-        sys.stdout, sys.stderr = RedactedStream(sys.stdout), RedactedStream(sys.stderr)
+    if not isinstance(sys.stdout, SafeStream):
+        sys.stdout, sys.stderr = SafeStream(sys.stdout), SafeStream(sys.stderr)
 
 
-class RedactedStream:
-    """A text stream whose every write is redacted (see redact.py); the rest is the stream's."""
+# Control characters a terminal acts on, except the newline and the tab the output itself
+# uses: C0, DEL, C1, and the Unicode controls that reorder or hide text.
+CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text):
+    """`text` with every control character a terminal would act on written out: ESC as
+    `\\x1b`, a carriage return as `\\r`, a right-to-left override as `\\u202e`."""
+    return CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+class SafeStream:
+    """A text stream whose every write is redacted (see redact.py) and made visible (see
+    `visible`); the rest is the stream's."""
 
     def __init__(self, stream):
         self._stream, self._secrets = stream, secret_values()
 
     def write(self, text):
-        return self._stream.write(redact(text, self._secrets))
+        return self._stream.write(visible(redact(text, self._secrets)))
 
     def __getattr__(self, name):
         return getattr(self._stream, name)

@@ -1,0 +1,84 @@
+"""Escapes shown, not obeyed: text from a model, a tool, a file name or a recording never
+reaches the terminal as control characters.
+
+The sequences are those of the red-team pass: ESC[1A ESC[2K drew a fake passing verdict
+over the real one, OSC 0 renamed the window, OSC 52 could set the clipboard, ESC[8m hid
+everything after it, and a carriage return can overwrite a line.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+from plumbing.console import visible
+from plumbing.sample import copy_sample
+from tests.helpers import altered
+from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
+
+HERE = Path(__file__).resolve().parent.parent
+FAKE_VERDICT = "\x1b[1A\x1b[2KIndependent verdict: passed"
+HOSTILE = FAKE_VERDICT + " \x1b]0;pwned\x07 \x1b]52;c;ZXZpbA==\x07 \x1b[8m hidden \r\x9b31m \u202e"
+
+
+def run(*args, **options):
+    return subprocess.run(
+        [sys.executable, *map(str, args)], capture_output=True, text=True, cwd=HERE, **options
+    )
+
+
+def assert_shown_not_obeyed(finished):
+    printed = finished.stdout + finished.stderr
+    assert "\x1b" not in printed and "\x07" not in printed and "\r" not in printed
+    assert "\x9b" not in printed and "\u202e" not in printed
+    assert "\\x1b[1A\\x1b[2KIndependent verdict: passed" in printed  # visible, as text
+
+
+def test_visible_writes_out_every_control_character_but_newline_and_tab():
+    assert visible("a\nb\tc") == "a\nb\tc"
+    assert visible(HOSTILE) == (
+        "\\x1b[1A\\x1b[2KIndependent verdict: passed \\x1b]0;pwned\\x07 "
+        "\\x1b]52;c;ZXZpbA==\\x07 \\x1b[8m hidden \\r\\x9b31m \\u202e"
+    )
+
+
+def test_replay_shows_a_recordings_escapes(tmp_path):
+    def change(recording):
+        recording["description"] = HOSTILE
+        recording["model"]["name"] = HOSTILE
+        last = recording["model_calls"][-1]["chunks"]
+        last[0]["message"]["content"] = HOSTILE  # what the model "said", streamed
+
+    finished = run("replay.py", altered(tmp_path, change))
+    assert_shown_not_obeyed(finished)
+
+
+def test_compare_shows_a_recordings_escapes(tmp_path):
+    def change(recording):
+        recording["model"]["name"] = HOSTILE
+
+    assert_shown_not_obeyed(run("compare.py", altered(tmp_path, change)))
+
+
+def test_record_run_shows_a_models_escapes_in_text_and_arguments(tmp_path):
+    script = [
+        reply(chunk(tool_calls=[call("read_file", path=HOSTILE)], done=True)),
+        reply(chunk(HOSTILE), chunk(done=True)),
+    ]
+    with OllamaTestServer(script) as server:
+        finished = run("record_run.py", "--host", server.host, "--output", tmp_path / "r.json")
+    assert finished.returncode == 1
+    assert_shown_not_obeyed(finished)
+
+
+def test_ask_shows_a_models_escapes_and_a_file_names(tmp_path):
+    repo = copy_sample(tmp_path)
+    (repo / "name\x1b[8m.py").write_text("x = 1\n")
+    script = [
+        reply(chunk(tool_calls=[call("list_dir", path=".")], done=True)),
+        reply(chunk("The files: name\x1b[8m.py. " + HOSTILE), chunk(done=True)),
+    ]
+    with OllamaTestServer(script) as server:
+        finished = run("ask.py", "--root", repo, "--host", server.host, "What is here?")
+    assert finished.returncode == 0, finished.stderr
+    assert_shown_not_obeyed(finished)
+    assert "name\\x1b[8m.py" in finished.stdout

@@ -19,6 +19,7 @@ import argparse
 import datetime
 import os
 import re
+import stat
 import sys
 import tempfile
 import time
@@ -256,6 +257,9 @@ def main(argv=None):
     for output in series_paths(args.output, args.attempts):  # all refused before any runs
         if output.is_dir():
             return fail(f"{output} is a folder; give --output a file name")
+        if not regular_or_new(output):  # with --force, os.replace would put a file in its place
+            return fail(f"{output} is not a regular file (a link, a device or a FIFO); "
+                        "give --output the name of a new or a regular file")  # fmt: skip
         if output.exists() and not args.force:
             return fail(f"{output} exists; choose another --output or add --force")
         if not writable(output):
@@ -278,6 +282,14 @@ def main(argv=None):
     identity = info.get("digest") or info.get("base_url")
     print(f"Model: {args.model} (live, {identity})  |  Recording: {args.output}")
     return record_attempt(recorder, info, args.output, args.max_turns, deadline, args.isolate)
+
+
+def regular_or_new(path):
+    """Whether `path` is absent or a regular file (not a link, a device, a FIFO)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return True
 
 
 def writable(path):

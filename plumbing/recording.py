@@ -111,6 +111,8 @@ def save(path, recording):
     sent in an error message, which then sits in `stop.error` and in `model_calls`."""
     text = json_text(redact(recording))
     path = Path(path)
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise OSError(f"{path} is not a regular file; a recording replaces only a regular file")
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

@@ -8,6 +8,7 @@ import resource
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -118,3 +119,44 @@ def test_a_sparse_gigabyte_is_not_read_whole(repo):
     assert result["text"].endswith(f"[... cut: the file has {1 << 30} bytes]")
     edit = RepoTools(repo).invoke("replace_text", {"old": "def", "new": "def"})
     assert edit == {"error": f"{SOURCE_FILE} is larger than 1000000 bytes; it cannot be edited"}
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "link"])
+def test_output_that_is_not_a_regular_file_is_refused_even_with_force(tmp_path, kind):
+    # as root, `--output /dev/null --force` once replaced the machine's /dev/null
+    target = tmp_path / "target"
+    if kind == "device":
+        target = Path("/dev/null")
+    elif kind == "fifo":
+        os.mkfifo(target)
+    else:
+        (tmp_path / "real.json").write_text("keep me")
+        target.symlink_to(tmp_path / "real.json")
+    before = os.lstat(target)
+    finished = subprocess.run(
+        [sys.executable, "record_run.py", "--host", "http://127.0.0.1:9", "--output",
+         str(target), "--force"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert finished.returncode == 2
+    assert finished.stderr == (
+        f"error: {target} is not a regular file (a link, a device or a FIFO); give --output "
+        "the name of a new or a regular file\n"
+    )
+    after = os.lstat(target)
+    assert (after.st_mode, after.st_ino, after.st_rdev) == (
+        before.st_mode,
+        before.st_ino,
+        before.st_rdev,
+    )
+    if kind == "link":
+        assert (tmp_path / "real.json").read_text() == "keep me"
+
+
+def test_save_refuses_to_replace_anything_but_a_regular_file(tmp_path):
+    from plumbing.recording import save
+
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(OSError, match="is not a regular file"):
+        save(tmp_path / "fifo", {"format": "x"})
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "fifo").st_mode)

@@ -20,7 +20,7 @@ compaction, parallel tool execution.
 import json
 import time
 
-from plumbing.chunk_shape import AFTER_THE_END, MalformedChunk, parts
+from plumbing.chunk_shape import AFTER_THE_END, MalformedChunk, check_size, parts
 from plumbing.limits import MAX_TOOL_CALLS, Deadline, DeadlineExceeded
 from plumbing.text_calls import text_tool_call
 
@@ -162,7 +162,8 @@ class AgentLoop:
         Raises Stop instead when the turn is not complete: a failed, cut or unfinished stream.
         """
         content, thinking, calls = [], [], []  # pieces, joined once: linear in the stream
-        final, late, chunks = None, False, 0  # the done chunk; whether time ran out first
+        # the done chunk; whether time ran out first; chunks; the calls' argument characters
+        final, late, chunks, size = None, False, 0, 0
         clock = self.deadline.clock
         started, first = clock(), None
         stream = None
@@ -177,6 +178,7 @@ class AgentLoop:
                     first = clock() - started
                 if new_calls:
                     calls.extend(new_calls)
+                    size = check_size(calls, new_calls, size)  # or MalformedChunk: too many
                 if chunk.get("done") is True:
                     final = chunk
                 if thought:

@@ -23,7 +23,17 @@ import os
 from urllib.parse import urlsplit
 
 from plumbing import wire_errors
-from plumbing.limits import MAX_LINE_BYTES, Deadline, DeadlineExceeded, LineTooLong, Watchdog
+from plumbing.limits import (
+    ARGUMENTS_TOO_LONG,
+    MAX_LINE_BYTES,
+    MAX_TURN_ARGUMENTS,
+    MAX_TURN_CALLS,
+    TOO_MANY_CALLS_IN_TURN,
+    Deadline,
+    DeadlineExceeded,
+    LineTooLong,
+    Watchdog,
+)
 from plumbing.wire_errors import CONNECT_TIMEOUT, READ_TIMEOUT, STALLED, with_scheme
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"  # llama-server's default port
@@ -89,7 +99,7 @@ def chunks_from_events(events):
     calls (a usage report) may come: anything else is an error, so it can never run.
     """
     calls = {}  # index -> {"name": ..., "pieces": [argument fragments]}
-    finish_reason, usage = None, None
+    finish_reason, usage, size = None, None, 0  # size: the calls' argument characters
     try:
         for event in events:
             if not isinstance(event, dict):
@@ -109,7 +119,13 @@ def chunks_from_events(events):
                     message["thinking"] = thought
                 yield {"message": message, "done": False}
             for fragment in delta.get("tool_calls") or []:
-                _add_fragment(calls, fragment)
+                size += _add_fragment(calls, fragment)
+                if len(calls) > MAX_TURN_CALLS or size > MAX_TURN_ARGUMENTS:
+                    raise OpenAIModelError(
+                        TOO_MANY_CALLS_IN_TURN
+                        if len(calls) > MAX_TURN_CALLS
+                        else ARGUMENTS_TOO_LONG
+                    )
             finish_reason = choice.get("finish_reason") or finish_reason
     except DeadlineExceeded:
         if finish_reason is None:
@@ -145,7 +161,8 @@ def _choice(event):
 
 
 def _add_fragment(calls, fragment):
-    """Add one streamed piece of a tool call to `calls` (index -> call under assembly)."""
+    """Add one streamed piece of a tool call to `calls` (index -> call under assembly);
+    return how many characters of arguments it brought."""
     if not isinstance(fragment, dict) or not isinstance(fragment.get("function", {}), dict):
         raise OpenAIModelError(MALFORMED_EVENT.format(detail=f"tool call {fragment!r:.200}"))
     index = fragment.get("index")
@@ -157,13 +174,22 @@ def _add_fragment(calls, fragment):
         index = len(calls) if starts else max(calls)
     call = calls.setdefault(index, {"name": None, "pieces": []})
     function = fragment.get("function") or {}
-    if function.get("name") and call["name"] is None:
-        call["name"] = function["name"]  # first fragment only; some servers repeat it
+    name = function.get("name")
+    if name and not isinstance(name, str):
+        raise OpenAIModelError(MALFORMED_EVENT.format(detail=f"tool call name {name!r:.50}"))
+    if name and call["name"] is None:
+        call["name"] = name
+    elif name and name != call["name"]:
+        # subtle: some servers repeat the whole name in every fragment (kept once); others
+        # split it ("read_", "file"), and the pieces make the name
+        call["name"] += name
     piece = function.get("arguments")
     if piece:
         if not isinstance(piece, str):
             raise OpenAIModelError(MALFORMED_EVENT.format(detail=f"arguments {piece!r:.200}"))
         call["pieces"].append(piece)  # joined once at the end: linear in the stream
+        return len(piece)
+    return 0
 
 
 def _complete_call(call):

@@ -41,6 +41,17 @@ def positive_int(text):
 
 MAX_LINE_BYTES = 8 * 1024 * 1024  # one NDJSON or SSE line; a real chunk is a few hundred bytes
 MAX_TOOL_CALLS = 32  # per turn; the calls past it are answered with an error, none runs
+# A turn past either of these is not a turn a model means: it ends as model_error, and
+# none of its calls runs (so a hostile server cannot fill memory, a recording or a screen).
+MAX_TURN_CALLS = 1000
+MAX_TURN_ARGUMENTS = 1_000_000  # characters of all the calls' arguments in one turn
+TOO_MANY_CALLS_IN_TURN = (
+    f"the model sent more than {MAX_TURN_CALLS} tool calls in one turn; none of them ran"
+)
+ARGUMENTS_TOO_LONG = (
+    f"the tool-call arguments of one turn are longer than {MAX_TURN_ARGUMENTS:,} characters; "
+    "none of the calls ran"
+)
 LINE_TOO_LONG = (
     f"the server sent a line longer than {MAX_LINE_BYTES >> 20} MB without ending it; "
     "the turn was abandoned (the lab's cap on one line of a stream)"

@@ -590,3 +590,22 @@ def test_a_model_list_without_a_data_list_is_one_clear_error(body):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def frag(index, name=None, arguments=""):
+    function = {"arguments": arguments} if name is None else {"name": name, "arguments": arguments}
+    return {"choices": [{"delta": {"tool_calls": [{"index": index, "function": function}]}}]}
+
+
+def test_a_name_split_over_fragments_is_joined_and_a_repeated_one_kept_once():
+    # once the split name reached the loop as "read_" (red-team finding)
+    events = [
+        frag(0, "read_", '{"path": '),
+        frag(0, "file", '"path_rules.py"}'),
+        frag(1, "run_tests", "{}"),
+        frag(1, "run_tests"),
+        {"choices": [{"delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    final = list(chunks_from_events(events))[-1]
+    names = [c["function"]["name"] for c in final["message"]["tool_calls"]]
+    assert names == ["read_file", "run_tests"]

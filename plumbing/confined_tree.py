@@ -207,13 +207,32 @@ def head_or_none(fd, info):
     if info.st_size > SEARCH_FILE_BYTES:
         return None
     try:
-        with open(fd, "rb", closefd=False) as file:
-            head = file.read(SNIFF_BYTES)
-            if b"\0" in head:
-                return None  # binary: the rest is never read
-            return head + file.read(SEARCH_FILE_BYTES)
+        head = read_up_to(fd, SNIFF_BYTES)
+        if b"\0" in head:
+            return None  # binary: the rest is never read
+        return head + read_up_to(fd, SEARCH_FILE_BYTES)
     except OSError:
         return None
+
+
+def read_up_to(fd, limit):
+    """At most `limit` bytes from the open `fd`, as bytes, never None.
+
+    subtle: files are opened non-blocking, and a special file that looks regular
+    (/proc/kmsg) has nothing to give until the kernel logs something: a buffered read then
+    returns None, which once ended a search with a TypeError. What is there now is read.
+    """
+    pieces, size = [], 0
+    while size < limit:
+        try:
+            piece = os.read(fd, min(limit - size, 1 << 20))
+        except BlockingIOError:
+            break
+        if not piece:
+            break
+        pieces.append(piece)
+        size += len(piece)
+    return b"".join(pieces)
 
 
 def open_nofollow(name, folder, flags):

@@ -22,7 +22,7 @@ from agent_loop import (
 )
 from plumbing.limits import MAX_TOOL_CALLS
 from plumbing.pytest_report import expected_tests
-from plumbing.redact import redact, secret_values
+from plumbing.redact import LEARNED, redact, secret_values
 from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, final_source
 from plumbing.source_diff import unified
 from plumbing.text_calls import NOTE as TEXT_CALL_NOTE
@@ -63,9 +63,11 @@ class SafeStream:
     `visible`); the rest is the stream's."""
 
     def __init__(self, stream):
-        self._stream, self._secrets = stream, secret_values()
+        self._stream, self._secrets, self._learned = stream, secret_values(), 0
 
     def write(self, text):
+        if len(LEARNED) != self._learned:  # a --host with credentials, parsed after start
+            self._secrets, self._learned = secret_values(), len(LEARNED)
         return self._stream.write(visible(redact(text, self._secrets)))
 
     def __getattr__(self, name):

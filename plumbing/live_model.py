@@ -15,10 +15,12 @@ import os
 
 from local_model import LocalModel
 from openai_model import OpenAICompatibleModel
+from plumbing.redact import keep_credentials_of
 
 
 def open_model(args):
     """(adapter, the server's description of the model), checked; see the module docstring."""
+    keep_credentials_of(args.host)  # a user and password in the address are never shown or saved
     if args.api == "openai":
         key = os.environ.get("OPENAI_API_KEY")  # sent to servers started with one, never shown
         model = OpenAICompatibleModel(

@@ -38,6 +38,7 @@ from plumbing.confined_tree import (
     close_fd,
     decoded_text,
     printable,
+    read_up_to,
     shown_path,
 )
 from tool_guard import ToolBox, ToolError, function_schema
@@ -187,9 +188,8 @@ class ReadOnlyTools(ToolBox):
             if not stat.S_ISREG(info.st_mode):  # subtle: a FIFO is never opened: it would block
                 raise ToolError(f"{path!r} {_not_a_file(info)}")
             try:
-                with open(fd, "rb", closefd=False) as file:
-                    # Enough bytes for RESULT_LIMIT characters of UTF-8, and one more to see a cut.
-                    head = file.read(4 * RESULT_LIMIT + 1)
+                # Enough bytes for RESULT_LIMIT characters of UTF-8, and one more to see a cut.
+                head = read_up_to(fd, 4 * RESULT_LIMIT + 1)
             except OSError as error:
                 raise ToolError(f"{path!r} cannot be read ({error.strerror})") from None
         finally:

@@ -3,8 +3,10 @@
 `redact(value)` returns `value` (text, or JSON-ready dicts and lists of it) with the value
 of every secret-looking variable of the harness's environment replaced by `[redacted]`:
 names containing KEY, TOKEN, SECRET or PASSWORD, and OPENAI_API_KEY and OLLAMA_API_KEY by
-name. Tool results pass through it before they reach the conversation, the terminal or a
-recording, and so do the independent test runs.
+name, and the user and password written into a server address (`OLLAMA_HOST`,
+`OPENAI_BASE_URL`, `--host`: `http://user:password@host`). Tool results pass through it
+before they reach the conversation, the terminal or a recording, and so do the
+independent test runs.
 
 A second line of defence, not the first: it catches a value copied verbatim, not one the
 edited code encoded (base64, reversed, split in two). Keeping the secrets out of the tests'
@@ -12,6 +14,7 @@ reach (a minimal environment, bubblewrap's PID namespace) is the real fix.
 """
 
 import os
+from urllib.parse import urlsplit
 
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
 SECRET_NAMES = ("OPENAI_API_KEY", "OLLAMA_API_KEY")
@@ -19,6 +22,26 @@ SECRET_NAMES = ("OPENAI_API_KEY", "OLLAMA_API_KEY")
 # a secret that short is guessed faster than it is leaked.
 SHORTEST_SECRET = 8
 REDACTED = "[redacted]"
+ADDRESS_NAMES = ("OLLAMA_HOST", "OPENAI_BASE_URL")  # addresses that may carry credentials
+LEARNED = []  # credentials of addresses given at run time (--host), see keep_credentials_of
+
+
+def credentials_of(address):
+    """The secrets written into a server address: "user:password", and the password."""
+    try:
+        parts = urlsplit(address if "://" in address else f"http://{address}")
+        username, password = parts.username, parts.password
+    except ValueError:
+        return []
+    if not (username or password):
+        return []
+    found = [parts.netloc.rsplit("@", 1)[0]]  # the user and password as written
+    return found + ([password] if password and len(password) >= SHORTEST_SECRET else [])
+
+
+def keep_credentials_of(address):
+    """Redact the user and password in `address` (a --host) from now on."""
+    LEARNED.extend(credentials_of(address))
 
 
 def secret_values(environ=None):
@@ -30,6 +53,9 @@ def secret_values(environ=None):
         if (name in SECRET_NAMES or any(word in name.upper() for word in SECRET_WORDS))
         and len(value) >= SHORTEST_SECRET
     }
+    for name in ADDRESS_NAMES:
+        found.update(credentials_of(environ.get(name, "")))
+    found.update(LEARNED)
     return sorted(found, key=len, reverse=True)
 
 

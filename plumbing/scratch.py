@@ -13,9 +13,11 @@ Not here: what runs in the folders (verdict.py, record_run.py, replay.py).
 
 import contextlib
 import os
+import signal
 import stat
 import sys
 import tempfile
+import threading
 
 FOLDER = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0)
 
@@ -28,11 +30,27 @@ def scratch_folder(prefix="agent-lab-"):
         yield path
     finally:
         try:
-            remove_tree(path)
+            with ctrl_c_held():  # a second Ctrl-C waits until the folder is gone
+                remove_tree(path)
         except Exception as error:  # noqa: BLE001 -- a leftover folder must not cost a run
             print(
                 f"warning: could not remove the temporary folder {path}: {error}", file=sys.stderr
             )
+
+
+@contextlib.contextmanager
+def ctrl_c_held():
+    """Hold SIGINT back while inside (in the main thread, where Python handles it)."""
+    held = threading.current_thread() is threading.main_thread() and hasattr(
+        signal, "pthread_sigmask"
+    )
+    if held:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        if held:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def remove_tree(path):

@@ -214,3 +214,21 @@ def test_ctrl_c_during_the_imports_prints_no_traceback(script, argument):
     process.wait()
     assert b"Traceback" not in rest, rest.decode(errors="replace")[-2000:]
     assert process.returncode == 130
+
+
+@pytest.mark.parametrize("via", ["--host", "OLLAMA_HOST"])
+def test_a_user_and_password_in_the_address_are_neither_saved_nor_printed(tmp_path, via):
+    output = tmp_path / "r.json"
+    with OllamaTestServer([ollama_reply(chunk("hello"), chunk(done=True))]) as server:
+        address = server.host.replace("http://", "http://lab-user:sekret-password-99@")
+        args = ["--host", address] if via == "--host" else []
+        env = {**os.environ, "OLLAMA_HOST": address} if via == "OLLAMA_HOST" else None
+        finished = subprocess.run(
+            [sys.executable, str(HERE / "record_run.py"), *args, "--output", str(output)],
+            capture_output=True, text=True, env=env, timeout=60,
+        )  # fmt: skip
+    assert finished.returncode == 1, finished.stdout + finished.stderr
+    saved = output.read_text()
+    for shown in (saved, finished.stdout, finished.stderr):
+        assert "sekret-password-99" not in shown and "lab-user" not in shown
+    assert "[redacted]@127.0.0.1" in saved

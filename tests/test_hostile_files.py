@@ -160,3 +160,48 @@ def test_save_refuses_to_replace_anything_but_a_regular_file(tmp_path):
     with pytest.raises(OSError, match="is not a regular file"):
         save(tmp_path / "fifo", {"format": "x"})
     assert stat.S_ISFIFO(os.lstat(tmp_path / "fifo").st_mode)
+
+
+def test_a_non_blocking_file_with_nothing_to_give_reads_as_empty_not_none():
+    # /proc/kmsg looks like a regular file and, opened non-blocking, has nothing until the
+    # kernel logs: a buffered read gave None, and ask.py's read_file and search a TypeError.
+    from plumbing.confined_tree import read_up_to
+
+    reading, writing = os.pipe()
+    os.set_blocking(reading, False)
+    try:
+        with open(reading, "rb", closefd=False) as buffered:
+            assert buffered.read(10) is None  # the trap
+        assert read_up_to(reading, 10) == b""
+        os.write(writing, b"abc")
+        assert read_up_to(reading, 10) == b"abc"
+        assert read_up_to(reading, 10) == b""
+    finally:
+        os.close(reading)
+        os.close(writing)
+
+
+def test_a_second_ctrl_c_during_cleanup_waits_until_the_folder_is_gone(tmp_path):
+    # once in 13 double Ctrl-C runs an empty temporary folder was left behind
+    child = (
+        "import os, signal, sys\n"
+        "from plumbing import scratch\n"
+        "real = scratch.remove_tree\n"
+        "def interrupted(path):\n"
+        "    os.kill(os.getpid(), signal.SIGINT)  # the second Ctrl-C, mid-cleanup\n"
+        "    real(path)\n"
+        "scratch.remove_tree = interrupted\n"
+        "try:\n"
+        "    with scratch.scratch_folder(prefix='agent-lab-test-') as path:\n"
+        "        print(path, flush=True)\n"
+        "        open(os.path.join(path, 'f'), 'w').close()\n"
+        "        raise KeyboardInterrupt  # the first Ctrl-C\n"
+        "except KeyboardInterrupt:\n"
+        "    sys.exit(130)\n"
+    )
+    finished = subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, timeout=30,
+        cwd=Path(__file__).resolve().parent.parent,
+    )  # fmt: skip
+    assert finished.returncode == 130, finished.stderr
+    assert not os.path.exists(finished.stdout.strip())

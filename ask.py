@@ -165,8 +165,8 @@ def parse_args(argv):
         type=positive_seconds,
         default=None,
         metavar="SECONDS",
-        help="wall-clock budget of each answer: it caps every wait, and the answer stops "
-        "with reason `deadline` when it runs out (default: none)",
+        help="wall-clock budget of each answer: it caps every wait, a search included, and "
+        "the answer stops with reason `deadline` when it runs out (default: none)",
     )
     args = parser.parse_args(argv)
     if args.api == "openai" and args.think != "auto":
@@ -322,6 +322,7 @@ def main(argv=None):
     tools = ReadOnlyTools(args.root)
     try:
         chat = make_chat(args)
+        tools.deadline = chat.deadline  # a search stops at the answer's deadline too
     except (ModelError, OpenAIModelError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_ERROR

@@ -124,9 +124,11 @@ def parse_args(argv):
         "--deadline",
         type=positive_seconds,
         default=None,
-        help="total wall-clock budget of the loop in seconds: it caps every wait (each read "
-        "waits at most min(--timeout, time left), each test run min(15 s, time left)) and "
-        "stops the run with reason `deadline` (default: none)",
+        help="wall-clock budget of the loop in seconds: it caps every wait inside the loop "
+        "(each read waits at most min(--timeout, time left), each run_tests min(15 s, time "
+        "left)) and stops the run with reason `deadline`. The starting and the final "
+        "independent verdicts are outside it: each takes at most 15 s of tests and 10 s of "
+        "held-out checks, deadline or not (default: none)",
     )
     parser.add_argument(
         "--output",

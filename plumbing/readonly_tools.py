@@ -95,7 +95,8 @@ class ReadOnlyTools(ToolBox):
         _search_schema(),
     ]
 
-    def __init__(self, root):
+    def __init__(self, root, deadline=None):
+        self.deadline = deadline  # a limits.Deadline: a search never outlasts it
         self.root = Path(root).resolve()
         if not self.root.is_dir():
             raise ValueError(f"{root} is not a directory")
@@ -228,7 +229,10 @@ class ReadOnlyTools(ToolBox):
         walks from the same root descriptor (inherited), so it sees what was checked here.
         """
         request = {"root": str(self.root), "pattern": pattern, "parts": real}
-        request["seconds"] = self.search_seconds
+        seconds, kill_after = self.search_seconds, self.search_seconds + SEARCH_GRACE
+        if self.deadline is not None:  # the run's deadline caps the search and its grace
+            seconds, kill_after = self.deadline.cap(seconds), self.deadline.cap(kill_after)
+        request["seconds"] = seconds
         child = subprocess.Popen(
             [sys.executable, "-I", "-c", CHILD_CODE, str(HERE), str(self.tree.root_fd)],
             stdin=subprocess.PIPE,
@@ -240,9 +244,7 @@ class ReadOnlyTools(ToolBox):
         )
         killed = False
         try:
-            out, err = child.communicate(
-                json.dumps(request).encode(), timeout=self.search_seconds + SEARCH_GRACE
-            )
+            out, err = child.communicate(json.dumps(request).encode(), timeout=kill_after)
         except subprocess.TimeoutExpired:
             child.kill()
             killed = True

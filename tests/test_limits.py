@@ -37,6 +37,7 @@ from agent_loop import (
 from local_model import LocalModel
 from openai_model import OpenAICompatibleModel
 from plumbing.limits import MAX_LINE_BYTES, Deadline, Watchdog
+from plumbing.readonly_tools import SEARCH_SECONDS
 from plumbing.recording import load
 from replay import REPRODUCED, replay_one
 from repo_tools import RepoTools
@@ -439,3 +440,20 @@ def test_ask_stops_a_stalled_answer_at_its_deadline(tmp_path, api):
         finished = subprocess.run([*command, "Hi?"], capture_output=True, text=True, timeout=STALL)
     assert finished.returncode == 1, finished.stderr
     assert finished.stderr.startswith("error: stopped without an answer: deadline")
+
+
+def test_ask_stops_a_backtracking_search_at_its_deadline(tmp_path):
+    # the search child's own 10 s budget once outlasted --deadline 3 (11.4 s in all)
+    (tmp_path / "a.txt").write_text("a" * 40 + "!\n")
+    search = call("search", pattern="(a+)+$")
+    server = OllamaTestServer([ollama_reply(chunk(tool_calls=[search]), chunk(done=True))])
+    command = [sys.executable, str(HERE / "ask.py"), "--root", str(tmp_path), "--deadline", "1"]
+    with server:
+        started = time.monotonic()
+        finished = subprocess.run(
+            [*command, "--host", server.host, "Where?"], capture_output=True, text=True, timeout=30
+        )
+        took = time.monotonic() - started
+    assert finished.returncode == 1, finished.stderr
+    assert finished.stderr.startswith("error: stopped without an answer: deadline")
+    assert took < SEARCH_SECONDS  # the search child's own budget, which it once ran out

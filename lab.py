@@ -45,6 +45,10 @@ def ensure_venv():
     venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
     pip = [str(venv_python()), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
     subprocess.run([*pip, "-r", str(LOCK)], check=True)
+    # What Python runs at start-up in the new installation: a test run that plants more is
+    # then noticed, and no verdict given until .venv/ is rebuilt (plumbing/startup_guard.py).
+    baseline = "from plumbing.startup_guard import write_baseline; write_baseline()"
+    subprocess.run([str(venv_python()), "-c", baseline], check=True, cwd=HERE)
     STAMP.write_text(wanted + "\n")
     return venv_python()
 

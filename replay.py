@@ -26,9 +26,16 @@ from plumbing import quiet_interrupt  # first: Ctrl-C during the slow imports be
 from agent_loop import DEADLINE, INTERRUPTED, MODEL_DONE, MODEL_START, STOPPED, AgentLoop
 from plumbing.console import RunPrinter, tolerant_output, verdict_lines
 from plumbing.divergence import divergences
-from plumbing.isolation import notice
+from plumbing.isolation import NONE, chosen, notice
 from plumbing.limits import positive_int
-from plumbing.recording import RECORDINGS, RecordingError, ReplayChat, load, sha256_file
+from plumbing.recording import (
+    RECORDINGS,
+    RecordingError,
+    ReplayChat,
+    load,
+    sha256_file,
+    shipped_hashes,
+)
 from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, TEST_FILE, copy_sample, final_source
 from plumbing.scratch import scratch_folder
 from plumbing.timeline import timeline
@@ -103,6 +110,15 @@ def check_sample(recording, path):
             )
 
 
+def shipped(path):
+    """Whether `path` holds one of the lab's own recordings, byte for byte (its SHA-256 is
+    in recordings/SHA256SUMS, which the scripts that make them write)."""
+    try:
+        return sha256_file(path) in shipped_hashes()
+    except OSError:
+        return False
+
+
 def assembler(recording):
     """The adapter's own normaliser for a wire whose raw events were recorded, else None."""
     if recording.get("api") == "openai":
@@ -139,6 +155,12 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
     try:
         recording = load(path)
         check_sample(recording, path)
+        if isolate and chosen(isolate) == NONE and not shipped(path):
+            raise RecordingError(
+                f"{path}: replaying a recording runs the code it holds, and no isolation "
+                "works here; install bubblewrap (apt-get install bubblewrap), or add "
+                "--no-isolate if you trust where it came from"
+            )
     except RecordingError as error:
         print(f"error: {error}", file=sys.stderr)
         return CANNOT_REPLAY

@@ -38,6 +38,7 @@ from plumbing.sample import (
     tests_unchanged,
 )
 from plumbing.scratch import scratch_folder
+from plumbing.startup_guard import planted
 
 PASSED, FAILED = "passed", "failed"  # the two verdicts
 TEST_TIMEOUT = 15.0
@@ -112,6 +113,9 @@ def independent_verdict(root, isolate=True):
     print the harness's secrets.
     """
     started = time.monotonic()
+    poisoned = planted()  # start-up code an unisolated run left in the Python installation
+    if poisoned:
+        return _unjudged(poisoned, started)
     try:
         source = read_regular_file(Path(root) / SOURCE_FILE, SOURCE_LIMIT)
     except OSError as error:
@@ -124,7 +128,10 @@ def independent_verdict(root, isolate=True):
         # the run's own paths read as the copy's, so a replay normalises them alike
         result["output"] = result["output"].replace(str(fresh), str(Path(root).resolve()))
     result["held_out"] = held_out = held_out_checks(source, isolate)
-    if result["verdict"] == PASSED and not tests_unchanged(root):
+    poisoned = planted()  # ... or that this verdict's own unisolated run just left there
+    if poisoned:
+        result.update(verdict=FAILED, reason=poisoned)
+    elif result["verdict"] == PASSED and not tests_unchanged(root):
         result.update(verdict=FAILED, reason=f"tests changed: {TEST_FILE} is not the sample's")
     elif result["verdict"] == PASSED and held_out["passed"] < held_out["total"]:
         result.update(verdict=FAILED, reason=held_out_line(held_out))

@@ -72,6 +72,26 @@ def sha256_file(path):
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+SHIPPED = RECORDINGS / "SHA256SUMS"  # the lab's own recordings: sha256sum's format
+
+
+def shipped_hashes():
+    """The SHA-256 of every recording the lab ships (none when the list is missing)."""
+    try:
+        return {line.split()[0] for line in SHIPPED.read_text().splitlines() if line.strip()}
+    except OSError:
+        return set()
+
+
+def write_shipped_hashes():
+    """Write recordings/SHA256SUMS for every recording under recordings/ as it is now."""
+    lines = [
+        f"{sha256_file(path)}  {path.relative_to(RECORDINGS).as_posix()}"
+        for path in sorted(RECORDINGS.rglob("*.json"))
+    ]
+    SHIPPED.write_text("\n".join(lines) + "\n")
+
+
 MAX_DEPTH = 100  # a real recording nests about ten levels; deeper breaks the comparisons
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 

@@ -24,7 +24,7 @@ if __name__ == "__main__":  # run directly, not through lab.py: the lab is one f
 
 from agent_loop import TOOL_START
 from plumbing.console import verdict_lines
-from plumbing.recording import RECORDINGS, save
+from plumbing.recording import RECORDINGS, save, write_shipped_hashes
 from tests.real_server import (
     ANSWER_TOKENS,
     MODEL,
@@ -113,6 +113,8 @@ def main(argv=None):
     )
     recording["description"] = describe(recording, server.settings())
     save(args.output, recording)
+    if Path(args.output).resolve().is_relative_to(RECORDINGS):
+        write_shipped_hashes()  # a shipped recording: replay trusts it where nothing isolates
     print(f"{args.output}: stop {recording['stop']['reason']}, exit {finished.returncode}")
     return 0
 

@@ -19,7 +19,7 @@ from pathlib import Path
 if __name__ == "__main__":  # run directly, not through lab.py: the lab is one folder up
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from plumbing.recording import RECORDINGS, save
+from plumbing.recording import RECORDINGS, save, write_shipped_hashes
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 
 HERE = Path(__file__).resolve().parent.parent
@@ -274,3 +274,4 @@ if __name__ == "__main__":
     ).parse_args()
     for shipped in SHIPPED + GALLERY:
         make(*shipped)
+    write_shipped_hashes()  # replay runs these unisolated where nothing isolates; no others

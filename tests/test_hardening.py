@@ -374,3 +374,30 @@ def test_read_file_returns_20000_characters_whole_and_cuts_one_more(repo):
 def test_test_output_keeps_its_last_4000_characters():
     assert tail("x" * 4_000) == "x" * 4_000
     assert tail("y" + "x" * 4_000) == "[... 1 earlier characters cut]\n" + "x" * 4_000
+
+
+def test_where_nothing_isolates_replay_runs_only_the_labs_own_recordings(tmp_path):
+    # a recording from elsewhere holds code; with no isolation it would run with your
+    # permissions, so it needs --no-isolate said out loud (issue 23: a shared recording once
+    # planted a .pth file this way)
+    env = {**os.environ, "PATH": str(tmp_path)}  # neither bwrap nor unshare can be found
+    foreign = tmp_path / "from-elsewhere.json"
+    foreign.write_bytes((RECORDINGS / "bounded-max-turns-1.json").read_bytes()[:-1] + b" \n")
+    refused = cli("replay.py", foreign, env=env)
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        f"error: {foreign}: replaying a recording runs the code it holds, and no isolation "
+        "works here; install bubblewrap (apt-get install bubblewrap), or add --no-isolate if "
+        "you trust where it came from\n"
+    )
+    assert cli("replay.py", RECORDINGS / "bounded-max-turns-1.json", env=env).returncode == 0
+    assert cli("replay.py", "--no-isolate", foreign, env=env).returncode == 0
+
+
+def test_the_list_of_shipped_recordings_is_every_shipped_recording_as_it_is():
+    from plumbing.recording import SHIPPED, sha256_file
+
+    listed = dict(reversed(line.split()) for line in SHIPPED.read_text().splitlines())
+    here = {p.relative_to(RECORDINGS).as_posix(): p for p in RECORDINGS.rglob("*.json")}
+    assert sorted(listed) == sorted(here)
+    assert all(listed[name] == sha256_file(path) for name, path in here.items())

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -96,3 +97,64 @@ def test_the_probe_finds_each_power_where_nothing_isolates(repo, as_root):
     assert found["CapEff"] != "0000000000000000"
     assert found["mount"] == "done"
     assert found["mknod"] == "done"
+
+
+# --- the lab cannot be poisoned by what it ran -----------------------------------------------
+
+PLANT = (
+    "import pathlib, site\n"
+    "_site = pathlib.Path(site.getsitepackages()[0])\n"
+    "(_site / 'zz-planted.pth').write_text('import os\\n')\n"
+)
+JUDGE_TWICE = """
+import json, sys
+from plumbing.sample import SOURCE_FILE, copy_sample
+from plumbing.startup_guard import write_baseline
+from verdict import independent_verdict
+write_baseline()
+repo = copy_sample(sys.argv[1])
+source = repo / SOURCE_FILE
+source.write_text(sys.argv[2] + source.read_text())
+isolate = sys.argv[3] == "isolated"
+first = independent_verdict(repo, isolate=isolate)  # the run the plant happens in, or not
+second = independent_verdict(repo, isolate=isolate)  # the next verdict
+print(json.dumps([first.get("reason"), second.get("reason")]))
+"""
+
+
+@pytest.fixture
+def throwaway_python(tmp_path):
+    """A venv of its own that sees the lab's packages: the plant must not reach .venv/."""
+    home = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(home)], check=True)
+    python = home / "bin" / "python"
+    site_packages = subprocess.run(
+        [python, "-c", "import site; print(site.getsitepackages()[0])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    lab_packages = [p for p in sys.path if p.endswith("site-packages")]
+    (Path(site_packages) / "lab.pth").write_text("\n".join(lab_packages) + "\n")
+    return python, Path(site_packages)
+
+
+@pytest.mark.parametrize("isolated", ["isolated", "unisolated"])
+def test_start_up_code_planted_by_a_test_run_refuses_every_later_verdict(
+    throwaway_python, tmp_path, isolated
+):
+    if isolated == "isolated" and isolation.isolation_kind() != isolation.BUBBLEWRAP:
+        pytest.skip("bubblewrap does not work here (apt-get install bubblewrap)")
+    python, site_packages = throwaway_python
+    done = subprocess.run(
+        [python, "-c", JUDGE_TWICE, str(tmp_path / "work"), PLANT, isolated],
+        capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent, timeout=120,
+    )  # fmt: skip
+    first, second = json.loads(done.stdout.splitlines()[-1])
+    planted = (site_packages / "zz-planted.pth").exists()
+    if isolated == "isolated":
+        assert not planted  # read-only to the tests: nothing to notice
+        assert "start-up code" not in (second or "")
+    else:
+        assert planted
+        assert first == second  # the run that planted it gets no verdict either
+        assert second.startswith("the lab's Python installation holds start-up code it was "
+                                 "not built with (zz-planted.pth")  # fmt: skip

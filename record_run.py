@@ -290,7 +290,7 @@ def regular_or_new(path):
     """Whether `path` is absent or a regular file (not a link, a device, a FIFO)."""
     try:
         return stat.S_ISREG(os.lstat(path).st_mode)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # new: writable() says if it can be made
         return True
 
 

@@ -2,6 +2,7 @@
 
     python3 lab.py replay [RECORDING ...]   the main job: replay the recordings offline
     python3 lab.py test [PYTEST ARGS ...]   the test suite
+    python3 lab.py view [RECORDING ...]     a page per recording (default: the shipped ones)
     python3 lab.py run SCRIPT [ARGS ...]    any lab script, e.g. record_run.py --help
     python3 lab.py lint                     ruff check and ruff format --check
     python3 lab.py lock [PYTHON3.10]        regenerate requirements-lock.txt
@@ -27,8 +28,9 @@ VENV = HERE / ".venv"
 LOCK = HERE / "requirements-lock.txt"
 STAMP = VENV / "lock.sha256"  # which lock file the environment was installed from
 # What the lock is made from: the runtime SDK, the test runner (and xdist, which runs the
-# suite in parallel), the linter CI runs.
-DIRECT = ["ollama", "pytest", "pytest-xdist", "ruff"]
+# suite in parallel), Playwright (the browser tests drive Debian's chromium with it), the
+# linter CI runs.
+DIRECT = ["ollama", "playwright", "pytest", "pytest-xdist", "ruff"]
 
 
 def venv_python(root=VENV):
@@ -108,7 +110,7 @@ def lab_paths(args):
             else str(HERE / a) for a in args]  # fmt: skip
 
 
-JOBS = ("replay", "test", "run", "lint", "lock")
+JOBS = ("replay", "test", "view", "run", "lint", "lock")
 HELP_FLAGS = ("-h", "--help")
 
 
@@ -116,7 +118,7 @@ def usage():
     jobs = __doc__.split("\n\n")[1].rstrip()
     return (
         f"usage: python3 lab.py JOB [ARGS ...]\n\njobs:\n{jobs}\n\n"
-        "`replay`, `test` and `run SCRIPT` pass --help on to what they run.\n"
+        "`replay`, `test`, `view` and `run SCRIPT` pass --help on to what they run.\n"
         "exit codes: those of the job; 2 for an unknown job or a failed set-up"
     )
 
@@ -156,6 +158,12 @@ def main(argv):
     # --root, --output) mean what the user meant; only the suite and the linters need HERE.
     if job == "replay":
         return subprocess.run([python, str(HERE / "replay.py"), *lab_paths(rest)]).returncode
+    if job == "view":
+        shipped = sorted(str(p) for p in (HERE / "recordings").rglob("*.json"))
+        given = lab_paths(rest)
+        named = any(a.endswith(".json") for a in given)  # else the shipped ones, with any flags
+        command = [python, str(HERE / "view.py"), *given, *([] if named else shipped)]
+        return subprocess.run(command).returncode
     if job == "run":
         # The maintainers' scripts live in tests/ and import the lab's packages from here.
         paths = [str(HERE), *filter(None, [os.environ.get("PYTHONPATH")])]

@@ -14,12 +14,14 @@ Not here: talking to a model (local_model.py), comparing a replay with its recor
 (divergence.py), printing (console.py). This module imports neither the SDK nor the network.
 """
 
+import datetime
 import hashlib
 import json
 import math
 import os
 import re
 import tempfile
+import time
 from pathlib import Path
 
 from agent_loop import (
@@ -181,6 +183,7 @@ def build(
         "format": FORMAT,
         "source": source,
         "description": description,
+        "recorded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "model": model,
         "api": model.get("api", "ollama"),
         "task": task,
@@ -285,6 +288,10 @@ def _text_problem(data):
     return None
 
 
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+
+
 def _is_int(value, least=0):
     return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
@@ -332,6 +339,9 @@ def _shape_problem(data):
             return f"{where}.request_length' must be an int"
         if saved.get("ended") not in (ENDED_DONE, ENDED_WITHOUT_DONE, ENDED_ERROR, ENDED_CLOSED):
             return f"{where}.ended' must say how the stream ended"
+        arrived = saved.get("arrived", [])
+        if not isinstance(arrived, list) or not all(_is_number(t) for t in arrived):
+            return f"{where}.arrived' must be a list of seconds"
     return None
 
 
@@ -391,13 +401,16 @@ class RecordingChat:
 
     def __call__(self, messages, tools):
         saved = {"request_length": len(messages), self.key: [], "ended": ENDED_WITHOUT_DONE}
+        saved["arrived"] = []  # seconds from the request to each item: the page draws them
         self.calls.append(saved)
-        return self._watch(saved, self._keep(saved, self.source(messages, tools)))
+        started = time.monotonic()
+        return self._watch(saved, self._keep(saved, self.source(messages, tools), started))
 
-    def _keep(self, saved, items):
+    def _keep(self, saved, items, started):
         try:
             for item in items:
                 saved[self.key].append(item)
+                saved["arrived"].append(round(time.monotonic() - started, 4))
                 yield item
         finally:
             items.close()  # subtle: closing a generator does not close what it iterates

@@ -1,0 +1,372 @@
+"""One recording as one self-contained HTML page: what view.py writes.
+
+`recording_page(recording, name)` returns the page's text: a header (who made it, why it
+stopped, the verdict with its parts), then each turn (the request it answered, what it
+added to the one before, its stream of chunks drawn over time, the calls and their results,
+the diff of each edit), what the whole run changed, and where the time went.
+`index_page(rows)` is the table of several pages.
+
+Every string of a recording is data, never markup: it reaches the page only through
+`text()` (HTML-escaped, control characters written out), inside elements this module
+writes. The page has no embedded JSON, sets no `innerHTML`, loads nothing from anywhere
+(its Content-Security-Policy allows its own style and the one script below, by hash), and
+its only link targets are pages view.py wrote. Nothing a recording holds is run.
+
+Not here: reading the recording (plumbing/recording.py) or writing files (view.py).
+"""
+
+import base64
+import hashlib
+import html
+import json
+import urllib.parse
+
+from agent_loop import MODEL_DONE, STOPPED, TOOL_RESULT, TOOL_START
+from plumbing.console import plural, verdict_lines, visible
+from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
+from plumbing.source_diff import unified
+from plumbing.timeline import context_lines, context_window, timeline
+from plumbing.transcript import message_lines
+
+CHUNKS_SHOWN = 200  # chunks listed per turn; the rest are counted, not shown
+POINTS_DRAWN = 400  # chunk marks drawn per turn's timeline; past it, a sample of them
+FOLD_AFTER = 1200  # characters of a tool result shown before it is folded
+
+STYLE = """
+:root { color-scheme: light dark; --fg: #1d1d1f; --bg: #fff; --muted: #6b6b70; --line: #d8d8dc;
+  --box: #f5f5f7; --ok: #1a7f37; --bad: #c0392b; --think: #8250df; --text: #0969da;
+  --call: #bf8700; --done: #1a7f37; }
+@media (prefers-color-scheme: dark) { :root { --fg: #e6e6e6; --bg: #16171a; --muted: #9a9aa2;
+  --line: #3a3b40; --box: #212226; --ok: #3fb950; --bad: #ff7b72; --think: #bc8cff;
+  --text: #58a6ff; --call: #d29922; --done: #3fb950; } }
+body { font: 15px/1.5 system-ui, sans-serif; color: var(--fg); background: var(--bg);
+  max-width: 1100px; margin: 0 auto; padding: 1rem 1.5rem 4rem; }
+pre { background: var(--box); padding: .6rem .8rem; overflow-x: auto; white-space: pre-wrap;
+  word-break: break-word; font: 13px/1.45 ui-monospace, monospace; border-radius: 6px; }
+h1 { font-size: 1.5rem; margin-bottom: .2rem; } h2 { border-bottom: 1px solid var(--line); }
+.muted { color: var(--muted); } .passed { color: var(--ok); } .failed { color: var(--bad); }
+.turn { border: 1px solid var(--line); border-radius: 8px; padding: 0 1rem 1rem;
+  margin: 1.2rem 0; scroll-margin-top: 1rem; } .turn:focus { outline: 2px solid var(--text); }
+details > summary { cursor: pointer; color: var(--text); }
+table { border-collapse: collapse; } td, th { padding: .2rem .6rem; border-bottom: 1px solid
+  var(--line); text-align: left; vertical-align: top; }
+svg text { fill: var(--muted); font: 11px system-ui, sans-serif; }
+.diff-add { color: var(--ok); } .diff-del { color: var(--bad); }
+kbd { border: 1px solid var(--line); border-radius: 3px; padding: 0 .3rem; }
+@media print { details { display: block; } details > summary { display: none; }
+  .turn { break-inside: avoid; } body { max-width: none; } }
+"""
+
+# Arrow keys step through the turns; nothing here reads or writes the recording's text.
+SCRIPT = """
+document.addEventListener("keydown", function (event) {
+  if (event.altKey || event.ctrlKey || event.metaKey) { return; }
+  var step = event.key === "ArrowRight" ? 1 : event.key === "ArrowLeft" ? -1 : 0;
+  if (!step) { return; }
+  var turns = Array.prototype.slice.call(document.querySelectorAll(".turn"));
+  if (!turns.length) { return; }
+  var at = turns.indexOf(document.activeElement);
+  var next = turns[Math.min(Math.max(at + step, 0), turns.length - 1)];
+  if (at < 0) { next = turns[step > 0 ? 0 : turns.length - 1]; }
+  next.focus();
+  next.scrollIntoView();
+  event.preventDefault();
+});
+"""
+
+
+def text(value):
+    """Any value of a recording, as text safe inside an HTML element or attribute."""
+    if not isinstance(value, str):
+        value = json.dumps(value, ensure_ascii=False)
+    return html.escape(visible(value), quote=True)
+
+
+def document(title, body):
+    """A whole page: its own style, its one script allowed by hash, nothing from elsewhere."""
+    digest = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
+    policy = (
+        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+        f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{policy}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{text(title)}</title>\n<style>{STYLE}</style></head>\n<body>\n{body}\n"
+        f"<script>{SCRIPT}</script>\n</body></html>\n"
+    )
+
+
+def pre(value, kind=""):
+    return f'<pre class="{kind}">{text(value)}</pre>'
+
+
+def folded(summary, inner):
+    return f"<details><summary>{text(summary)}</summary>{inner}</details>"
+
+
+def diff_block(lines):
+    rows = []
+    for line in lines:
+        kind = "diff-add" if line.startswith("+") else "diff-del" if line.startswith("-") else ""
+        rows.append(f'<span class="{kind}">{text(line)}</span>')
+    return '<pre class="diff">' + "\n".join(rows) + "</pre>"
+
+
+def made_by(recording):
+    model = recording["model"].get("name", "?")
+    if recording["source"] == "live":
+        return f"live: streamed by {model}"
+    if recording["source"] == "scripted":
+        return f"scripted: chunks written by hand, not a model's output (as {model} would send)"
+    return f"{recording['source']}: derived from a recording of {model}"
+
+
+def verdict_of(recording):
+    final = recording["final_tests"]
+    return final["verdict"] if final else "not run (interrupted)"
+
+
+def header(recording, name):
+    stop = recording["stop"]
+    calls = sum(1 for e in recording["events"] if e["type"] == TOOL_START)
+    verdict = verdict_of(recording)
+    lines = verdict_lines("Independent verdict", recording["final_tests"])
+    parts = "".join(f"<li>{text(line.strip())}</li>" for line in lines[1:])
+    facts = [
+        ("made", made_by(recording)),
+        (
+            "stop",
+            f"{stop['reason']} after {plural(len(recording['model_calls']), 'model call')}"
+            f", {plural(calls, 'tool call')}",
+        ),  # fmt: skip
+        ("isolation of the test runs", recording.get("isolation") or "not recorded"),
+        ("recorded", recording.get("recorded_at") or "date not recorded"),
+    ]
+    rows = "".join(f"<tr><th>{text(k)}</th><td>{text(v)}</td></tr>" for k, v in facts)
+    return (
+        f"<header><h1>{text(name)}</h1>"
+        f'<p class="muted">{text(made_by(recording))}</p>'
+        f'<p>Independent verdict: <strong class="{text(verdict)}">{text(verdict)}</strong></p>'
+        f"<ul>{parts}</ul><table>{rows}</table>"
+        '<p class="muted">Keys: <kbd>&rarr;</kbd> <kbd>&larr;</kbd> step through the turns; '
+        "a click opens a request or a turn's chunks.</p></header>"
+    )
+
+
+def growth_chart(model_calls, messages):
+    """Messages and characters of each request, as bars (an inline SVG)."""
+    sizes = []
+    for call in model_calls:
+        sent = messages[: call["request_length"]]
+        sizes.append((len(sent), sum(len(json.dumps(m, ensure_ascii=False)) for m in sent)))
+    if not sizes:
+        return ""
+    most = max(chars for _, chars in sizes) or 1
+    height, width, bar = 22, 420, 20
+    rows = []
+    for number, (count, chars) in enumerate(sizes, 1):
+        y = (number - 1) * height
+        length = max(2, round(width * chars / most))
+        rows.append(
+            f'<rect x="90" y="{y + 3}" width="{length}" height="{bar - 6}" fill="currentColor" '
+            f'opacity=".45"></rect><text x="0" y="{y + 15}">request {number}</text>'
+            f'<text x="{96 + length}" y="{y + 15}">{count} messages, {chars:,} characters</text>'
+        )
+    svg_height = height * len(sizes)
+    return (
+        f'<svg role="img" aria-label="how the conversation grew" width="100%" '
+        f'viewBox="0 0 720 {svg_height}" style="max-width:720px;color:var(--text)">'
+        + "".join(rows)
+        + "</svg>"
+    )
+
+
+def stream_chart(call):
+    """When each chunk of one model call arrived, as marks on a line (an inline SVG)."""
+    arrived = call.get("arrived") or []
+    items = call.get("chunks") or call.get("events") or []
+    if not arrived:
+        return '<p class="muted">This recording keeps no arrival times for its chunks.</p>'
+    end = max(arrived) or 0.001
+    step = max(1, len(arrived) // POINTS_DRAWN)
+    marks = []
+    for index in range(0, len(arrived), step):
+        kind = _kind(items[index]) if index < len(items) else "text"
+        x = 10 + round(680 * arrived[index] / end)
+        marks.append(f'<line x1="{x}" x2="{x}" y1="8" y2="34" stroke="var(--{kind})"></line>')
+    first = f"first chunk after {arrived[0]:.3f} s" if arrived else ""
+    note = f"; {len(arrived)} chunks, every {step}th drawn" if step > 1 else ""
+    return (
+        f'<svg role="img" aria-label="chunk arrival times" width="100%" viewBox="0 0 720 52" '
+        f'style="max-width:720px"><line x1="10" x2="690" y1="34" y2="34" stroke="var(--line)">'
+        f'</line>{"".join(marks)}<text x="10" y="50">0 s</text>'
+        f'<text x="650" y="50">{end:.3f} s</text></svg>'
+        f'<p class="muted">{text(first)}, the last after {end:.3f} s{text(note)}. Colours: '
+        '<span style="color:var(--think)">thinking</span>, <span style="color:var(--text)">'
+        'text</span>, <span style="color:var(--call)">tool calls</span>, '
+        '<span style="color:var(--done)">done</span>.</p>'
+    )
+
+
+def _kind(item):
+    if not isinstance(item, dict):
+        return "text"
+    if item.get("done") is True or (item.get("choices") or [{}])[0].get("finish_reason"):
+        return "done"
+    message = item.get("message") or (item.get("choices") or [{}])[0].get("delta") or {}
+    if not isinstance(message, dict):
+        return "text"
+    if message.get("tool_calls"):
+        return "call"
+    if message.get("thinking") or message.get("reasoning_content") or message.get("reasoning"):
+        return "think"
+    return "text"
+
+
+def chunk_list(call):
+    items = call.get("chunks") or call.get("events") or []
+    shown = [json.dumps(item, ensure_ascii=False) for item in items[:CHUNKS_SHOWN]]
+    more = len(items) - len(shown)
+    if more > 0:
+        shown.append(f"... and {more:,} more, not shown (a page lists {CHUNKS_SHOWN} a turn)")
+    label = "raw events" if "events" in call else "chunks"
+    return folded(f"its {len(items):,} {label}, as recorded", pre("\n".join(shown)))
+
+
+def turn_section(number, recording, previous_length, source_before):
+    """One turn: the request, its stream, its calls and results; returns (html, source)."""
+    call = recording["model_calls"][number - 1]
+    messages = recording["messages"]
+    sent = messages[: call["request_length"]]
+    new = sent[previous_length:]
+    new_text = "\n".join(line for m in new for line in message_lines(m))
+    whole = json.dumps(sent, ensure_ascii=False, indent=1)
+    events = [e for e in recording["events"] if e.get("turn") == number]
+    parts = [
+        f'<section class="turn" id="turn-{number}" tabindex="-1"><h2>Turn {number}</h2>',
+        f"<h3>Request {number}: {len(sent)} messages, {len(new)} new</h3>",
+        pre(new_text or "(nothing new)"),
+        folded(f"request {number} whole, as the loop passed it to the adapter", pre(whole)),
+        "<h3>The stream</h3>",
+        stream_chart(call),
+        chunk_list(call),
+    ]
+    if call.get("ended") != "done":
+        why = call.get("error") or "the stream ended without a done chunk"
+        parts.append(f'<p class="failed">The turn did not complete: {text(why)}</p>')
+    source = source_before
+    for event in events:
+        if event["type"] == MODEL_DONE:
+            reply = "\n".join(message_lines(event["message"]))
+            parts += ["<h3>The complete turn</h3>", pre(reply)]
+        elif event["type"] == TOOL_START:
+            arguments = json.dumps(event.get("arguments"), ensure_ascii=False)
+            parts.append(f"<h3>Call {event['index'] + 1}: {text(event['name'])}</h3>")
+            parts.append(pre(f"{event['name']} {arguments}"))
+        elif event["type"] == TOOL_RESULT:
+            parts.append(result_block(event))
+            source, diff = edited(source, event, events)
+            if diff:
+                parts += ["<p>The diff of this edit:</p>", diff_block(diff)]
+        elif event["type"] == STOPPED:
+            parts.append(stop_block(event))
+    parts.append("</section>")
+    return "\n".join(parts), source
+
+
+def result_block(event):
+    result = event["result"]
+    if isinstance(result, dict) and "error" in result:
+        return f'<p class="failed">Error returned to the model:</p>{pre(result["error"])}'
+    shown = "\n".join(message_lines({"role": "tool", "content": json.dumps(result)})[1:])
+    if len(shown) <= FOLD_AFTER:
+        return f"<p>Result:</p>{pre(shown)}"
+    return folded(f"result ({len(shown):,} characters)", pre(shown))
+
+
+def edited(source, event, events):
+    """(source after the event, the diff lines of this edit) for a successful replace_text."""
+    if event["name"] != "replace_text" or "error" in event["result"]:
+        return source, []
+    start = next(
+        (e for e in events if e["type"] == TOOL_START and e["index"] == event["index"]), None
+    )
+    arguments = start.get("arguments") if start else None
+    if not isinstance(arguments, dict) or not isinstance(source, str):
+        return source, []
+    old, new = arguments.get("old"), arguments.get("new")
+    if not (isinstance(old, str) and isinstance(new, str)) or source.count(old) != 1:
+        return source, []
+    after = source.replace(old, new, 1)
+    return after, unified(source, after, f"{SOURCE_FILE} before", "after this edit")
+
+
+def stop_block(stop):
+    lines = [f"Stop: {stop['reason']}"]
+    if stop.get("error"):
+        lines.append(f"model error: {stop['error']}")
+    if stop.get("seconds") is not None:
+        lines.append(f"the turn it cut off took {stop['seconds']:.2f} s")
+    if stop.get("text_tool_call"):
+        lines.append(
+            "note: the model wrote a "
+            f"{stop['text_tool_call'].get('name')} call as text; only calls sent as tool calls run"
+        )
+    return pre("\n".join(lines), "stop")
+
+
+def recording_page(recording, name):
+    """The whole page of one recording (see the module docstring)."""
+    sample = SAMPLE_FILES[SOURCE_FILE].decode("utf-8")
+    body = [header(recording, name), "<h2>How the conversation grew</h2>"]
+    body.append(growth_chart(recording["model_calls"], recording["messages"]))
+    previous, source = 0, sample
+    for number in range(1, len(recording["model_calls"]) + 1):
+        section, source = turn_section(number, recording, previous, source)
+        body.append(section)
+        previous = recording["model_calls"][number - 1]["request_length"]
+    if not any(e["type"] == STOPPED for e in recording["events"]):
+        body.append(stop_block(recording["stop"]))
+    final = recording.get("final_source")
+    body.append("<h2>What the run changed</h2>")
+    changes = unified(sample, final, f"sample_repo/{SOURCE_FILE}", "after the run") if final else []
+    body.append(diff_block(changes) if changes else "<p>Nothing: the source is the sample's.</p>")
+    body.append("<h2>The verdict, in full</h2>")
+    body.append(pre("\n".join(verdict_lines("Independent verdict", recording["final_tests"]))))
+    tests = [
+        t.get("seconds") or 0.0
+        for t in (recording["starting_tests"], recording["final_tests"])
+        if t
+    ]
+    lines = timeline(recording["events"], tests_seconds=sum(tests), width=90)
+    lines += context_lines(recording["events"], context_window(recording["model"]), 90)
+    body += ["<h2>Where the time went</h2>", pre("\n".join(lines))]
+    body.append(folded("About this recording (read it last)", pre(recording["description"])))
+    return document(f"{name}: {verdict_of(recording)}", "\n".join(body))
+
+
+def link(page):
+    """A link to a page view.py wrote beside this one: always relative, never a scheme
+    (a recording named `javascript:x.json` gives `./javascript%3Ax.html`)."""
+    return "./" + urllib.parse.quote(page)
+
+
+def index_page(rows):
+    """A table of pages: rows of (file name, recording)."""
+    head = "".join(
+        f"<th>{h}</th>" for h in ("recording", "made", "stop", "verdict", "turns", "seconds")
+    )
+    lines = []
+    for page, recording in rows:
+        seconds = recording.get("loop_seconds")
+        lines.append(
+            f'<tr><td><a href="{link(page)}">{text(page.removesuffix(".html"))}</a></td>'
+            f"<td>{text(made_by(recording))}</td><td>{text(recording['stop']['reason'])}</td>"
+            f'<td class="{text(verdict_of(recording))}">{text(verdict_of(recording))}</td>'
+            f"<td>{len(recording['model_calls'])}</td>"
+            f"<td>{'' if seconds is None else f'{seconds:.1f}'}</td></tr>"
+        )
+    table = f"<table><tr>{head}</tr>{''.join(lines)}</table>"
+    return document("recordings", f"<h1>Recordings</h1>{table}")

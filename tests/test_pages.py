@@ -1,0 +1,201 @@
+"""The pages view.py writes, opened in a real headless browser (Debian's chromium, driven by
+Playwright with `executable_path`: no browser download).
+
+Every shipped recording's page shows the run's facts, raises no script error and makes no
+request; a hostile recording's page shows its strings as text and runs none of them; the
+arrow keys step through the turns. The size bounds need no browser.
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from plumbing.page import CHUNKS_SHOWN, recording_page
+from plumbing.recording import RECORDINGS, load, save
+from tests.helpers import altered
+
+HERE = Path(__file__).resolve().parent.parent
+SHIPPED = sorted(RECORDINGS.rglob("*.json"))
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM:
+        pytest.skip("no chromium here (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("Playwright is not installed (it is in requirements-lock.txt)")
+    with sync_playwright() as playwright:
+        # subtle: as root, chromium refuses to start with its own sandbox
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+def view(*paths, out):
+    finished = subprocess.run(
+        [sys.executable, str(HERE / "view.py"), *map(str, paths), "--out", str(out)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert finished.returncode == 0, finished.stderr
+    return finished.stdout.split()
+
+
+def opened(browser, url):
+    """(page, script errors, requests other than the page itself) after loading `url`."""
+    page = browser.new_page()
+    errors, requests = [], []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("request", lambda r: requests.append(r.url) if r.url != url else None)
+    page.goto(url)
+    return page, errors, requests
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_every_shipped_recording_has_a_page_that_shows_its_run(browser, tmp_path, path):
+    (url,) = view(path, out=tmp_path)
+    assert url == (tmp_path / f"{path.stem}.html").as_uri()
+    page, errors, requests = opened(browser, url)
+    recording = load(path)
+    shown = page.inner_text("body")
+    verdict = recording["final_tests"]["verdict"]
+    assert f"Independent verdict: {verdict}" in shown
+    assert recording["stop"]["reason"] in shown
+    assert len(page.query_selector_all(".turn")) == len(recording["model_calls"])
+    assert errors == [] and requests == []
+    page.close()
+
+
+def test_the_index_links_every_page(browser, tmp_path):
+    urls = view(*SHIPPED[:3], out=tmp_path)
+    assert urls[-1] == (tmp_path / "index.html").as_uri()
+    page, errors, requests = opened(browser, urls[-1])
+    links = [a.get_attribute("href") for a in page.query_selector_all("a")]
+    assert links == [f"./{p.stem}.html" for p in SHIPPED[:3]]
+    page.click("a >> nth=0")
+    assert page.url == urls[0] and errors == [] and requests == [urls[0]]  # the link, only
+
+
+HOSTILE = (
+    '</script><script>window.pwned = 1</script><img src="x" onerror="window.pwned = 2">'
+    '<a href="javascript:window.pwned = 3">click</a><iframe src="https://example.invalid/">'
+)
+
+
+def test_a_hostile_recording_is_shown_as_text_and_runs_nothing(browser, tmp_path):
+    def change(recording):
+        recording["description"] = HOSTILE
+        recording["model"]["name"] = HOSTILE
+        recording["final_source"] = HOSTILE
+        for call in recording["model_calls"]:
+            for chunk in call["chunks"]:
+                message = chunk.get("message") or {}
+                for key in ("content", "thinking"):
+                    if message.get(key):
+                        message[key] = HOSTILE
+        for event in recording["events"]:
+            if event["type"] == "tool_result" and "text" in event["result"]:
+                event["result"]["text"] = HOSTILE
+            if event["type"] == "tool_start":
+                event["arguments"] = {"path": HOSTILE}
+        recording["messages"][1]["content"] = HOSTILE
+
+    path = altered(tmp_path, change, name="javascript:alert(1)<b>.json")
+    (url,) = view(path, out=tmp_path / "pages")
+    page, errors, requests = opened(browser, url)
+    page.keyboard.press("ArrowRight")
+    for detail in page.query_selector_all("summary"):
+        detail.click()  # open every request and chunk list: still nothing runs
+    assert page.evaluate("typeof window.pwned") == "undefined"
+    assert page.query_selector_all("img, iframe, a[href^='javascript']") == []
+    assert HOSTILE in page.inner_text("body")  # shown, as text
+    assert requests == [] and errors == []
+
+
+def test_the_arrow_keys_step_through_the_turns(browser, tmp_path):
+    (url,) = view(RECORDINGS / "repair.json", out=tmp_path)
+    page, errors, _ = opened(browser, url)
+
+    def at():
+        return page.evaluate("document.activeElement.id")
+
+    page.keyboard.press("ArrowRight")
+    assert at() == "turn-1"
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    assert at() == "turn-3"
+    page.keyboard.press("ArrowLeft")
+    assert at() == "turn-2"
+    for _ in range(9):
+        page.keyboard.press("ArrowRight")
+    assert at() == "turn-5"  # the last turn; no further
+    page.click("text=request 2 whole, as the loop passed it to the adapter")
+    assert page.is_visible("#turn-2 details[open] pre")
+    assert errors == []
+
+
+# --- without a browser ----------------------------------------------------------------------------
+
+
+def test_the_repair_page_is_well_under_a_megabyte(tmp_path):
+    (url,) = view(RECORDINGS / "repair.json", out=tmp_path)
+    assert (tmp_path / "repair.html").stat().st_size < 200_000
+
+
+def test_a_million_chunks_render_a_bounded_page():
+    recording = load(RECORDINGS / "repair.json")
+    piece = {"message": {"role": "assistant", "content": "x"}, "done": False}
+    call = recording["model_calls"][0]
+    call["chunks"] = [piece] * 1_000_000 + call["chunks"]
+    call["arrived"] = [i / 1_000_000 for i in range(len(call["chunks"]))]
+    html = recording_page(recording, "million.json")
+    assert len(html) < 1_000_000
+    assert (
+        f"and 1,000,006 more, not shown (a page lists {CHUNKS_SHOWN} a turn)".replace(
+            "1,000,006", f"{len(call['chunks']) - CHUNKS_SHOWN:,}"
+        )
+        in html
+    )
+    assert "every 2500th drawn" in html
+
+
+def test_view_refuses_an_unreadable_recording_in_one_line_and_writes_the_rest(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("not json")
+    finished = subprocess.run(
+        [sys.executable, str(HERE / "view.py"), str(bad), str(RECORDINGS / "repair.json"),
+         "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert finished.returncode == 2
+    assert finished.stderr.startswith(f"error: {bad}: not a JSON recording")
+    assert len(finished.stderr.splitlines()) == 1
+    assert (tmp_path / "out" / "repair.html").exists()
+
+
+def test_a_page_never_embeds_the_recording_as_data_or_markup(tmp_path):
+    recording = load(RECORDINGS / "repair.json")
+    recording["description"] = "</script><script>x()</script>"
+    save(tmp_path / "r.json", recording)
+    html = recording_page(load(tmp_path / "r.json"), "r.json")
+    assert html.count("<script>") == 1 and "innerHTML" not in html
+    assert "&lt;/script&gt;&lt;script&gt;x()&lt;/script&gt;" in html
+    assert json.dumps(recording["description"]) not in html
+
+
+def test_lab_view_writes_a_page_per_shipped_recording_and_an_index(tmp_path):
+    finished = subprocess.run(
+        [sys.executable, str(HERE / "lab.py"), "view", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert finished.returncode == 0, finished.stderr
+    written = sorted(p.name for p in tmp_path.glob("*.html"))
+    assert written == sorted([f"{p.stem}.html" for p in SHIPPED] + ["index.html"])
+    assert finished.stdout.split()[-1] == (tmp_path / "index.html").as_uri()

@@ -345,7 +345,9 @@ def test_recording_of_ctrl_c_before_any_event_of_a_call_replays_the_same_request
     assert process.returncode == 130 and b"Traceback" not in err, err
     recording = load(output)
     assert recording["stop"]["reason"] == "interrupted"
-    assert recording["model_calls"] == [{"request_length": 2, "events": [], "ended": "closed"}]
+    assert recording["model_calls"] == [
+        {"request_length": 2, "events": [], "ended": "closed", "arrived": []}
+    ]
     assert replay_one(output, out=open(os.devnull, "w")) == REPRODUCED
 
 

@@ -19,14 +19,15 @@ import argparse
 import os
 import sys
 import textwrap
+from pathlib import Path
 
 from plumbing.console import plural, tolerant_output
 from plumbing.outcomes import outcome, rate, summary_lines
+from plumbing.page import NOT_A_MODEL, series_page
 from plumbing.recording import RecordingError, load
 
 BAR_WIDTH = 50  # cells from 0% to 100%; with its frame a bar takes 62 columns
 WIDTH = 80  # every other line is wrapped to this
-NOT_A_MODEL = "hand-written chunks, not a model's output: the rate says nothing of a model"
 KEYS = ("model", "api", "max_turns")
 EXIT_COMPARED, EXIT_UNREADABLE = 0, 2
 
@@ -46,6 +47,13 @@ def parse_args(argv):
         help="group by the source and this field only, e.g. --by max_turns to see what a "
         "bigger turn budget repairs and what it costs (default: %(default)s, i.e. source, "
         "model, api and max_turns)",
+    )
+    parser.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="also write the series as a page to FILE, with each recording's own page beside "
+        "it (as view.py writes them), linked from the page (default: none)",
     )
     return parser.parse_args(argv)
 
@@ -100,7 +108,7 @@ def wrap(line, width):
 def main(argv=None):
     tolerant_output()  # a recording's model name or description is printed as text, escapes visible
     args = parse_args(argv)
-    groups, unreadable = {}, 0
+    groups, unreadable, pages = {}, 0, {}
     for path in args.recordings:
         try:
             recording = load(path)
@@ -109,13 +117,36 @@ def main(argv=None):
             unreadable += 1
             continue
         groups.setdefault(group_key(recording, args.by), []).append(outcome(recording))
+        pages.setdefault(group_key(recording, args.by), []).append((path, recording))
     if groups:
         print("Rates are of the independent final tests, with their 95% Wilson interval;")
         print("bars run from 0% to 100%: # marks the rate, - the interval.")
     for key in sorted(groups):  # the same fields in each key: max_turns sorts as a number
         print()
         print("\n".join(group_lines(key, groups[key])))
+    if args.html and groups:
+        write_series(args.html, pages, groups)
     return EXIT_UNREADABLE if unreadable else EXIT_COMPARED
+
+
+def write_series(target, pages, groups):
+    """The series page at `target`, and each attempt's own page beside it, linked."""
+    from view import write_pages  # the per-recording pages, as view.py writes them
+
+    folder = target.parent
+    write_pages([path for key in sorted(pages) for path, _ in pages[key]], folder)
+    rows = [
+        (
+            label(key),
+            [
+                (f"{Path(path).stem}.html", o)
+                for (path, _), o in zip(pages[key], groups[key], strict=True)
+            ],
+        )
+        for key in sorted(groups)
+    ]
+    target.write_text(series_page(rows), encoding="utf-8")
+    print(f"\n{target.resolve().as_uri()}")
 
 
 if __name__ == "__main__":

@@ -370,3 +370,51 @@ def index_page(rows):
         )
     table = f"<table><tr>{head}</tr>{''.join(lines)}</table>"
     return document("recordings", f"<h1>Recordings</h1>{table}")
+
+
+def series_page(groups):
+    """A series of attempts: per group (a label, then rows of (page, outcome)), the success
+    rate with its 95% interval drawn, the stop reasons and medians, and each attempt's
+    seconds and tokens, linking to its page."""
+    from plumbing.outcomes import rate, summary_lines  # only the series page needs them
+
+    body = ["<h1>Attempts</h1>",
+            '<p class="muted">Rates are of the independent verdict, with their 95% Wilson '
+            "interval (the band); the mark is the rate.</p>"]  # fmt: skip
+    for label, rows in groups:
+        outcomes = [o for _, o in rows]
+        k, n, (low, high) = rate(outcomes)
+        body.append(f"<h2>{text(label)}</h2>")
+        if not label.startswith("live"):
+            body.append(f'<p class="muted">{text(NOT_A_MODEL)}</p>')
+        if n:
+            body.append(
+                '<svg role="img" aria-label="success rate and its interval" width="100%" '
+                'viewBox="0 0 520 40" style="max-width:520px"><rect x="10" y="12" width="500" '
+                'height="14" fill="var(--box)" stroke="var(--line)"></rect>'
+                f'<rect x="{10 + 500 * low:.1f}" y="12" width="{500 * (high - low):.1f}" '
+                'height="14" fill="var(--text)" opacity=".35"></rect>'
+                f'<line x1="{10 + 500 * k / n:.1f}" x2="{10 + 500 * k / n:.1f}" y1="6" y2="32" '
+                'stroke="var(--fg)" stroke-width="3"></line><text x="10" y="40">0%</text>'
+                '<text x="486" y="40">100%</text></svg>'
+            )
+        body.append(pre("\n".join(summary_lines(outcomes))))
+        head = "".join(f"<th>{h}</th>" for h in SERIES_COLUMNS)
+        cells = []
+        for page, o in rows:
+            verdict = "interrupted" if o.interrupted else "passed" if o.passed else "failed"
+            values = [o.stop, o.model_calls, f"{o.seconds:.1f}", o.prompt_tokens,
+                      o.generated_tokens]  # fmt: skip
+            cells.append(
+                f'<tr><td><a href="{link(page)}">{text(page.removesuffix(".html"))}</a></td>'
+                f'<td class="{verdict}">{verdict}</td>'
+                + "".join(f"<td>{text('n/a' if v is None else v)}</td>" for v in values)
+                + "</tr>"
+            )
+        body.append(f"<table><tr>{head}</tr>{''.join(cells)}</table>")
+    return document("attempts", "\n".join(body))
+
+
+SERIES_COLUMNS = ("attempt", "verdict", "stop", "model calls", "seconds", "prompt tokens",
+                  "generated tokens")  # fmt: skip
+NOT_A_MODEL = "hand-written chunks, not a model's output: the rate says nothing of a model"

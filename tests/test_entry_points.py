@@ -25,6 +25,8 @@ SCRIPTS = [
     "tests/make_live_recording.py",
     "tests/mutate.py",
     "tests/real_server.py",
+    "tests/make_screenshot.py",
+    "view.py",
 ]
 
 

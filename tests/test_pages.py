@@ -199,3 +199,27 @@ def test_lab_view_writes_a_page_per_shipped_recording_and_an_index(tmp_path):
     written = sorted(p.name for p in tmp_path.glob("*.html"))
     assert written == sorted([f"{p.stem}.html" for p in SHIPPED] + ["index.html"])
     assert finished.stdout.split()[-1] == (tmp_path / "index.html").as_uri()
+
+
+def test_compare_writes_a_series_page_linking_each_attempts_page(browser, tmp_path):
+    target = tmp_path / "series" / "attempts.html"
+    finished = subprocess.run(
+        [sys.executable, str(HERE / "compare.py"), *map(str, SHIPPED), "--html", str(target)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout.rstrip().endswith(target.as_uri())
+    page, errors, requests = opened(browser, target.as_uri())
+    shown = page.inner_text("body")
+    assert "passed 0 of 1 (0%; 95% interval 0%-79%)" in shown  # the live SmolLM2 attempt
+    links = {a.get_attribute("href") for a in page.query_selector_all("a")}
+    assert links == {f"./{p.stem}.html" for p in SHIPPED}
+    assert all((target.parent / f"{p.stem}.html").exists() for p in SHIPPED)
+    assert len(page.query_selector_all("svg")) >= 1 and errors == [] and requests == []
+
+
+def test_the_readmes_screenshot_is_a_small_png_of_the_repair_page():
+    shot = HERE / "docs" / "repair-page.png"
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert shot.stat().st_size < 200_000
+    assert "](docs/repair-page.png)" in (HERE / "README.md").read_text()

@@ -161,7 +161,7 @@ def slug(heading):
 
 
 def test_every_docs_page_is_linked_from_the_readme_and_every_link_resolves():
-    linked = set(re.findall(r"\]\((docs/[^)#]+)", README))
+    linked = set(re.findall(r"\]\((docs/[^)#]+\.md)", README))
     assert linked == {f"docs/{page.name}" for page in DOCS}
     for page in [LAB / "README.md", *DOCS]:
         for target in re.findall(r"\]\(([^)]+)\)", page.read_text(encoding="utf-8")):

@@ -223,3 +223,14 @@ def test_the_readmes_screenshot_is_a_small_png_of_the_repair_page():
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert shot.stat().st_size < 200_000
     assert "](docs/repair-page.png)" in (HERE / "README.md").read_text()
+
+
+def test_a_page_follows_the_systems_light_or_dark_setting(browser, tmp_path):
+    (url,) = view(RECORDINGS / "repair.json", out=tmp_path)
+    colours = []
+    for scheme in ("light", "dark"):
+        page = browser.new_page(color_scheme=scheme)
+        page.goto(url)
+        colours.append(page.evaluate("getComputedStyle(document.body).backgroundColor"))
+        page.close()
+    assert colours == ["rgb(255, 255, 255)", "rgb(22, 23, 26)"]

@@ -186,3 +186,11 @@ def test_the_core_path_is_where_the_readme_says():
             assert re.match(rf"\s*(def|class) {name}\b", lines[int(number) - 1]), (name, number)
             checked += 1
     assert checked == 7  # the six cheats of recordings/cheats/ and games-the-verdict.json
+
+
+def test_every_test_a_page_names_exists():
+    # a promise backed by a test that no longer exists is a promise no test proves
+    named = set(re.findall(r"`(test_\w+)(?:\[[^\]]*\])?`", PAGES))
+    files = [*LAB.glob("test_*.py"), *(LAB / "tests").glob("*.py")]
+    defined = {n for f in files for n in re.findall(r"def (test_\w+)", f.read_text())}
+    assert named and named <= defined, sorted(named - defined)

@@ -24,7 +24,7 @@ from plumbing import quiet_interrupt  # first: Ctrl-C during the slow imports be
 # isort: split
 
 from agent_loop import DEADLINE, INTERRUPTED, MODEL_DONE, MODEL_START, STOPPED, AgentLoop
-from plumbing.console import RunPrinter, tolerant_output, verdict_lines
+from plumbing.console import RunPrinter, made_by, tolerant_output, verdict_lines
 from plumbing.divergence import divergences
 from plumbing.isolation import NONE, chosen, notice
 from plumbing.limits import positive_int
@@ -134,17 +134,6 @@ def shown(path):
         return Path(path).resolve().relative_to(Path.cwd())
     except ValueError:
         return path
-
-
-def made_by(recording):
-    """Who made the recording's chunks, said so that hand-written ones never read as a
-    model's output."""
-    model = recording["model"].get("name", "?")
-    if recording["source"] == "live":
-        return f"live: streamed by {model}"
-    if recording["source"] == "scripted":
-        return f"scripted: chunks written by hand, not a model's output (as {model} would send)"
-    return f"{recording['source']}: derived from a recording of {model}"
 
 
 def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):

@@ -111,6 +111,17 @@ def verdict_lines(label, result):
     ]
 
 
+def made_by(recording):
+    """Who made a recording's chunks, said so that hand-written ones never read as a
+    model's output."""
+    model = recording["model"].get("name", "?")
+    if recording["source"] == "live":
+        return f"live: streamed by {model}"
+    if recording["source"] == "scripted":
+        return f"scripted: chunks written by hand, not a model's output (as {model} would send)"
+    return f"{recording['source']}: derived from a recording of {model}"
+
+
 def plural(count, noun):
     return f"{count} {noun}" + ("" if count == 1 else "s")
 

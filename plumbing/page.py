@@ -22,7 +22,7 @@ import json
 import urllib.parse
 
 from agent_loop import MODEL_DONE, STOPPED, TOOL_RESULT, TOOL_START
-from plumbing.console import plural, verdict_lines, visible
+from plumbing.console import made_by, plural, verdict_lines, visible
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
 from plumbing.source_diff import unified
 from plumbing.timeline import context_lines, context_window, timeline
@@ -112,15 +112,6 @@ def diff_block(lines):
         kind = "diff-add" if line.startswith("+") else "diff-del" if line.startswith("-") else ""
         rows.append(f'<span class="{kind}">{text(line)}</span>')
     return '<pre class="diff">' + "\n".join(rows) + "</pre>"
-
-
-def made_by(recording):
-    model = recording["model"].get("name", "?")
-    if recording["source"] == "live":
-        return f"live: streamed by {model}"
-    if recording["source"] == "scripted":
-        return f"scripted: chunks written by hand, not a model's output (as {model} would send)"
-    return f"{recording['source']}: derived from a recording of {model}"
 
 
 def verdict_of(recording):

@@ -112,11 +112,17 @@ def main(argv=None):
     for path in args.recordings:
         try:
             recording = load(path)
+            done = outcome(recording)
         except RecordingError as error:
             print(f"error: {error}", file=sys.stderr)
             unreadable += 1
             continue
-        groups.setdefault(group_key(recording, args.by), []).append(outcome(recording))
+        except (TypeError, ValueError, KeyError, AttributeError) as error:  # a shape load() let by
+            print(f"error: {path}: cannot be compared ({type(error).__name__}: {error})"[:300],
+                  file=sys.stderr)  # fmt: skip
+            unreadable += 1
+            continue
+        groups.setdefault(group_key(recording, args.by), []).append(done)
         pages.setdefault(group_key(recording, args.by), []).append((path, recording))
     if groups:
         print("Rates are of the independent final tests, with their 95% Wilson interval;")
@@ -134,17 +140,15 @@ def write_series(target, pages, groups):
     from view import write_pages  # the per-recording pages, as view.py writes them
 
     folder = target.parent
-    write_pages([path for key in sorted(pages) for path, _ in pages[key]], folder)
-    rows = [
-        (
-            label(key),
-            [
-                (f"{Path(path).stem}.html", o)
-                for (path, _), o in zip(pages[key], groups[key], strict=True)
-            ],
-        )
-        for key in sorted(groups)
-    ]
+    written, errors = write_pages([p for key in sorted(pages) for p, _ in pages[key]], folder)
+    for error in errors:
+        print(f"error: {error}", file=sys.stderr)
+    page_of = {id(path): page for path, page, _ in written}  # the name each page got
+    rows = []
+    for key in sorted(groups):
+        attempts = zip(pages[key], groups[key], strict=True)
+        shown = [(page_of[id(path)], o) for (path, _), o in attempts if id(path) in page_of]
+        rows.append((label(key), shown))
     target.write_text(series_page(rows), encoding="utf-8")
     print(f"\n{target.resolve().as_uri()}")
 

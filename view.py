@@ -43,32 +43,52 @@ def parse_args(argv):
 
 
 def write_pages(paths, folder):
-    """Write a page per recording in `folder`; return (pages written, errors)."""
-    rows, errors = [], []
+    """Write a page per recording in `folder`; return ([(path, page, recording)], errors).
+
+    A recording that cannot be read, or shown, is an error line; the others are written."""
+    rows, errors, taken = [], [], {"index"}
     for path in paths:
         try:
             recording = load(path)
         except RecordingError as error:
             errors.append(str(error))
             continue
-        page = f"{Path(path).stem}.html"
+        try:
+            # subtle: encoded before the file is opened, so a failure leaves no empty page
+            data = recording_page(recording, Path(path).name).encode("utf-8")
+        except Exception as error:  # a shape load() lets through and the page cannot draw
+            errors.append(f"{path}: cannot be shown ({type(error).__name__}: {error})"[:300])
+            continue
+        page = f"{unique(Path(path).stem, taken)}.html"
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            (folder / page).write_text(recording_page(recording, Path(path).name), encoding="utf-8")
+            (folder / page).write_bytes(data)
         except OSError as error:
             errors.append(f"{folder / page}: cannot be written ({error.strerror or error})")
             continue
-        rows.append((page, recording))
+        rows.append((path, page, recording))
     if len(paths) > 1 and rows:
-        (folder / "index.html").write_text(index_page(rows), encoding="utf-8")
+        index = index_page([(page, recording) for _, page, recording in rows])
+        (folder / "index.html").write_bytes(index.encode("utf-8"))
     return rows, errors
+
+
+def unique(stem, taken):
+    """`stem`, or `stem-2`, `stem-3` ... when a page of that name is already written (two
+    recordings named run.json in two folders; one named index.json)."""
+    name, number = stem, 1
+    while name in taken:
+        number += 1
+        name = f"{stem}-{number}"
+    taken.add(name)
+    return name
 
 
 def main(argv=None):
     tolerant_output()  # what a recording holds is printed as text, its escapes visible
     args = parse_args(argv)
     rows, errors = write_pages(args.recordings, args.out)
-    for page, _ in rows:
+    for _, page, _ in rows:
         print((args.out / page).resolve().as_uri())
     if len(args.recordings) > 1 and rows:
         print((args.out / "index.html").resolve().as_uri())

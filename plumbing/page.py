@@ -29,6 +29,10 @@ from plumbing.timeline import context_lines, context_window, timeline
 from plumbing.transcript import message_lines
 
 CHUNKS_SHOWN = 200  # chunks listed per turn; the rest are counted, not shown
+TEXT_SHOWN = 20_000  # characters of one block of text; the rest are counted, not shown
+TURNS_SHOWN = 200  # turns drawn in full; the rest are counted, not shown
+CALLS_SHOWN = 100  # tool calls of one turn drawn in full
+WHOLE_REQUESTS = 2_000_000  # characters of whole requests a page holds, over all turns
 POINTS_DRAWN = 400  # chunk marks drawn per turn's timeline; past it, a sample of them
 FOLD_AFTER = 1200  # characters of a tool result shown before it is folded
 
@@ -79,6 +83,8 @@ def text(value):
     """Any value of a recording, as text safe inside an HTML element or attribute."""
     if not isinstance(value, str):
         value = json.dumps(value, ensure_ascii=False)
+    # a lone surrogate (a recording may hold one, saved as a JSON escape) cannot be written
+    value = value.encode("utf-8", "backslashreplace").decode("utf-8")
     return html.escape(visible(value), quote=True)
 
 
@@ -99,6 +105,10 @@ def document(title, body):
 
 
 def pre(value, kind=""):
+    """A block of text, cut at TEXT_SHOWN characters, saying how many more there were."""
+    value = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if len(value) > TEXT_SHOWN:
+        value = value[:TEXT_SHOWN] + f"\n... and {len(value) - TEXT_SHOWN:,} more characters"
     return f'<pre class="{kind}">{text(value)}</pre>'
 
 
@@ -148,10 +158,13 @@ def header(recording, name):
 
 def growth_chart(model_calls, messages):
     """Messages and characters of each request, as bars (an inline SVG)."""
+    running = [0]  # characters of the first n messages, each message measured once
+    for message in messages:
+        running.append(running[-1] + len(json.dumps(message, ensure_ascii=False)))
     sizes = []
-    for call in model_calls:
-        sent = messages[: call["request_length"]]
-        sizes.append((len(sent), sum(len(json.dumps(m, ensure_ascii=False)) for m in sent)))
+    for call in model_calls[:TURNS_SHOWN]:
+        count = min(call["request_length"], len(messages))
+        sizes.append((count, running[count]))
     if not sizes:
         return ""
     most = max(chars for _, chars in sizes) or 1
@@ -226,49 +239,64 @@ def chunk_list(call):
     return folded(f"its {len(items):,} {label}, as recorded", pre("\n".join(shown)))
 
 
-def turn_section(number, recording, previous_length, source_before):
-    """One turn: the request, its stream, its calls and results; returns (html, source)."""
+def turn_section(number, recording, events, previous_length, source_before, budget):
+    """One turn: the request, its stream, its calls and results; returns (html, source).
+
+    `events` are this turn's; `budget` is a one-item list of the characters of whole
+    requests the page may still hold (each request repeats the one before it, so a long
+    run's whole requests would grow the page with the square of its length)."""
     call = recording["model_calls"][number - 1]
     messages = recording["messages"]
     sent = messages[: call["request_length"]]
     new = sent[previous_length:]
-    new_text = "\n".join(line for m in new for line in message_lines(m))
-    whole = json.dumps(sent, ensure_ascii=False, indent=1)
-    events = [e for e in recording["events"] if e.get("turn") == number]
+    new_text = "\n".join(line for m in new[:CALLS_SHOWN] for line in message_lines(m))
     parts = [
         f'<section class="turn" id="turn-{number}" tabindex="-1"><h2>Turn {number}</h2>',
         f"<h3>Request {number}: {len(sent)} messages, {len(new)} new</h3>",
         pre(new_text or "(nothing new)"),
-        folded(f"request {number} whole, as the loop passed it to the adapter", pre(whole)),
-        "<h3>The stream</h3>",
-        stream_chart(call),
-        chunk_list(call),
     ]
+    if budget[0] > 0:
+        whole = json.dumps(sent, ensure_ascii=False, indent=1)[: budget[0] + 1]
+        budget[0] -= len(whole)
+        summary = f"request {number} whole, as the loop passed it to the adapter"
+        parts.append(folded(summary, pre(whole)))
+    else:
+        parts.append('<p class="muted">(no more whole requests on this page: it holds '
+                     f"{WHOLE_REQUESTS:,} characters of them at most)</p>")  # fmt: skip
+    parts += ["<h3>The stream</h3>", stream_chart(call), chunk_list(call)]
     if call.get("ended") != "done":
         why = call.get("error") or "the stream ended without a done chunk"
         parts.append(f'<p class="failed">The turn did not complete: {text(why)}</p>')
-    source = source_before
+    source, starts, shown = source_before, {}, 0
     for event in events:
+        if event["type"] in (TOOL_START, TOOL_RESULT):
+            shown += event["type"] == TOOL_START
+            if shown > CALLS_SHOWN:
+                continue
         if event["type"] == MODEL_DONE:
             reply = "\n".join(message_lines(event["message"]))
             parts += ["<h3>The complete turn</h3>", pre(reply)]
         elif event["type"] == TOOL_START:
+            starts[event["index"]] = event
             arguments = json.dumps(event.get("arguments"), ensure_ascii=False)
             parts.append(f"<h3>Call {event['index'] + 1}: {text(event['name'])}</h3>")
             parts.append(pre(f"{event['name']} {arguments}"))
         elif event["type"] == TOOL_RESULT:
             parts.append(result_block(event))
-            source, diff = edited(source, event, events)
+            source, diff = edited(source, event, starts.get(event["index"]))
             if diff:
                 parts += ["<p>The diff of this edit:</p>", diff_block(diff)]
         elif event["type"] == STOPPED:
             parts.append(stop_block(event))
+    if shown > CALLS_SHOWN:
+        parts.append(f'<p class="muted">... and {shown - CALLS_SHOWN:,} more calls of this '
+                     f"turn, not shown (a page shows {CALLS_SHOWN} a turn)</p>")  # fmt: skip
     parts.append("</section>")
     return "\n".join(parts), source
 
 
 def result_block(event):
-    result = event["result"]
+    result = event.get("result")
     if isinstance(result, dict) and "error" in result:
         return f'<p class="failed">Error returned to the model:</p>{pre(result["error"])}'
     shown = "\n".join(message_lines({"role": "tool", "content": json.dumps(result)})[1:])
@@ -277,13 +305,12 @@ def result_block(event):
     return folded(f"result ({len(shown):,} characters)", pre(shown))
 
 
-def edited(source, event, events):
-    """(source after the event, the diff lines of this edit) for a successful replace_text."""
-    if event["name"] != "replace_text" or "error" in event["result"]:
+def edited(source, event, start):
+    """(source after the event, the diff lines of this edit) for a successful replace_text;
+    `start` is the call's tool_start event."""
+    result = event.get("result")
+    if event["name"] != "replace_text" or not isinstance(result, dict) or "error" in result:
         return source, []
-    start = next(
-        (e for e in events if e["type"] == TOOL_START and e["index"] == event["index"]), None
-    )
     arguments = start.get("arguments") if start else None
     if not isinstance(arguments, dict) or not isinstance(source, str):
         return source, []
@@ -313,11 +340,19 @@ def recording_page(recording, name):
     sample = SAMPLE_FILES[SOURCE_FILE].decode("utf-8")
     body = [header(recording, name), "<h2>How the conversation grew</h2>"]
     body.append(growth_chart(recording["model_calls"], recording["messages"]))
-    previous, source = 0, sample
-    for number in range(1, len(recording["model_calls"]) + 1):
-        section, source = turn_section(number, recording, previous, source)
+    by_turn = {}
+    for event in recording["events"]:
+        by_turn.setdefault(event["turn"], []).append(event)
+    previous, source, budget = 0, sample, [WHOLE_REQUESTS]
+    turns = len(recording["model_calls"])
+    for number in range(1, min(turns, TURNS_SHOWN) + 1):
+        events = by_turn.get(number, [])
+        section, source = turn_section(number, recording, events, previous, source, budget)
         body.append(section)
         previous = recording["model_calls"][number - 1]["request_length"]
+    if turns > TURNS_SHOWN:
+        body.append(f'<p class="muted">... and {turns - TURNS_SHOWN:,} more turns, not shown '
+                    f"(a page shows {TURNS_SHOWN})</p>")  # fmt: skip
     if not any(e["type"] == STOPPED for e in recording["events"]):
         body.append(stop_block(recording["stop"]))
     final = recording.get("final_source")
@@ -341,7 +376,7 @@ def recording_page(recording, name):
 def link(page):
     """A link to a page view.py wrote beside this one: always relative, never a scheme
     (a recording named `javascript:x.json` gives `./javascript%3Ax.html`)."""
-    return "./" + urllib.parse.quote(page)
+    return "./" + urllib.parse.quote(page, errors="surrogateescape")
 
 
 def index_page(rows):

@@ -234,3 +234,59 @@ def test_a_page_follows_the_systems_light_or_dark_setting(browser, tmp_path):
         colours.append(page.evaluate("getComputedStyle(document.body).backgroundColor"))
         page.close()
     assert colours == ["rgb(255, 255, 255)", "rgb(22, 23, 26)"]
+
+
+# --- red-team findings on the first version of the pages ------------------------------------------
+
+
+def test_a_recording_the_page_cannot_draw_is_one_error_and_the_others_are_written(tmp_path):
+    # load() accepts these; the first page drawer raised on them and wrote nothing after
+    def surrogate(recording):
+        recording["description"] = "x\ud800y"  # kept as a JSON escape, on purpose
+
+    def no_result(recording):
+        for event in recording["events"]:
+            event.pop("result", None)
+        recording["model_calls"][0]["arrived"] = [1e308] * len(
+            recording["model_calls"][0]["chunks"]
+        )
+
+    def bad_calls(recording):
+        recording["events"][5]["message"]["tool_calls"] = "ab"  # a model_done's calls
+
+    paths = [altered(tmp_path, change, f"{change.__name__}.json")
+             for change in (surrogate, no_result, bad_calls)]  # fmt: skip
+    finished = subprocess.run(
+        [sys.executable, str(HERE / "view.py"), *map(str, paths), str(RECORDINGS / "repair.json"),
+         "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert "Traceback" not in finished.stderr
+    assert finished.returncode in (0, 2)
+    for line in finished.stderr.splitlines():
+        assert line.startswith("error: ") and "cannot be shown" in line
+    assert (tmp_path / "out" / "repair.html").stat().st_size > 0
+    assert all(p.stat().st_size > 0 for p in (tmp_path / "out").glob("*.html"))
+    assert len(list((tmp_path / "out").glob("*.html"))) + len(finished.stderr.splitlines()) == 5
+
+
+def test_a_long_run_gives_a_bounded_page_in_bounded_time():
+    # 3,000 turns of a growing conversation once gave a 1.6 GB page in 48 s
+    recording = load(RECORDINGS / "repair.json")
+    message = {"role": "user", "content": "y" * 100}
+    recording["messages"] = [message] * 3000
+    call = {"request_length": 3000, "chunks": [], "ended": "done", "arrived": []}
+    recording["model_calls"] = [call] * 3000
+    recording["events"] = []
+    html = recording_page(recording, "long.json")
+    assert len(html) < 8_000_000
+    assert "... and 2,800 more turns, not shown" in html
+    assert "no more whole requests on this page" in html
+
+
+def test_two_recordings_of_one_name_get_two_pages(tmp_path):
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "index.json").write_bytes((RECORDINGS / "repair.json").read_bytes())
+    urls = view(tmp_path / "a" / "index.json", tmp_path / "b" / "index.json", out=tmp_path / "o")
+    assert [u.rsplit("/", 1)[1] for u in urls] == ["index-2.html", "index-3.html", "index.html"]

@@ -25,9 +25,11 @@ CUSTOMIZE = ("sitecustomize.py", "usercustomize.py")
 
 def startup_files():
     """{path: SHA-256} of every file Python runs at start-up in this installation."""
-    folders = {Path(p) for p in site.getsitepackages()}
+    # subtle: resolved, so the installation reached through a symlink (a copy of the lab
+    # that links .venv/, as tests/mutate.py makes) names the files its baseline names
+    folders = {Path(p).resolve() for p in site.getsitepackages()}
     found = {}
-    for folder in folders | {Path(p) for p in sys.path if p}:
+    for folder in folders | {Path(p).resolve() for p in sys.path if p}:
         candidates = [folder / name for name in CUSTOMIZE]
         if folder in folders:
             candidates += sorted(folder.glob("*.pth"))

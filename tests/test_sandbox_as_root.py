@@ -158,3 +158,22 @@ def test_start_up_code_planted_by_a_test_run_refuses_every_later_verdict(
         assert first == second  # the run that planted it gets no verdict either
         assert second.startswith("the lab's Python installation holds start-up code it was "
                                  "not built with (zz-planted.pth")  # fmt: skip
+
+
+def test_an_installation_reached_through_a_symlink_is_not_taken_for_a_planted_one(
+    throwaway_python, tmp_path
+):
+    python, _ = throwaway_python
+    lab = Path(__file__).resolve().parent.parent
+    subprocess.run(
+        [python, "-c", "from plumbing.startup_guard import write_baseline; write_baseline()"],
+        cwd=lab, check=True, timeout=60,
+    )  # fmt: skip
+    linked = tmp_path / "linked-venv"  # a copy of the lab that links .venv/, as mutate.py's do
+    linked.symlink_to(python.parent.parent)
+    ask = "from plumbing.startup_guard import planted; print(planted())"
+    done = subprocess.run(
+        [linked / "bin" / "python", "-c", ask],
+        capture_output=True, text=True, cwd=lab, check=True, timeout=60,
+    )  # fmt: skip
+    assert done.stdout.strip() == "None"

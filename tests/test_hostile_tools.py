@@ -127,6 +127,20 @@ def test_any_exception_from_a_tool_becomes_an_error_result_and_the_loop_goes_on(
     assert len(chat.requests) == 2  # the model read the error and answered
 
 
+@pytest.mark.parametrize("name, shown", [("", '""'), (0, "0"), (False, "false")])
+def test_a_call_whose_name_is_empty_or_false_is_told_that_name_back(name, shown):
+    # Only a missing name (null) is "a call without a name"; "" or 0 is a name, quoted.
+    chat = ScriptedChat(
+        [
+            [chunk(tool_calls=[{"function": {"name": name, "arguments": {}}}], done=True)],
+            [chunk("No such tool.", done=True)],
+        ]
+    )
+    events = list(agent_events(chat, Fragile(), "Divide by two.", max_turns=3))
+    results = [event["result"] for event in events if event["type"] == TOOL_RESULT]
+    assert results == [{"error": f"unknown tool {shown}; the offered tools are: divide"}]
+
+
 # --- 2. hostile searches answer instead of raising ---------------------------------------------
 
 

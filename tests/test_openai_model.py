@@ -245,6 +245,16 @@ def test_event_that_is_not_an_object_is_named(repo):
     assert events[-1]["error"] == openai_model.MALFORMED_EVENT.format(detail="[1, 2]")
 
 
+@pytest.mark.parametrize(
+    "line", ['{"choices": [5]}', '{"choices": [{"delta": "x"}]}'], ids=["choice", "delta"]
+)
+def test_event_whose_choice_or_delta_is_not_an_object_is_named(repo, line):
+    _, events = run_chat(repo, reply(f"data: {line}\n\n", finish()))
+    assert events[-1]["reason"] == MODEL_ERROR
+    detail = repr(json.loads(line))
+    assert events[-1]["error"] == openai_model.MALFORMED_EVENT.format(detail=detail)
+
+
 def test_line_longer_than_one_read_is_assembled_whole():
     # A line that arrives over several reads keeps all its pieces.
     line = b"data: " + b"x" * 200_000 + b"\n"

@@ -29,7 +29,7 @@ from agent_loop import (
     agent_events,
 )
 from openai_model import OpenAICompatibleModel, OpenAIModelError, chunks_from_events, request_body
-from plumbing.limits import LineTooLong
+from plumbing.limits import ARGUMENTS_TOO_LONG, LineTooLong
 from plumbing.recording import RecordingChat
 from repo_tools import RepoTools
 from tests.helpers import FAULTY_LINE, FIXED_LINE, wait_for
@@ -203,6 +203,27 @@ def test_assembled_arguments_are_an_object_or_the_raw_text(text, expected):
     events = [tool_call(0, text, name="read_file"), finish("tool_calls")]
     final = list(chunks_from_events(events))[-1]
     assert final["message"]["tool_calls"][0]["function"]["arguments"] == expected
+
+
+@pytest.mark.parametrize("count", [1000, 1001])
+def test_turn_of_1000_streamed_calls_is_assembled_and_one_more_is_refused(count):
+    events = [tool_call(i, READ_CODE, name="read_file") for i in range(count)]
+    events.append(finish("tool_calls"))
+    if count > 1000:  # the README's figure, written out
+        with pytest.raises(OpenAIModelError, match="more than 1000 tool calls"):
+            list(chunks_from_events(events))
+    else:
+        final = list(chunks_from_events(events))[-1]
+        assert len(final["message"]["tool_calls"]) == 1000
+
+
+def test_turn_of_1000_calls_past_the_arguments_cap_is_refused_for_its_arguments():
+    # Both caps are reached at once: the message names the one that was passed.
+    events = [tool_call(i, READ_CODE, name="read_file") for i in range(999)]
+    events.append(tool_call(999, "x" * 1_000_000, name="read_file"))
+    with pytest.raises(OpenAIModelError) as refused:
+        list(chunks_from_events(events))
+    assert str(refused.value) == ARGUMENTS_TOO_LONG
 
 
 def test_fragments_without_index_start_a_call_at_each_new_id():

@@ -153,6 +153,17 @@ def test_output_that_is_not_a_regular_file_is_refused_even_with_force(tmp_path, 
         assert (tmp_path / "real.json").read_text() == "keep me"
 
 
+def test_output_that_is_a_folder_is_refused_before_any_run(tmp_path):
+    finished = subprocess.run(
+        [sys.executable, "record_run.py", "--host", "http://127.0.0.1:9", "--output",
+         str(tmp_path)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert finished.returncode == 2
+    assert finished.stderr == f"error: {tmp_path} is a folder; give --output a file name\n"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_save_refuses_to_replace_anything_but_a_regular_file(tmp_path):
     from plumbing.recording import save
 

@@ -300,6 +300,14 @@ def ask(spawn, *args, stdin="", timeout=30):
     return process.returncode, out.decode(), err.decode()
 
 
+@pytest.mark.parametrize("question", ["", "  \n"], ids=["empty", "blank"])
+def test_an_empty_question_is_refused_before_any_server_is_asked(spawn, question):
+    code, out, err = ask(spawn, "--host", "http://127.0.0.1:9", question)
+    assert code == 2
+    assert out == ""
+    assert err == "error: the question is empty (see --help)\n"
+
+
 def messages_of(body):
     return [(m["role"], m.get("content", "")) for m in body["messages"]]
 

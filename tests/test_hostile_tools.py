@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from agent_loop import STOPPED, TOOL_RESULT, agent_events
-from plumbing.confined_tree import SEARCH_FILE_BYTES
+from plumbing.confined_tree import CHANGED, SEARCH_FILE_BYTES
 from plumbing.readonly_tools import (
+    CHILD_CODE,
     LINE_LIMIT,
     OUT_OF_MEMORY,
     PATTERN_LIMIT,
@@ -364,6 +365,25 @@ def test_a_racing_writer_cannot_swap_a_folder_for_a_link_out_of_the_root(tmp_pat
     # The race was real: some calls saw the folder, some found it swapped or gone.
     assert any(result.get("text") == "inside\n" for result in results)
     assert any("error" in result for result in results)
+
+
+def test_the_search_child_refuses_a_path_that_became_a_link_after_the_check(tmp_path):
+    # The harness sends the real names it checked; a link there now is a swap, even inside.
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("needle = 1\n")
+    (tmp_path / "lib").symlink_to("src")
+    request = {"root": str(tmp_path), "pattern": "needle", "parts": ["lib"], "seconds": 10}
+    root_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", "-c", CHILD_CODE, str(HERE), str(root_fd)],
+            input=json.dumps(request), pass_fds=(root_fd,), capture_output=True, text=True,
+            timeout=CHILD_TIMEOUT,
+        )  # fmt: skip
+    finally:
+        os.close(root_fd)
+    sent = [json.loads(line) for line in done.stdout.splitlines()]
+    assert sent == [{"refused": CHANGED, "searched": 0, "skipped": 0, "deep": 0}]
 
 
 def test_links_that_stay_inside_the_root_are_followed(tmp_path):

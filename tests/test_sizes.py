@@ -86,6 +86,18 @@ def test_1000_calls_a_turn_are_answered_and_one_more_is_a_model_error(repo, coun
     assert (events[-1]["reason"] == MODEL_ERROR) == (count > 1000)
 
 
+@pytest.mark.parametrize("size", [1_000_000, 1_000_001])
+def test_arguments_of_1000000_characters_a_turn_pass_and_one_more_is_a_model_error(repo, size):
+    # A call's arguments as raw text: the cap counts its characters, whatever they are.
+    calls = [{"function": {"name": "read_file", "arguments": "x" * size}}]
+    chat = ScriptedChat([[chunk(tool_calls=calls, done=True)], [chunk("done", done=True)]])
+    events = list(agent_events(chat, RepoTools(repo), TASK))
+    refused = size > 1_000_000  # the figure docs/defences.md gives, written out
+    assert (events[-1]["reason"] == MODEL_ERROR) == refused
+    assert (ARGUMENTS_TOO_LONG in events[-1].get("error", "")) == refused
+    assert len([e for e in events if e["type"] == TOOL_RESULT]) == (0 if refused else 1)
+
+
 def test_calls_past_the_32_that_run_are_one_printed_line(tmp_path):
     calls = [call("read_file", index=i, path="path_rules.py") for i in range(40)]
     script = [

@@ -411,6 +411,18 @@ def test_links_that_stay_inside_the_root_are_followed(tmp_path):
 # --- 6. replace_text never half-writes ----------------------------------------------------------
 
 
+def test_reading_through_an_absolute_link_leaks_no_descriptor(tmp_path):
+    # A hop back to the root must close the folder it leaves, or each such read keeps one fd.
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("needle = 1\n")
+    (tmp_path / "src" / "alias.py").symlink_to(tmp_path / "src" / "app.py")
+    tools = ReadOnlyTools(tmp_path)
+    before = len(os.listdir("/proc/self/fd"))
+    results = [tools.invoke("read_file", {"path": "src/alias.py"}) for _ in range(50)]
+    assert len(os.listdir("/proc/self/fd")) == before
+    assert results[-1] == {"path": "src/app.py", "text": "needle = 1\n"}
+
+
 def test_replace_text_refuses_unencodable_text_before_writing(tmp_path):
     repo = copy_sample(tmp_path)
     before = (repo / EDITABLE).read_bytes()

@@ -276,6 +276,15 @@ def test_a_file_over_the_search_size_cap_is_skipped(tmp_path):
     assert result["files_skipped"].startswith("1 ")
 
 
+def test_a_file_is_judged_binary_from_its_first_8_kb_only(tmp_path):
+    # As git decides: a NUL byte in the first 8,192 bytes makes it binary; one later does not.
+    (tmp_path / "early.bin").write_bytes(b"needle\n" + b"x" * 8000 + b"\0\n")
+    (tmp_path / "late.txt").write_bytes(b"needle\n" + b"x" * 8192 + b"\0\n")
+    result = ReadOnlyTools(tmp_path).invoke("search", {"pattern": "needle"})
+    assert result["matches"] == ["late.txt:1: needle"]
+    assert result["files_skipped"].startswith("1 ")
+
+
 def test_a_pattern_longer_than_the_cap_is_refused(tmp_path):
     (tmp_path / "a.txt").write_text("ab\n")
     result = ReadOnlyTools(tmp_path).invoke("search", {"pattern": "(a|b)" * 20_000})

@@ -210,6 +210,19 @@ def test_altered_event_alone_is_a_divergence(tmp_path):
     )
 
 
+@pytest.mark.parametrize("length", [160, 161])
+def test_a_divergent_value_of_160_characters_is_shown_whole_and_a_longer_one_cut(tmp_path, length):
+    text = "x" * (length - 2)  # as JSON, with its two quotes: `length` characters
+
+    def change(recording):
+        recording["events"][1]["text"] = text  # the first piece of thinking
+
+    outcome, output = replay(altered(tmp_path, change))
+    assert outcome == DIVERGED
+    shown = f'"{text}"' if length <= 160 else f'"{text[:156]}...'
+    assert f"text: the recording says {shown}, today's run did " in output
+
+
 def test_missing_recorded_event_is_a_divergence(tmp_path):
     # mutation only_common_events: event_divergence ignores a difference in length.
     outcome, output = replay(altered(tmp_path, lambda r: r["events"].pop()))

@@ -78,6 +78,14 @@ def assert_stopped_by_the_deadline(events, elapsed):
     assert elapsed < STALL / 2
 
 
+def test_a_deadline_of_0_seconds_has_already_passed_not_no_deadline(repo):
+    # 0 is a budget used up before the first turn; only None means no deadline.
+    chat = ScriptedChat([[chunk("Done.", done=True)]])
+    events = list(agent_events(chat, RepoTools(repo), TASK, deadline=0))
+    assert [(e["type"], e.get("reason")) for e in events] == [(STOPPED, DEADLINE)]
+    assert chat.requests == []
+
+
 def ollama(server):
     return lambda deadline: LocalModel(host=server.host, timeout=STALL, deadline=deadline)
 

@@ -453,6 +453,14 @@ def test_redaction_replaces_secret_looking_values_and_skips_short_ones():
     }
 
 
+def test_a_password_of_8_characters_in_an_address_is_redacted_alone_and_a_shorter_one_not():
+    # Both stay redacted as "user:password"; only one of 8 or more is a secret by itself.
+    eight = secret_values({"OLLAMA_HOST": "http://lab:pass1234@127.0.0.1:9"})
+    seven = secret_values({"OLLAMA_HOST": "http://lab:pass123@127.0.0.1:9"})
+    assert "lab:pass1234" in eight and "pass1234" in eight
+    assert "lab:pass123" in seven and "pass123" not in seven
+
+
 def test_every_tool_result_is_redacted(repo, monkeypatch):
     monkeypatch.setenv("LAB_TEST_TOKEN", "tok-0123456789abcdef")
     (repo / "path_rules.py").write_text("# leaked: tok-0123456789abcdef\n")

@@ -22,8 +22,8 @@ import textwrap
 from pathlib import Path
 
 from plumbing.console import plural, tolerant_output
-from plumbing.outcomes import outcome, rate, summary_lines
-from plumbing.page import NOT_A_MODEL, series_page
+from plumbing.outcomes import NOT_A_MODEL, outcome, rate, summary_lines
+from plumbing.page import series_page
 from plumbing.recording import RecordingError, load
 
 BAR_WIDTH = 50  # cells from 0% to 100%; with its frame a bar takes 62 columns

@@ -100,6 +100,10 @@ def attempt_line(outcome):
     return " · ".join(parts)
 
 
+# What a group of scripted or fault-injection recordings says of its rate (compare, pages).
+NOT_A_MODEL = "hand-written chunks, not a model's output: the rate says nothing of a model"
+
+
 def rate(outcomes):
     """(k, n, interval) over the attempts that ran to their verdict."""
     counted = [o for o in outcomes if not o.interrupted]

@@ -402,7 +402,7 @@ def series_page(groups):
     """A series of attempts: per group (a label, then rows of (page, outcome)), the success
     rate with its 95% interval drawn, the stop reasons and medians, and each attempt's
     seconds and tokens, linking to its page."""
-    from plumbing.outcomes import rate, summary_lines  # only the series page needs them
+    from plumbing.outcomes import NOT_A_MODEL, rate, summary_lines  # only the series page
 
     body = ["<h1>Attempts</h1>",
             '<p class="muted">Rates are of the independent verdict, with their 95% Wilson '
@@ -443,4 +443,3 @@ def series_page(groups):
 
 SERIES_COLUMNS = ("attempt", "verdict", "stop", "model calls", "seconds", "prompt tokens",
                   "generated tokens")  # fmt: skip
-NOT_A_MODEL = "hand-written chunks, not a model's output: the rate says nothing of a model"

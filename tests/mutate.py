@@ -54,12 +54,13 @@ MODULES = [
     "replay.py",
     "compare.py",
     "ask.py",
+    "view.py",
     *(
         f"plumbing/{name}.py"
         for name in (
             "attempts", "child_process", "chunk_shape", "confined_tree", "console",
             "divergence", "isolation", "limits", "live_model", "ollama_transport", "outcomes",
-            "pytest_report", "quiet_interrupt", "readonly_tools", "recording", "redact",
+            "page", "pytest_report", "quiet_interrupt", "readonly_tools", "recording", "redact",
             "sample", "scratch", "source_diff", "startup_guard", "stats", "text_calls",
             "timeline", "transcript", "wire_errors",
         )

@@ -326,3 +326,16 @@ def test_tool_that_hits_an_os_error_is_answered_not_raised(repo):
     events = list(agent_events(chat, RepoTools(repo), TASK))
     assert events[-1]["reason"] == "assistant_finished"
     assert "error" in json.loads(chat.requests[2][-1]["content"])
+
+
+def test_a_model_error_without_text_is_saved_under_its_type_name(tmp_path):
+    # mutation: recording.py's `str(error) or type(error).__name__` without the fallback
+    # saved "" as the error, and the replay then raised an error that says nothing.
+    script = [[chunk("Reading "), ConnectionResetError()]]
+    output = tmp_path / "r.json"
+    record_run.record_attempt(
+        RecordingChat(ScriptedChat(script)), {"name": "scripted"}, output, 4, out=io.StringIO()
+    )
+    saved = load(output)
+    assert saved["model_calls"][0]["ended"] == "error"
+    assert saved["model_calls"][0]["error"] == "ConnectionResetError"

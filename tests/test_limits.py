@@ -36,7 +36,8 @@ from agent_loop import (
 )
 from local_model import LocalModel
 from openai_model import OpenAICompatibleModel
-from plumbing.limits import MAX_LINE_BYTES, Deadline, Watchdog
+from plumbing.limits import MAX_LINE_BYTES, Deadline, DeadlineExceeded, Watchdog
+from plumbing.ollama_transport import _WatchedBackend
 from plumbing.readonly_tools import SEARCH_SECONDS
 from plumbing.recording import load
 from replay import REPRODUCED, replay_one
@@ -388,6 +389,31 @@ def test_a_cancelled_watchdog_leaves_the_socket_alone():
         with pytest.raises(TimeoutError):
             theirs.recv(1)  # a shutdown would end this read with b"" at once
     assert not watchdog.fired
+
+
+def test_a_read_the_watchdog_ended_raises_the_deadline_not_an_empty_answer():
+    # The watchdog's shutdown ends a waiting read with b"", just as a server closing would:
+    # the watched socket must say it was the deadline (mutation: `fired` -> None).
+    deadline = Deadline(0.2)
+    with socket.create_server(("127.0.0.1", 0)) as server:  # listens, never answers
+        stream = _WatchedBackend(lambda: deadline).connect_tcp(*server.getsockname())
+        try:
+            stream.write(b"POST /api/chat HTTP/1.1\r\n\r\n")  # a request's first byte arms it
+            with pytest.raises(DeadlineExceeded):
+                stream.read(1024, timeout=5.0)  # 25 times the deadline
+        finally:
+            stream.close()
+
+
+def test_a_server_closing_a_connection_no_request_armed_is_an_ordinary_end():
+    # A pooled connection the server closes between requests: no watchdog, no deadline error.
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        stream = _WatchedBackend(lambda: Deadline(0.2)).connect_tcp(*server.getsockname())
+        server.accept()[0].close()
+        try:
+            assert stream.read(1024, timeout=5.0) == b""
+        finally:
+            stream.close()
 
 
 def test_calls_past_the_cap_get_an_error_each_and_none_runs():

@@ -100,7 +100,8 @@ def qualified(name):
 class OllamaTestServer(StandInServer):
     """`capabilities` maps a model name to what `/api/show` lists for it (None: the field
     is left out, as servers older than capabilities do; any other JSON value is sent as it
-    is); others get DEFAULT_CAPABILITIES."""
+    is); others get DEFAULT_CAPABILITIES. `show_errors` maps a model name to the (status,
+    message) its `/api/show` answers instead, as Ollama answers a manifest it cannot read."""
 
     def __init__(
         self,
@@ -109,8 +110,10 @@ class OllamaTestServer(StandInServer):
         version="0.0.0-test",
         capabilities=None,
         version_answer=None,
+        show_errors=None,
     ):
         super().__init__(_Handler, replies)
+        self.show_errors = dict(show_errors or {})
         self.models = dict(models)
         self.capabilities = dict(capabilities or {})
         self.version = version
@@ -204,6 +207,10 @@ class _Handler(StreamHandler):
             capabilities = server.model_capabilities(name)
         except KeyError:
             self.send_json(404, {"error": f"model '{name}' not found"})
+            return
+        if name in server.show_errors:  # listed, but its manifest is gone or unreadable
+            status, message = server.show_errors[name]
+            self.send_json(status, {"error": message})
             return
         # subtle: the SDK requires `model_info` (Ollama always sends it, maybe empty).
         shown = {"modelfile": f"FROM {name}\n", "details": {"format": "gguf"}}

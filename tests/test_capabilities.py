@@ -20,7 +20,7 @@ import pytest
 import record_run
 from agent_loop import ASSISTANT_FINISHED, STOPPED, TASK, agent_events
 from ask import ASK_PROMPT
-from local_model import CAPABILITIES_KEPT, OPTIONS, LocalModel
+from local_model import CAPABILITIES_KEPT, OPTIONS, LocalModel, ModelError
 from plumbing.readonly_tools import ReadOnlyTools
 from plumbing.recording import load, save
 from plumbing.sample import copy_sample
@@ -177,6 +177,23 @@ def test_malformed_capabilities_are_refused_in_one_line(tmp_path, odd):
     assert finished.stderr.startswith("error: the server's model info for gemma4:e2b at ")
     assert "capabilities" in finished.stderr and finished.stderr.count("\n") == 1
     assert stand_in.chat_bodies() == [] and not output.exists()
+
+
+@pytest.mark.parametrize(
+    "status, message, expected",
+    [
+        (500, "unexpected end of JSON input", "refused the request (HTTP 500)"),
+        (404, "model 'gemma4:e2b' not found", "run `ollama pull gemma4:e2b`"),
+    ],
+)
+def test_a_listed_model_whose_show_is_refused_gets_the_servers_reason(status, message, expected):
+    # Not "malformed": the server answered, and said why (a manifest it cannot read, or a
+    # model removed between the listing and `show`).
+    errors = {"gemma4:e2b": (status, message)}
+    with OllamaTestServer(show_errors=errors) as stand_in, pytest.raises(ModelError) as refused:
+        LocalModel(host=stand_in.host).describe()
+    assert expected in str(refused.value) and message in str(refused.value)
+    assert "malformed" not in str(refused.value)
 
 
 def test_a_huge_capabilities_list_is_kept_short():

@@ -91,6 +91,17 @@ def test_reasoning_text_becomes_thinking(repo, field):
     assert message == {"role": "assistant", "content": "Hi", "thinking": "Let me think."}
 
 
+def test_a_reasoning_only_event_becomes_a_chunk_in_ollamas_shape():
+    # Ollama sends "content": "" beside "thinking"; the assembled chunk does the same, so
+    # whatever prints or joins a chunk's content never meets None.
+    events = [{"choices": [{"index": 0, "delta": {"reasoning_content": "Hm."}}]}]
+    first = next(chunks_from_events(iter(events)))
+    assert first == {
+        "message": {"role": "assistant", "content": "", "thinking": "Hm."},
+        "done": False,
+    }
+
+
 # The replace_text arguments that repair the sample, as JSON text the way a model might write
 # it (backslashes as \u005c escapes), cut where a naive per-fragment parse would break.
 REPAIR_PIECES = [

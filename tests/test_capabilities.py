@@ -222,6 +222,14 @@ def test_max_tokens_is_sent_as_num_predict_and_recorded(tmp_path):
     assert load(output)["model"]["options"]["num_predict"] == 64
 
 
+@pytest.mark.parametrize("turns", ["0", "-3"])
+def test_a_turn_budget_below_1_is_a_usage_error(turns, capsys):
+    with pytest.raises(SystemExit) as exited:
+        record_run.parse_args(["--max-turns", turns])
+    assert exited.value.code == 2
+    assert "--max-turns must be at least 1" in capsys.readouterr().err
+
+
 def test_model_given_as_a_path_is_named_after_its_stem():
     # llama-server lists a model by its file path; replay.py must not take the name for an option.
     for model in ("/models/qwen2.5-coder-0.5b.gguf", "-x.gguf", "--weird", "hf.co/a/b:Q4"):

@@ -334,6 +334,14 @@ def parse_args(argv):
         help="run only the I-th of N equal slices of the selection (to split one pass "
         "over several processes or machines; the score of a pass adds up its parts)",
     )
+    parser.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        metavar="K",
+        help="leave out the first K mutants of the selection (after --part), to resume a pass "
+        "that was stopped: its log's lines say which ran (default: 0)",
+    )
     parser.add_argument("--list", action="store_true", help="list the mutants and run nothing")
     parser.add_argument(
         "--min-score", type=float, default=0.0, metavar="PERCENT", help="exit 1 below this"
@@ -428,8 +436,13 @@ def main(argv):
     except ValueError:
         print(f"error: --part must be I/N with 1 <= I <= N, got {args.part!r}", file=sys.stderr)
         return 2
+    if args.skip < 0:
+        print(f"error: --skip must be 0 or more, got {args.skip}", file=sys.stderr)
+        return 2
+    mutants = mutants[args.skip :]
     drawn = (
-        f"{len(mutants)} of {total} mutants (seed {args.seed}, part {args.part})"
+        f"{len(mutants)} of {total} mutants (seed {args.seed}, part {args.part}, "
+        f"skipping {args.skip})"
         if len(mutants) < total
         else f"all {total} mutants"
     )

@@ -6,6 +6,7 @@ Ollama-protocol test server on 127.0.0.1, through the real `ollama` SDK: one que
 interactive session driven through a pipe, and Ctrl-C (a real SIGINT) during an answer.
 """
 
+import io
 import json
 import os
 import signal
@@ -17,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from ask import ASK_PROMPT
+from agent_loop import TEXT_DELTA, THINKING_DELTA
+from ask import ASK_PROMPT, Display
 from plumbing.readonly_tools import RESULT_LIMIT, ReadOnlyTools
 from plumbing.sample import copy_sample
 from tests.helpers import Reader, sigint_default
@@ -440,3 +442,31 @@ def test_ctrl_c_during_one_question_exits_130_without_traceback(spawn, tmp_path)
         gate.set()
     err.wait_for("interrupted")
     assert b"Traceback" not in err.data
+
+
+def test_answer_and_thinking_never_share_a_line_and_a_file_gets_no_colour(monkeypatch):
+    # Answer text goes to stdout, thinking to stderr: switching ends the other's open line,
+    # and thinking is dimmed only on a terminal (NO_COLOR unset here, stderr a file).
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    out, err = io.StringIO(), io.StringIO()
+    display = Display(out, err)
+    for kind, text in ((TEXT_DELTA, "Two "), (THINKING_DELTA, "hm"), (TEXT_DELTA, "files.")):
+        display.show({"type": kind, "text": text})
+    assert out.getvalue() == "Two \nfiles."
+    assert err.getvalue() == "hm\n"
+
+
+@pytest.mark.parametrize("no_color, dimmed", [(None, True), ("1", False)])
+def test_thinking_on_a_terminal_is_dimmed_unless_no_color_is_set(monkeypatch, no_color, dimmed):
+    if no_color is None:
+        monkeypatch.delenv("NO_COLOR", raising=False)
+    else:
+        monkeypatch.setenv("NO_COLOR", no_color)
+    terminal, its_side = os.openpty()
+    try:
+        with open(its_side, "w", closefd=True) as err:
+            Display(io.StringIO(), err).show({"type": THINKING_DELTA, "text": "hm"})
+        shown = os.read(terminal, 100)
+    finally:
+        os.close(terminal)
+    assert (b"\x1b[2mhm\x1b[0m" in shown) is dimmed and b"hm" in shown

@@ -186,6 +186,16 @@ def test_series_refuses_up_front_when_one_target_exists(tmp_path):
     assert (tmp_path / "s-2.json").read_text() == "keep me"
 
 
+def test_one_attempt_refuses_an_existing_output_by_its_own_name(tmp_path):
+    # --attempts 1 (the default) writes --output itself, not s-1.json: that is what is checked.
+    (tmp_path / "s.json").write_text("keep me")
+    finished = record("--host", "http://127.0.0.1:9", "--output", tmp_path / "s.json")
+    assert finished.returncode == 2
+    assert finished.stderr == f"error: {tmp_path / 's.json'} exists; choose another " \
+        "--output or add --force\n"  # fmt: skip
+    assert (tmp_path / "s.json").read_text() == "keep me"
+
+
 def test_series_with_the_server_down_is_a_set_up_error_said_once(tmp_path, unused_port):
     host = f"http://127.0.0.1:{unused_port}"
     finished = record("--host", host, "--attempts", 3, "--jobs", 2, "--output", tmp_path / "s.json")

@@ -22,7 +22,7 @@ import pytest
 
 import replay
 from plumbing import isolation
-from plumbing.child_process import OUTPUT_LIMIT
+from plumbing.child_process import OUTPUT_LIMIT, run_bounded
 from plumbing.pytest_report import NO_REPORT, REPORT_LIMIT, expected_tests
 from plumbing.recording import RECORDINGS, load, save
 from plumbing.redact import REDACTED, redact, secret_values
@@ -168,6 +168,14 @@ def test_a_flood_of_output_is_held_as_its_tail_only(repo):
     assert grown < 100_000, f"the harness grew by {grown} KiB"
     assert result["output"].startswith("[... ")  # the cut is said
     assert len(result["output"]) < OUTPUT_LIMIT + 200
+
+
+def test_a_run_holds_the_last_64_kb_of_its_output_and_counts_the_rest(tmp_path):
+    # 64 KB as docs/defences.md says, written out: 100,000 bytes keep 65,536 and drop 34,464.
+    write = "import os\nfor _ in range(100): os.write(1, b'x' * 1000)\n"
+    code, text = run_bounded([sys.executable, "-c", write], tmp_path, timeout=30)
+    assert code == 0
+    assert text == "[... 34464 earlier bytes of output dropped]\n" + "x" * 65536
 
 
 def test_a_rewritten_sample_repo_does_not_change_the_verdicts_reference(tmp_path):

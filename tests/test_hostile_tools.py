@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from agent_loop import STOPPED, TOOL_RESULT, agent_events
-from plumbing.confined_tree import CHANGED, SEARCH_FILE_BYTES
+from plumbing.confined_tree import CHANGED, OUTSIDE, SEARCH_FILE_BYTES
 from plumbing.readonly_tools import (
     CHILD_CODE,
     LINE_LIMIT,
@@ -381,8 +381,20 @@ def test_the_search_child_refuses_a_path_that_became_a_link_after_the_check(tmp_
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "app.py").write_text("needle = 1\n")
     (tmp_path / "lib").symlink_to("src")
-    request = {"root": str(tmp_path), "pattern": "needle", "parts": ["lib"], "seconds": 10}
-    root_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    sent = search_child_sends(tmp_path, ["lib"])
+    assert sent == [{"refused": CHANGED, "searched": 0, "skipped": 0, "deep": 0}]
+
+
+def test_the_search_child_never_opens_a_path_that_became_a_fifo_after_the_check(tmp_path):
+    os.mkfifo(tmp_path / "app.py")  # opening it to read would block the child
+    sent = search_child_sends(tmp_path, ["app.py"])
+    assert sent == [{"cut": None, "searched": 0, "skipped": 0, "deep": 0}]  # nothing, no crash
+
+
+def search_child_sends(root, parts):
+    """The lines the search child sends for `parts` (real names, as the harness checked them)."""
+    request = {"root": str(root), "pattern": "needle", "parts": parts, "seconds": 10}
+    root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
         done = subprocess.run(
             [sys.executable, "-I", "-c", CHILD_CODE, str(HERE), str(root_fd)],
@@ -391,8 +403,21 @@ def test_the_search_child_refuses_a_path_that_became_a_link_after_the_check(tmp_
         )  # fmt: skip
     finally:
         os.close(root_fd)
-    sent = [json.loads(line) for line in done.stdout.splitlines()]
-    assert sent == [{"refused": CHANGED, "searched": 0, "skipped": 0, "deep": 0}]
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_a_relative_link_that_climbs_out_of_the_root_is_refused_as_outside(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "passwd").write_text(f"{SECRET}\n")
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "up").symlink_to("../outside/passwd")  # '..' from the root itself
+    (root / "deep").symlink_to("src/../../outside/passwd")
+    (root / "src").mkdir()
+    tools = ReadOnlyTools(root)
+    for path in ("up", "deep"):
+        assert tools.invoke("read_file", {"path": path}) == {"error": f"'{path}' {OUTSIDE}"}
 
 
 def test_links_that_stay_inside_the_root_are_followed(tmp_path):

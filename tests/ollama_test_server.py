@@ -65,6 +65,7 @@ def reply(
     drip=None,
     content_type="application/x-ndjson",
     pause_before=0.0,
+    pause_each=0.0,
 ):
     """A scripted answer to one POST /api/chat.
 
@@ -73,9 +74,10 @@ def reply(
     any stream. `end` is "done" (a clean end) or "cut" (the connection drops mid-body).
     `pause_after_first` stalls after the first line; `gate` (a threading.Event) holds the
     rest of the stream until a test sets it. `pause_before` stalls before the response
-    (a server still reading the prompt). `drip=(data, seconds)` then sends `data` every
-    `seconds`, for at most a minute or until the client hangs up: traffic that never
-    completes a line.
+    (a server still reading the prompt); `pause_each` stalls after every line, so that the
+    client reads each apart (a bytes line need not end in a newline). `drip=(data,
+    seconds)` then sends `data` every `seconds`, for at most a minute or until the client
+    hangs up: traffic that never completes a line.
     """
     return {
         "lines": lines,
@@ -86,6 +88,7 @@ def reply(
         "drip": drip,
         "content_type": content_type,
         "pause_before": pause_before,
+        "pause_each": pause_each,
     }
 
 

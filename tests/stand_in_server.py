@@ -72,6 +72,7 @@ class StreamHandler(BaseHTTPRequestHandler):
                 self.send_chunk(piece)
                 if number == 0 and script["pause"]:
                     time.sleep(script["pause"])
+                time.sleep(script.get("pause_each", 0.0))  # each piece read on its own
                 if number == 0 and script["gate"] is not None:
                     script["gate"].wait(10)
             if script["drip"]:

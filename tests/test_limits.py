@@ -23,6 +23,7 @@ import pytest
 
 from agent_loop import (
     AFTER_THE_END,
+    ASSISTANT_FINISHED,
     DEADLINE,
     MODEL_DONE,
     MODEL_ERROR,
@@ -369,6 +370,20 @@ def test_ollama_line_over_the_cap_ends_the_turn_naming_the_cap(repo):
         events, _ = run_with(ollama(server), None, repo, seconds=60)
     assert events[-1]["reason"] == MODEL_ERROR
     assert "8 MB" in events[-1]["error"]
+
+
+def test_ollama_line_of_exactly_the_cap_is_read_when_its_newline_comes_apart(repo):
+    # The cap is on a line longer than MAX_LINE_BYTES, counted up to its newline: a newline
+    # arriving in a piece of its own ends a line of exactly the cap (kept), and the count
+    # starts again from nothing after it.
+    empty = json.dumps(chunk("")).encode()
+    padding = b"x" * (MAX_LINE_BYTES - len(empty))
+    first = empty.replace(b'"content": ""', b'"content": "' + padding + b'"')
+    assert len(first) == MAX_LINE_BYTES
+    done = json.dumps(chunk(done=True)).encode() + b"\n"
+    with OllamaTestServer([ollama_reply(first, b"\n", done, pause_each=0.3)]) as server:
+        events, _ = run_with(ollama(server), None, repo, seconds=60)
+    assert events[-1]["reason"] == ASSISTANT_FINISHED, events[-1]
 
 
 def test_openai_line_over_the_cap_ends_the_turn_naming_the_cap(repo):

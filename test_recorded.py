@@ -40,6 +40,7 @@ from plumbing.recording import (
     sha256_file,
 )
 from plumbing.sample import SAMPLE_REPO, TEST_FILE, copy_sample
+from plumbing.transcript import block, result_lines
 from replay import CANNOT_REPLAY, DIVERGED, FULL, REPRODUCED, TURNS, parse_args
 from repo_tools import RepoTools
 from tests import openai_test_server as openai
@@ -432,6 +433,12 @@ def test_transcript_full_prints_each_request_as_the_model_received_it():
     assert "--- request 1: 2 messages, as the loop passed them to the adapter" in output
     assert '"additionalProperties": false' in output  # the tool schemas are shown too
     assert '"role": "system"' in output
+    assert 'adapter (the SDK leaves out empty fields) ---\n[\n  {\n    "role": "system",' in output
+
+
+def test_a_tool_result_that_is_not_an_object_is_shown_as_its_text():
+    # A hostile recording's tool message may hold any JSON; it is shown, never dropped.
+    assert result_lines({"role": "tool", "content": "[1, 2]"}) == block("[1, 2]")
 
 
 def test_transcript_shows_each_request_where_its_turn_starts_with_only_what_is_new():

@@ -470,3 +470,9 @@ def test_thinking_on_a_terminal_is_dimmed_unless_no_color_is_set(monkeypatch, no
     finally:
         os.close(terminal)
     assert (b"\x1b[2mhm\x1b[0m" in shown) is dimmed and b"hm" in shown
+
+
+def test_a_fifo_is_answered_as_not_a_regular_file_and_never_opened(tmp_path):
+    os.mkfifo(tmp_path / "fifo")
+    result = ReadOnlyTools(tmp_path).invoke("read_file", {"path": "fifo"})
+    assert result == {"error": "'fifo' is not a regular file"}

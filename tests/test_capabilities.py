@@ -272,6 +272,18 @@ def test_a_fence_is_looked_for_within_80_characters_before_a_name_alone(padding,
 @pytest.mark.parametrize(
     "text",
     [
+        "z" * 10 + "```" + " " * 77 + '{"name": "run_tests"}```',  # ``` not at its line's start
+        'See:\n{"name": "run_tests"}\n```',  # the line before is no fence at all
+        "```tool_code\nx = run_tests\n```",  # a statement, not a call
+    ],
+)
+def test_what_only_looks_like_a_fenced_call_is_not_one(text):
+    assert text_tool_call(text, RepoTools.schemas) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
         "I will use read_file on path_rules.py, then run_tests.",
         'The config is {"name": "ci", "arguments": []}.',  # a JSON object, but no offered tool
         '{"name": "delete_repo", "arguments": {}}',  # a tool nobody offered

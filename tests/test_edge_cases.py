@@ -23,7 +23,7 @@ from agent_loop import (
 )
 from local_model import LocalModel
 from plumbing.pytest_report import count_results
-from plumbing.recording import RECORDINGS, RecordingChat, load
+from plumbing.recording import RECORDINGS, RecordingChat, RecordingError, load
 from replay import CANNOT_REPLAY, DIVERGED
 from repo_tools import RepoTools
 from tests.helpers import altered, replay, wait_for, wait_until_gone
@@ -193,6 +193,16 @@ def test_model_call_without_an_end_is_refused(tmp_path, capsys):
     outcome, _ = replay(altered(tmp_path, lambda r: r["model_calls"][0].pop("ended")))
     assert outcome == CANNOT_REPLAY
     assert "model_calls[1].ended' must say how the stream ended" in capsys.readouterr().err
+
+
+def test_ctrl_c_during_the_final_verdict_may_leave_it_null_after_another_stop(tmp_path):
+    # The loop stopped as assistant_finished; Ctrl-C then cut the final verdict short.
+    def cut_verdict(recording, interrupted):
+        recording.update(final_tests=None, interrupted=interrupted)
+
+    assert load(altered(tmp_path, lambda r: cut_verdict(r, True)))["final_tests"] is None
+    with pytest.raises(RecordingError, match="'final_tests' may be null only"):
+        load(altered(tmp_path, lambda r: cut_verdict(r, False)))
 
 
 def test_altered_event_alone_is_a_divergence(tmp_path):

@@ -469,6 +469,10 @@ def test_a_password_of_8_characters_in_an_address_is_redacted_alone_and_a_shorte
     assert "lab:pass123" in seven and "pass123" not in seven
 
 
+def test_a_user_without_a_password_in_an_address_is_redacted_as_written():
+    assert "lab" in secret_values({"OLLAMA_HOST": "http://lab@127.0.0.1:9"})
+
+
 def test_every_tool_result_is_redacted(repo, monkeypatch):
     monkeypatch.setenv("LAB_TEST_TOKEN", "tok-0123456789abcdef")
     (repo / "path_rules.py").write_text("# leaked: tok-0123456789abcdef\n")

@@ -191,6 +191,24 @@ def test_ctrl_c_during_a_replayed_test_run_exits_130_and_leaves_nothing(tmp_path
     assert processes_under(tmp_path) == []
 
 
+def test_a_cli_started_with_ctrl_c_ignored_keeps_ignoring_it(tmp_path):
+    # A shell starts a background job with SIGINT ignored: the CLI must not take Ctrl-C back.
+    process = subprocess.Popen(
+        [sys.executable, str(HERE / "replay.py")],  # all five recordings: a few seconds
+        cwd=HERE,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout.readline()  # it has started, and is still replaying
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert "Replayed 5 recording(s): 5 reproduced" in out
+
+
 # --- isolated test runs ------------------------------------------------------------------------
 
 

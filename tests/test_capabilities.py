@@ -273,7 +273,7 @@ def test_a_fence_is_looked_for_within_80_characters_before_a_name_alone(padding,
     "text",
     [
         "z" * 10 + "```" + " " * 77 + '{"name": "run_tests"}```',  # ``` not at its line's start
-        'See:\n{"name": "run_tests"}\n```',  # the line before is no fence at all
+        'Try\n{"name": "run_tests"}\n```',  # the line before is no fence at all
         "```tool_code\nx = run_tests\n```",  # a statement, not a call
     ],
 )

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from plumbing.page import CHUNKS_SHOWN, recording_page
-from plumbing.recording import RECORDINGS, load, save
+from plumbing.recording import ENDED_WITHOUT_DONE, RECORDINGS, load, save
 from tests.helpers import altered
 
 HERE = Path(__file__).resolve().parent.parent
@@ -290,3 +290,17 @@ def test_two_recordings_of_one_name_get_two_pages(tmp_path):
         (tmp_path / folder / "index.json").write_bytes((RECORDINGS / "repair.json").read_bytes())
     urls = view(tmp_path / "a" / "index.json", tmp_path / "b" / "index.json", out=tmp_path / "o")
     assert [u.rsplit("/", 1)[1] for u in urls] == ["index-2.html", "index-3.html", "index.html"]
+
+
+def test_a_turn_shows_its_stop_and_no_note_of_calls_left_out():
+    html = recording_page(load(RECORDINGS / "repair.json"), "repair.json")
+    assert html.count("Stop: assistant_finished") == 1  # in the turn where the loop stopped
+    assert "more calls of this turn" not in html  # it made far fewer than a page shows
+
+
+def test_a_stream_that_ended_without_done_says_so_on_its_turn(tmp_path):
+    def cut(recording):
+        recording["model_calls"][0]["ended"] = ENDED_WITHOUT_DONE
+
+    html = recording_page(load(altered(tmp_path, cut)), "cut.json")
+    assert "The turn did not complete: the stream ended without a done chunk" in html

@@ -441,8 +441,8 @@ def main(argv):
         return 2
     mutants = mutants[args.skip :]
     drawn = (
-        f"{len(mutants)} of {total} mutants (seed {args.seed}, part {args.part}, "
-        f"skipping {args.skip})"
+        f"{len(mutants)} of {total} mutants (seed {args.seed}, part {args.part}"
+        + (f", skipping {args.skip})" if args.skip else ")")
         if len(mutants) < total
         else f"all {total} mutants"
     )

@@ -17,6 +17,7 @@ from pathlib import Path
 import ollama
 import pytest
 
+import openai_model
 import record_run
 from agent_loop import ASSISTANT_FINISHED, STOPPED, TASK, agent_events
 from ask import ASK_PROMPT
@@ -519,6 +520,15 @@ def test_openai_base_url_is_the_default_host_of_both_clis(tmp_path):
     assert len(srv.chat_bodies()) == 2
     for script in ("record_run.py", "ask.py"):
         assert "$OPENAI_BASE_URL" in run_cli(script, "--help").stdout
+
+
+@pytest.mark.parametrize("value", [None, ""])
+def test_without_openai_base_url_the_default_is_llama_servers_address(monkeypatch, value):
+    if value is None:
+        monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    else:
+        monkeypatch.setenv("OPENAI_BASE_URL", value)  # set but empty: as if unset
+    assert openai_model.default_base_url() == "http://127.0.0.1:8080/v1"  # as docs/wires.md says
 
 
 def test_openai_requests_carry_max_tokens_and_ask_for_usage(tmp_path):

@@ -516,6 +516,7 @@ def test_openai_base_url_is_the_default_host_of_both_clis(tmp_path):
         asked = run_cli("ask.py", *options, "--root", tmp_path, "Hello?", env=env)
     assert recorded.returncode == 1, recorded.stderr  # answered; the final tests still fail
     assert load(tmp_path / "r.json")["model"]["base_url"] == srv.base_url
+    assert f"(live, {srv.base_url})" in recorded.stdout  # the server said, where no digest is
     assert asked.returncode == 0 and asked.stdout.strip() == "Short.", asked.stderr
     assert len(srv.chat_bodies()) == 2
     for script in ("record_run.py", "ask.py"):

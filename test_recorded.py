@@ -436,6 +436,12 @@ def test_transcript_full_prints_each_request_as_the_model_received_it():
     assert 'adapter (the SDK leaves out empty fields) ---\n[\n  {\n    "role": "system",' in output
 
 
+def test_a_test_run_is_shown_as_its_exit_code_and_counts():
+    outcome, output = replay(RECORDINGS / "repair.json")
+    assert outcome == REPRODUCED
+    assert "\n  -> exit 0 (4 passed)\n" in output
+
+
 def test_a_tool_result_that_is_not_an_object_is_shown_as_its_text():
     # A hostile recording's tool message may hold any JSON; it is shown, never dropped.
     assert result_lines({"role": "tool", "content": "[1, 2]"}) == block("[1, 2]")

@@ -476,3 +476,9 @@ def test_a_fifo_is_answered_as_not_a_regular_file_and_never_opened(tmp_path):
     os.mkfifo(tmp_path / "fifo")
     result = ReadOnlyTools(tmp_path).invoke("read_file", {"path": "fifo"})
     assert result == {"error": "'fifo' is not a regular file"}
+
+
+def test_a_file_of_exactly_the_limit_in_4_byte_characters_is_read_whole(tmp_path):
+    (tmp_path / "faces.txt").write_text("\U0001f600" * RESULT_LIMIT, encoding="utf-8")
+    result = ReadOnlyTools(tmp_path).invoke("read_file", {"path": "faces.txt"})
+    assert result == {"path": "faces.txt", "text": "\U0001f600" * RESULT_LIMIT}

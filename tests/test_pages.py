@@ -304,3 +304,21 @@ def test_a_stream_that_ended_without_done_says_so_on_its_turn(tmp_path):
 
     html = recording_page(load(altered(tmp_path, cut)), "cut.json")
     assert "The turn did not complete: the stream ended without a done chunk" in html
+
+
+def test_each_turn_shows_its_own_stream_and_the_request_it_answered():
+    recording = load(RECORDINGS / "repair.json")
+    html = recording_page(recording, "repair.json")
+    counts = [f"{len(call['chunks'])} chunks, as recorded" for call in recording["model_calls"]]
+    at = [html.find(text) for text in counts]
+    assert -1 not in at and at == sorted(at)  # turn 1's stream first, each in its turn
+    first = recording["model_calls"][0]["request_length"]
+    chars = sum(len(json.dumps(m, ensure_ascii=False)) for m in recording["messages"][:first])
+    assert f"{first} messages, {chars:,} characters" in html  # the growth chart's first bar
+
+
+def test_a_run_of_exactly_the_turns_a_page_shows_has_no_note_of_more():
+    recording = load(RECORDINGS / "repair.json")
+    call = {"request_length": 2, "chunks": [], "ended": "done", "arrived": []}
+    recording["model_calls"], recording["events"] = [call] * 200, []  # TURNS_SHOWN, written out
+    assert "more turns, not shown" not in recording_page(recording, "two-hundred.json")

@@ -322,3 +322,11 @@ def test_a_run_of_exactly_the_turns_a_page_shows_has_no_note_of_more():
     call = {"request_length": 2, "chunks": [], "ended": "done", "arrived": []}
     recording["model_calls"], recording["events"] = [call] * 200, []  # TURNS_SHOWN, written out
     assert "more turns, not shown" not in recording_page(recording, "two-hundred.json")
+
+
+@pytest.mark.parametrize("name", ["repair.json", "smollm2-135m-live.json"])
+def test_each_streams_end_is_marked_done_on_both_wires(name):
+    # Ollama's `done: true` chunk, and an OpenAI event with a finish_reason.
+    recording = load(RECORDINGS / name)
+    html = recording_page(recording, name)
+    assert html.count('stroke="var(--done)"') == len(recording["model_calls"])

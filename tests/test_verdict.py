@@ -225,6 +225,10 @@ def test_tests_the_sample_does_not_define_are_not_a_pass(repo):
         "tests changed: the report lists tests the sample does not define "
         "(tests.test_extra.test_extra)"
     )
+    (repo / "tests" / "test_extra.py").write_text(
+        "def test_a():\n    pass\n\n\ndef test_b():\n    pass\n"
+    )
+    assert run_tests(repo)["reason"].endswith("(tests.test_extra.test_a and 1 more)")
 
 
 def test_a_non_zero_exit_after_every_test_passed_is_not_a_pass(repo):

@@ -409,11 +409,12 @@ def series_page(groups):
             "interval (the band); the mark is the rate.</p>"]  # fmt: skip
     for label, rows in groups:
         outcomes = [o for _, o in rows]
-        k, n, (low, high) = rate(outcomes)
+        k, n, interval = rate(outcomes)  # no interval when every attempt was interrupted
         body.append(f"<h2>{text(label)}</h2>")
         if not label.startswith("live"):
             body.append(f'<p class="muted">{text(NOT_A_MODEL)}</p>')
         if n:
+            low, high = interval
             body.append(
                 '<svg role="img" aria-label="success rate and its interval" width="100%" '
                 'viewBox="0 0 520 40" style="max-width:520px"><rect x="10" y="12" width="500" '

@@ -218,6 +218,25 @@ def test_compare_writes_a_series_page_linking_each_attempts_page(browser, tmp_pa
     assert len(page.query_selector_all("svg")) >= 1 and errors == [] and requests == []
 
 
+def test_compare_writes_a_series_page_when_every_attempt_of_a_group_was_interrupted(tmp_path):
+    # found by the snapshots: the page drew the interval of 0 counted attempts, a traceback
+    def interrupt(recording):
+        recording.update(interrupted=True, final_tests=None)
+        recording["stop"] = {"type": "stopped", "turn": 3, "reason": "interrupted"}
+        recording["events"] = [e for e in recording["events"] if e["type"] != "stopped"]
+
+    target = tmp_path / "attempts.html"
+    finished = subprocess.run(
+        [sys.executable, str(HERE / "compare.py"), str(altered(tmp_path, interrupt)),
+         "--html", str(target)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert finished.returncode == 0, finished.stderr
+    shown = target.read_text()
+    assert "passed 0 of 0 (no attempt ran to its verdict); 1 interrupted" in shown
+    assert 'aria-label="success rate and its interval"' not in shown
+
+
 def test_the_readmes_screenshot_is_a_small_png_of_the_repair_page():
     shot = HERE / "docs" / "repair-page.png"
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -242,13 +242,11 @@ def load(path):
         raise RecordingError(f"{path}: {problem}")
     if not isinstance(data, dict):
         raise RecordingError(f"{path}: not a recording (expected a JSON object)")
-    if data.get("format") in EARLIER_FORMATS:
-        earlier = data["format"]
+    earlier = data.get("format")
+    if isinstance(earlier, str) and earlier in EARLIER_FORMATS:  # a list is unhashable
         raise RecordingError(f"{path}: format {earlier!r} {EARLIER_FORMATS[earlier]}")
     if data.get("format") != FORMAT:
-        raise RecordingError(
-            f"{path}: field 'format' must be {FORMAT!r}, got {data.get('format')!r}"
-        )
+        raise RecordingError(f"{path}: field 'format' must be {FORMAT!r}, got {earlier!r:.100}")
     for field, kind in REQUIRED.items():
         if field not in data:
             raise RecordingError(f"{path}: field {field!r} is missing")

@@ -101,6 +101,11 @@ def shipped():
          "not a JSON recording"),
         ("nested", lambda: shipped()[:-2] + ', "x": ' + "[" * 500 + "]" * 500 + "}\n",
          "nested deeper than"),
+        # found by the snapshots of damaged recordings: a list is unhashable, a traceback
+        ("format-list", lambda: shipped().replace('"format": "', '"format": [0, "', 1)
+         .replace('",\n', '"],\n', 1), "field 'format' must be"),
+        ("format-long", lambda: shipped().replace('"format": "', '"format": "' + "x" * 10**6, 1),
+         "field 'format' must be"),
     ],
 )  # fmt: skip
 def test_replay_refuses_an_unreadable_recording_in_one_line(tmp_path, name, make, says):
@@ -112,6 +117,7 @@ def test_replay_refuses_an_unreadable_recording_in_one_line(tmp_path, name, make
     stderr = finished.stderr.decode()
     assert finished.returncode == 2, stderr
     assert "Traceback" not in stderr and says in stderr
+    assert len(stderr) < 1000  # one line, whatever the file holds
 
 
 def test_a_recording_may_nest_100_levels_and_not_101(tmp_path):

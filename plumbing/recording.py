@@ -30,6 +30,8 @@ from agent_loop import (
     MODEL_DONE,
     STOP_REASONS,
     STOPPED,
+    TEXT_DELTA,
+    THINKING_DELTA,
     TOOL_RESULT,
     TOOL_START,
 )
@@ -317,10 +319,17 @@ def _shape_problem(data):
             return f"'{field}.{problem}"
     if not isinstance(data.get("final_source", ""), str):
         return "'final_source' must be text"
+    if data.get("loop_seconds") is not None and not _is_number(data["loop_seconds"]):
+        return "'loop_seconds' must be a number of seconds"
+    for field in ("options", "server_model"):  # read by the timeline's context lines
+        if not isinstance(data["model"].get(field) or {}, dict):
+            return f"'model.{field}' must be an object"
     if data.get("isolation") not in (*KINDS, None):  # null: recorded before it was kept
         return f"'isolation' must be one of {', '.join(KINDS)}"
     if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in data["messages"]):
         return "'messages' must be objects with a 'role'"
+    if not all(_calls_fit(m) for m in data["messages"]):
+        return "'messages' tool_calls must be a list of objects with a 'function' object"
     for number, event in enumerate(data["events"], 1):
         problem = _event_problem(event)
         if problem:
@@ -352,12 +361,14 @@ def _verdict_problem(tests):
         return "verdict' must be passed or failed"
     if not isinstance(tests.get("reason", ""), str):
         return "reason' must be text"
+    if tests.get("seconds") is not None and not _is_number(tests["seconds"]):
+        return "seconds' must be a number of seconds"
     held_out = tests.get("held_out")
     if not (
         isinstance(held_out, dict)
         and _is_int(held_out.get("passed"))
         and _is_int(held_out.get("total"))
-        and isinstance(held_out.get("first_failure"), (str, type(None)))
+        and isinstance(held_out.get("first_failure", 0), (str, type(None)))
     ):
         return "held_out' must be {passed, total, first_failure}"
     return None
@@ -372,15 +383,35 @@ def _event_problem(event):
     if event["type"] in (TOOL_START, TOOL_RESULT):
         if not _is_int(event.get("index")) or "name" not in event:
             return ".index' and '.name' are needed on a tool event"
-    if event["type"] == MODEL_DONE and not isinstance(event.get("message"), dict):
-        return ".message' must be an object"
+    if event["type"] == TOOL_START and "arguments" not in event:
+        return ".arguments' are needed on a tool_start event"
+    if event["type"] == TOOL_RESULT and not isinstance(event.get("result"), dict):
+        return ".result' must be an object"
+    if event["type"] in (THINKING_DELTA, TEXT_DELTA) and not isinstance(event.get("text"), str):
+        return ".text' must be text"
+    if event["type"] == MODEL_DONE and not (
+        isinstance(event.get("message"), dict) and _calls_fit(event["message"])
+    ):
+        return ".message' must be an object, its tool_calls a list of objects"
+    if not isinstance(event.get("model_counters", {}), dict):
+        return ".model_counters' must be an object"
     if event["type"] == STOPPED and event.get("reason") not in STOP_REASONS:
         return f".reason' must be one of {', '.join(STOP_REASONS)}"
     for timing in ("seconds", "first_chunk_seconds"):
         value = event.get(timing)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        if value is None and (timing not in event or event["type"] == STOPPED):
+            continue  # subtle: a stop that cut no model turn off has seconds null
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
             return f".{timing}' must be a number"
     return None
+
+
+def _calls_fit(message):
+    """True when a message's tool_calls, if any, are a list of {"function": {...}} objects."""
+    calls = message.get("tool_calls") or []
+    return isinstance(calls, list) and all(
+        isinstance(c, dict) and isinstance(c.get("function", {}), dict) for c in calls
+    )
 
 
 class RecordingChat:

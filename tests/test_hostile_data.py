@@ -26,6 +26,7 @@ from tests.ollama_test_server import OllamaTestServer, chunk
 from tests.ollama_test_server import reply as ollama_reply
 from tests.openai_test_server import TEST_MODEL, OpenAITestServer, event, finish, tool_call
 from tests.openai_test_server import reply as openai_reply
+from tests.snapshot_inputs import DAMAGED_FROM, damaged
 
 HERE = Path(__file__).resolve().parent.parent
 
@@ -104,6 +105,9 @@ def shipped():
         # found by the snapshots of damaged recordings: a list is unhashable, a traceback
         ("format-list", lambda: shipped().replace('"format": "', '"format": [0, "', 1)
          .replace('",\n', '"],\n', 1), "field 'format' must be"),
+        # replay.py printed its timeline's traceback after the whole replay
+        ("options", lambda: shipped().replace('"options": {', '"options": -1, "x": {', 1),
+         "'model.options' must be an object"),
         ("format-long", lambda: shipped().replace('"format": "', '"format": "' + "x" * 10**6, 1),
          "field 'format' must be"),
     ],
@@ -118,6 +122,53 @@ def test_replay_refuses_an_unreadable_recording_in_one_line(tmp_path, name, make
     assert finished.returncode == 2, stderr
     assert "Traceback" not in stderr and says in stderr
     assert len(stderr) < 1000  # one line, whatever the file holds
+
+
+TESTS = ("starting_tests", "final_tests")
+
+
+def every_display(recording):
+    """Each display the CLIs make of a loaded recording, in this process."""
+    from plumbing.console import made_by, verdict_lines
+    from plumbing.outcomes import attempt_line, outcome, summary_lines
+    from plumbing.page import index_page, recording_page
+    from plumbing.timeline import timeline
+    from plumbing.transcript import full_request_lines, request_lines
+    from tests.snapshots import requests_of, terminal, with_edits
+
+    requests, events, tests = requests_of(recording), recording["events"], TESTS
+    return {
+        "page": lambda: recording_page(recording, "x"),
+        "index": lambda: index_page([("x.html", recording)]),
+        "outcome": lambda: (attempt_line(outcome(recording)), summary_lines([outcome(recording)])),
+        "terminal": lambda: (terminal(recording), with_edits(recording), made_by(recording)),
+        "verdicts": lambda: [verdict_lines("v", recording[f]) for f in tests],
+        "timeline": lambda: timeline(events, events, 1.0, 80, recording["model"]),
+        "requests": lambda: [request_lines(n, m, None) for n, m in enumerate(requests, 1)]
+        + full_request_lines(recording, requests, RepoTools.schemas),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("shipped", DAMAGED_FROM)
+def test_a_damaged_recording_is_refused_by_load_or_shown_by_every_display(tmp_path, shipped):
+    """Damaged at any one field in any of a few ways (tests/snapshot_inputs.py), a recording
+    is refused in one line by load(), or every display the CLIs make of it works: none raises
+    (replay.py printed a traceback for `"options": -1`, view.py skipped the file)."""
+    target, failures, shown = tmp_path / "damaged.json", [], 0
+    for label, damage, text in damaged(shipped):
+        target.write_text(text, encoding="utf-8")
+        try:
+            recording = load(target)
+        except RecordingError:
+            continue
+        shown += 1
+        for name, show in every_display(recording).items():
+            try:
+                show()
+            except Exception as error:  # noqa: BLE001 - any exception is the finding
+                failures.append(f"{label} {damage}: {name}: {type(error).__name__}: {error}")
+    assert failures == []
+    assert shown > 100  # the damage reached the displays, not only load()
 
 
 def test_a_recording_may_nest_100_levels_and_not_101(tmp_path):

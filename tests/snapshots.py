@@ -1,0 +1,292 @@
+"""What the lab shows for each shipped recording, rendered whole, for tests/test_snapshots.py.
+
+    python3 lab.py run tests/snapshots.py    # rewrites tests/snapshots/*.txt
+
+A snapshot says that nothing shown changed, not that what is shown is right: each file was
+read when it was written, and a diff of one is read before it is committed. The other tests
+check what matters in a display (the verdict, the stop, escapes made visible); these catch
+every other change, so a slip in a display's code (a bar a cell short, a line dropped, a
+figure rounded otherwise) does not pass unseen.
+
+Each recording is rendered in this process, from the recording alone (no replay, no test
+run): the terminal lines RunPrinter prints for its events, the verdict lines, each request
+as `--transcript` shows it and whole, the timeline at two widths, the attempt line, and the
+page view.py writes. Variants of the repair recording reach the branches no shipped one
+does (an interrupted run, a model error, a call written as text, a turn past the call cap).
+"""
+
+import copy
+import io
+import json
+import tempfile
+from pathlib import Path
+
+from agent_loop import MODEL_DONE, STOPPED, TOOL_RESULT, TOOL_START
+from plumbing.console import RunPrinter, made_by, verdict_lines
+from plumbing.outcomes import attempt_line, outcome, summary_lines
+from plumbing.page import index_page, recording_page, series_page
+from plumbing.recording import ENDED_ERROR, ENDED_WITHOUT_DONE, RECORDINGS, load, save
+from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
+from plumbing.timeline import timeline
+from plumbing.transcript import (
+    chunk_lines,
+    full_request_lines,
+    message_lines,
+    request_lines,
+)
+from repo_tools import RepoTools
+from tests.snapshot_inputs import inputs
+
+FOLDER = Path(__file__).resolve().parent / "snapshots"
+SHIPPED = sorted(RECORDINGS.rglob("*.json"))
+
+
+def _interrupted(recording):
+    recording["interrupted"] = True
+    recording["final_tests"] = None
+    recording["stop"] = {"type": "stopped", "turn": 3, "reason": "interrupted"}
+    recording["events"] = [e for e in recording["events"] if e["type"] != STOPPED]
+
+
+def _model_error(recording):
+    recording["stop"] = {
+        "type": "stopped",
+        "turn": 5,
+        "reason": "model_error",
+        "error": "HTTP 400: model 'gemma4:e2b' does not support tools",
+    }
+    recording["events"] = [e for e in recording["events"] if e["type"] != STOPPED]
+
+
+def _text_call(recording):
+    stop = {**recording["stop"], "text_tool_call": {"name": "read_file"}}
+    recording["stop"] = stop
+    recording["events"] = [stop if e["type"] == STOPPED else e for e in recording["events"]]
+
+
+def _past_the_cap(recording):
+    """Turn 1 asks for 34 reads: 32 run, the 2 past the cap are answered with an error."""
+    start = next(e for e in recording["events"] if e["type"] == TOOL_START)
+    result = next(e for e in recording["events"] if e["type"] == TOOL_RESULT)
+    extra = []
+    for index in range(1, 34):
+        extra.append({**start, "index": index})
+        error = {"error": "more than 32 tool calls in one turn: not run"}
+        extra.append(
+            {**result, "index": index, "result": result["result"] if index < 32 else error}
+        )
+    at = recording["events"].index(result) + 1
+    recording["events"][at:at] = extra
+
+
+def _unicode(recording):
+    """Text beyond ASCII in the thinking, an argument and a result: shown as itself."""
+    text = json.dumps(recording, ensure_ascii=False)
+    text = text.replace("before changing anything", "avant de changer quoi que ce soit ✓")
+    text = text.replace("tests/test_path_rules.py", "tests/tést_path_rules.py")
+    recording.update(json.loads(text))
+
+
+def _context(recording):
+    """Prompt counters against a known window: turns 3 to 5 at or past 90% of it, one of
+    them a count that is not a number; no isolation or date recorded; fault-injection chunks."""
+    recording["model"]["options"]["num_ctx"] = 1000
+    counts = iter([300, True, 900, 999, 1200])
+    for event in recording["events"]:
+        if event["type"] == MODEL_DONE:
+            event["model_counters"] = {"prompt_eval_count": next(counts), "eval_count": 7}
+    recording["source"] = "fault-injection"
+    recording["isolation"] = None
+    recording["recorded_at"] = None
+
+
+def _context_one(recording):
+    """One request exactly at 90% of a vLLM window, the others well under it."""
+    recording["model"] = {"name": "some/model", "server_model": {"max_model_len": 2000}}
+    counts = iter([100, 200, 1800, 400, 0])
+    for event in recording["events"]:
+        if event["type"] == MODEL_DONE:
+            event["model_counters"] = {"prompt_eval_count": next(counts)}
+
+
+def _broken_turns(recording):
+    """A turn with no arrival times, one that ended in an error, a failed edit, a long
+    result, a tool the terminal has no line of its own for, a turn cut off, a test file changed."""
+    calls = recording["model_calls"]
+    del calls[0]["arrived"]
+    calls[1]["ended"], calls[1]["error"] = ENDED_ERROR, "connection reset by peer"
+    calls[2]["ended"] = ENDED_WITHOUT_DONE
+    for event in recording["events"]:
+        if event["type"] == TOOL_RESULT and event["name"] == "replace_text":
+            event["result"] = {"error": "old text not found in path_rules.py"}
+        elif event["type"] == TOOL_RESULT and event["turn"] == 2:
+            event["result"] = {**event["result"], "text": "long line\n" * 150}
+        elif event["type"] in (TOOL_START, TOOL_RESULT) and event["name"] == "run_tests":
+            event["name"] = "search"  # an ask.py tool: its result is shown as cut JSON
+            if event["type"] == TOOL_RESULT:
+                event["result"] = {"matches": [f"path_rules.py:{n}: parts" for n in range(9)]}
+        elif event["type"] == STOPPED:
+            event.update(reason="incomplete_model_turn", seconds=12.5)
+        elif event["type"] == MODEL_DONE and event["turn"] == 5:
+            del event["seconds"]
+    recording["stop"] = next(e for e in recording["events"] if e["type"] == STOPPED)
+    recording["tests_unchanged"] = False
+    recording["loop_seconds"] = None
+
+
+VARIANTS = {
+    "variant-interrupted": _interrupted,
+    "variant-model-error": _model_error,
+    "variant-text-call": _text_call,
+    "variant-past-the-cap": _past_the_cap,
+    "variant-unicode": _unicode,
+    "variant-context": _context,
+    "variant-context-one": _context_one,
+    "variant-broken-turns": _broken_turns,
+}
+
+
+def recordings():
+    """(name, recording) of every case: the shipped recordings, then the variants."""
+    found = [(str(p.relative_to(RECORDINGS).with_suffix("")), load(p)) for p in SHIPPED]
+    repair = load(RECORDINGS / "repair.json")
+    with tempfile.TemporaryDirectory() as folder:
+        for name, change in VARIANTS.items():
+            variant = copy.deepcopy(repair)
+            change(variant)
+            # saved and loaded back: a variant is a recording load() accepts, nothing else
+            save(Path(folder) / "variant.json", variant)
+            found.append((name, load(Path(folder) / "variant.json")))
+    return found
+
+
+def requests_of(recording):
+    """The messages of each request the run sent, rebuilt from the final conversation."""
+    return [recording["messages"][: c["request_length"]] for c in recording["model_calls"]]
+
+
+def terminal(recording, root=None):
+    """What RunPrinter prints for the recording's events. Given `root` (a folder with the
+    sample's source), each successful edit is made there between its start and its result,
+    as the tool would, so that the printer shows the diff of each edit."""
+    out = io.StringIO()
+    printer = RunPrinter(out, root)
+    starts = {}
+    for event in recording["events"]:
+        if root and event["type"] == TOOL_START:
+            starts[event["index"]] = event
+        elif root and event["type"] == TOOL_RESULT and event["name"] == "replace_text":
+            if "error" not in event["result"]:
+                arguments, file = starts[event["index"]]["arguments"], root / SOURCE_FILE
+                text = file.read_text(encoding="utf-8")
+                file.write_text(text.replace(arguments["old"], arguments["new"], 1), "utf-8")
+        printer.show(event)
+    if not any(e["type"] == STOPPED for e in recording["events"]):
+        printer.stop_line(recording["stop"])
+    if recording.get("final_source"):
+        printer.changes(recording["final_source"])
+    return out.getvalue().splitlines()
+
+
+def with_edits(recording):
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        (root / SOURCE_FILE).write_bytes(SAMPLE_FILES[SOURCE_FILE])
+        return terminal(recording, root)
+
+
+def slower(events, factor=3.0):
+    """The same events, each span `factor` times as long: a replay beside its recording."""
+    return [
+        {**e, "seconds": e["seconds"] * factor} if isinstance(e.get("seconds"), float) else e
+        for e in events
+    ]
+
+
+def rendered(name, recording):
+    """Every view of one recording, as one text with a heading per view."""
+    requests = requests_of(recording)
+    chunks = [c.get("chunks", c.get("events", [])) for c in recording["model_calls"]]
+    tests = recording["starting_tests"], recording["final_tests"]
+    sections = {
+        "made by": [made_by(recording)],
+        "terminal": terminal(recording),
+        "terminal, with each edit's diff": with_edits(recording),
+        "verdicts": verdict_lines("Starting verdict (recorded)", tests[0])
+        + verdict_lines("Independent verdict", tests[1]),
+        "requests": [line for n, m in enumerate(requests, 1)
+                     for line in request_lines(n, m, requests[n - 2] if n > 1 else None)],
+        "chunks of turn 1 and past the last": chunk_lines(1, chunks)
+        + chunk_lines(len(chunks) + 1, chunks),
+        "whole requests": full_request_lines(recording, requests, RepoTools.schemas),
+        "timeline, 100 wide, three times as slow as recorded": timeline(
+            slower(recording["events"]), recording["events"], 1.5, 100, recording["model"]
+        ),
+        "timeline, 60 wide": timeline(recording["events"], tests_seconds=None, width=60),
+        "timeline, 30 wide": timeline(recording["events"], width=30, model_info=recording["model"]),
+        "attempt": [attempt_line(outcome(recording))],
+        "page": recording_page(recording, name).splitlines(),
+    }  # fmt: skip
+    parts = []
+    for heading, lines in sections.items():
+        parts += [f"===== {name}: {heading}", *lines]
+    return "\n".join(parts) + "\n"
+
+
+def corner_cases():
+    """Displays of things no recording here holds: empty groups, odd messages."""
+    lines = ["===== summary of no attempt", *summary_lines([])]
+    lines += ["===== messages the transcript must still show"]
+    for message in (
+        {"role": "assistant"},
+        {"role": "assistant", "content": "", "thinking": "", "tool_calls": None},
+        {"role": "tool", "tool_name": "read_file", "content": "not JSON\nat all"},
+        {"role": "tool", "content": "[1, 2]"},
+        {"role": "tool", "content": None},
+        {"role": "tool", "content": '{"text": "two\\n\\nlines", "n": 3, "é": "ü"}'},
+        {"content": "no role"},
+    ):
+        lines += message_lines(message)
+    first = [{"role": "user", "content": "one"}]
+    other = [{"role": "user", "content": "another"}, {"role": "assistant", "content": "two"}]
+    lines += request_lines(1, first, None) + request_lines(2, other, first)
+    lines += request_lines(3, other + first, other)
+    return lines
+
+
+def series(cases):
+    """The index and series pages and the summary over every case, then corner cases."""
+    outcomes = [(f"{name}.html", outcome(r)) for name, r in cases]
+    groups = [
+        ("scripted", [row for row in outcomes if "live" not in row[0]]),
+        ("live", [row for row in outcomes if "live" in row[0]]),
+        ("interrupted only", [row for row in outcomes if row[1].interrupted]),
+    ]
+    parts = ["===== summary of every case", *summary_lines([o for _, o in outcomes])]
+    parts += ["===== index page", *index_page([(f"{n}.html", r) for n, r in cases]).splitlines()]
+    parts += ["===== series page", *series_page(groups).splitlines()]
+    return "\n".join(parts + corner_cases()) + "\n"
+
+
+def snapshots():
+    """{file name: text} of every snapshot: the displays, then the odd inputs'."""
+    cases = recordings()
+    made = {f"{name.replace('/', '--')}.txt": rendered(name, r) for name, r in cases}
+    made["series.txt"] = series(cases)
+    made.update({name: "\n".join(lines) + "\n" for name, lines in inputs().items()})
+    return made
+
+
+def main():
+    FOLDER.mkdir(exist_ok=True)
+    made = snapshots()
+    for old in FOLDER.glob("*.txt"):
+        if old.name not in made:
+            old.unlink()
+    for name, text in made.items():
+        (FOLDER / name).write_text(text, encoding="utf-8")
+    print(f"wrote {len(made)} snapshots to {FOLDER}")
+
+
+if __name__ == "__main__":
+    main()

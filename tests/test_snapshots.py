@@ -1,0 +1,29 @@
+"""Every display of every shipped recording is as its snapshot says (see tests/snapshots.py).
+
+A failure shows the first lines that differ. If the change is meant, rewrite the files with
+`python3 lab.py run tests/snapshots.py` and read their diff before committing it.
+"""
+
+import difflib
+
+import pytest
+
+from tests.snapshots import FOLDER, snapshots
+
+MADE = snapshots()
+
+
+def test_every_snapshot_file_is_made_and_none_is_left_over():
+    assert sorted(p.name for p in FOLDER.glob("*.txt")) == sorted(MADE)
+
+
+@pytest.mark.parametrize("name", sorted(MADE))
+def test_each_display_is_as_its_snapshot(name):
+    kept = (FOLDER / name).read_text(encoding="utf-8")
+    if kept != MADE[name]:
+        diff = difflib.unified_diff(
+            kept.splitlines(), MADE[name].splitlines(), "snapshot", "today", lineterm="", n=1
+        )
+        pytest.fail(
+            "\n".join(list(diff)[:40]) + "\n(rewrite: python3 lab.py run tests/snapshots.py)"
+        )

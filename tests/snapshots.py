@@ -35,7 +35,8 @@ from plumbing.transcript import (
     request_lines,
 )
 from repo_tools import RepoTools
-from tests.snapshot_inputs import inputs
+from tests.snapshot_inputs import INPUTS
+from tests.snapshot_tools import TOOLS_AND_LOOP
 
 FOLDER = Path(__file__).resolve().parent / "snapshots"
 SHIPPED = sorted(RECORDINGS.rglob("*.json"))
@@ -268,13 +269,23 @@ def series(cases):
     return "\n".join(parts + corner_cases()) + "\n"
 
 
+def makers():
+    """{file name: a function that makes its text}, so that each snapshot is made only by
+    the test that compares it (the damaged recordings take seconds)."""
+    cases = recordings()
+    made = {
+        f"{name.replace('/', '--')}.txt": (lambda n=name, r=recording: rendered(n, r))
+        for name, recording in cases
+    }
+    made["series.txt"] = lambda: series(cases)
+    for name, lines in {**INPUTS, **TOOLS_AND_LOOP}.items():
+        made[name] = lambda lines=lines: "\n".join(lines()) + "\n"
+    return made
+
+
 def snapshots():
     """{file name: text} of every snapshot: the displays, then the odd inputs'."""
-    cases = recordings()
-    made = {f"{name.replace('/', '--')}.txt": rendered(name, r) for name, r in cases}
-    made["series.txt"] = series(cases)
-    made.update({name: "\n".join(lines) + "\n" for name, lines in inputs().items()})
-    return made
+    return {name: make() for name, make in makers().items()}
 
 
 def main():

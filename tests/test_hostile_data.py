@@ -155,7 +155,7 @@ def test_a_damaged_recording_is_refused_by_load_or_shown_by_every_display(tmp_pa
     is refused in one line by load(), or every display the CLIs make of it works: none raises
     (replay.py printed a traceback for `"options": -1`, view.py skipped the file)."""
     target, failures, shown = tmp_path / "damaged.json", [], 0
-    for label, damage, text in damaged(shipped):
+    for label, damage, text in damaged(shipped, DAMAGED_FROM[shipped]):
         target.write_text(text, encoding="utf-8")
         try:
             recording = load(target)
@@ -168,7 +168,7 @@ def test_a_damaged_recording_is_refused_by_load_or_shown_by_every_display(tmp_pa
             except Exception as error:  # noqa: BLE001 - any exception is the finding
                 failures.append(f"{label} {damage}: {name}: {type(error).__name__}: {error}")
     assert failures == []
-    assert shown > 100  # the damage reached the displays, not only load()
+    assert shown > 50  # the damage reached the displays, not only load()
 
 
 def test_a_recording_may_nest_100_levels_and_not_101(tmp_path):

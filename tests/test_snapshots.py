@@ -1,4 +1,5 @@
-"""Every display of every shipped recording is as its snapshot says (see tests/snapshots.py).
+"""Every display of every shipped recording, and the outcome of each odd input, is as its
+snapshot says (see tests/snapshots.py).
 
 A failure shows the first lines that differ. If the change is meant, rewrite the files with
 `python3 lab.py run tests/snapshots.py` and read their diff before committing it.
@@ -8,21 +9,21 @@ import difflib
 
 import pytest
 
-from tests.snapshots import FOLDER, snapshots
+from tests.snapshots import FOLDER, makers
 
-MADE = snapshots()
+MAKERS = makers()
 
 
 def test_every_snapshot_file_is_made_and_none_is_left_over():
-    assert sorted(p.name for p in FOLDER.glob("*.txt")) == sorted(MADE)
+    assert sorted(p.name for p in FOLDER.glob("*.txt")) == sorted(MAKERS)
 
 
-@pytest.mark.parametrize("name", sorted(MADE))
+@pytest.mark.parametrize("name", sorted(MAKERS))
 def test_each_display_is_as_its_snapshot(name):
-    kept = (FOLDER / name).read_text(encoding="utf-8")
-    if kept != MADE[name]:
+    kept, made = (FOLDER / name).read_text(encoding="utf-8"), MAKERS[name]()
+    if kept != made:
         diff = difflib.unified_diff(
-            kept.splitlines(), MADE[name].splitlines(), "snapshot", "today", lineterm="", n=1
+            kept.splitlines(), made.splitlines(), "snapshot", "today", lineterm="", n=1
         )
         pytest.fail(
             "\n".join(list(diff)[:40]) + "\n(rewrite: python3 lab.py run tests/snapshots.py)"

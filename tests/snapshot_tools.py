@@ -1,0 +1,195 @@
+"""What the loop and the tools do with odd requests, one line per request, for
+tests/snapshots.py (see tests/snapshot_inputs.py for the idea).
+
+- seeded random conversations (tests/test_fuzz.py's streams) through agent_events -> every
+  event the loop yields, timings left out;
+- calls of the read-only tools on a small tree with a binary file, a big file, a long line,
+  `.git`, links in and out, a FIFO and an escape in a name -> each result;
+- calls of the repair tools on a copy of the sample (one run_tests) -> each result;
+- texts with secrets -> what redaction leaves; counts -> Wilson intervals; pytest outputs ->
+  the counts read from them.
+"""
+
+import json
+import os
+import random
+import re
+import tempfile
+from pathlib import Path
+
+from agent_loop import TASK, agent_events
+from plumbing.pytest_report import count_results
+from plumbing.readonly_tools import ReadOnlyTools
+from plumbing.redact import redact, secret_values
+from plumbing.sample import copy_sample
+from plumbing.stats import median, wilson_interval
+from repo_tools import RepoTools
+from tests.scripted_model import ScriptedChat
+from tests.snapshot_inputs import outcome_of
+from tests.test_fuzz import CountingTools, random_turn
+
+TIMINGS = ("seconds", "first_chunk_seconds")
+
+
+def loop_runs(count=300, seed=7):
+    """One block per seeded random conversation: each event, without its timings."""
+    lines = []
+    for number in range(count):
+        rng = random.Random(seed * 100_000 + number)
+        max_turns = rng.randint(1, 4)
+        turns = [random_turn(rng)[0] for _ in range(rng.randint(1, 5))]
+        lines.append(f"conversation {number} (max_turns {max_turns}): {turns!r:.2000}")
+        chat, tools = ScriptedChat(turns), CountingTools()
+        try:
+            for event in agent_events(chat, tools, TASK, max_turns=max_turns):
+                kept = {k: v for k, v in event.items() if k not in TIMINGS}
+                lines.append("  " + json.dumps(kept, ensure_ascii=False, default=repr))
+        except Exception as error:  # noqa: BLE001 - part of the outcome
+            lines.append(f"  raised {type(error).__name__}: {error}")
+        lines.append(f"  ran {tools.ran}, sent {len(chat.requests)} requests")
+    return lines
+
+
+def _tree(root):
+    (root / "sub" / "deep").mkdir(parents=True)
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text("[core]\n")
+    (root / "a.py").write_text("def a():\n    return 1\n\n\ndef b():\n    return 'é'\n")
+    (root / "sub" / "b.txt").write_text("alpha\nbeta\ndef not_code\n")
+    (root / "sub" / "deep" / "c.py").write_text("x = 1  # def in a comment\n")
+    (root / "binary.dat").write_bytes(b"\x00\x01def\x02" * 10)
+    (root / "big.txt").write_text("".join(f"line {n} def\n" for n in range(2000)))
+    (root / "long.txt").write_text("def " + "y" * 500 + "\n")
+    (root / "latin1.txt").write_bytes("café def\n".encode("latin-1"))
+    (root / "empty.txt").write_text("")
+    (root / "esc\x1b[2Jape.txt").write_text("def hidden\n")
+    (root / "link-in").symlink_to("a.py")
+    (root / "link-out").symlink_to("/etc")
+    (root / "link-loop").symlink_to("link-loop")
+    os.mkfifo(root / "fifo")
+
+
+READONLY_CALLS = [
+    ("list_dir", {"path": "."}),
+    ("list_dir", {"path": "sub"}),
+    ("list_dir", {"path": "sub/deep/"}),
+    ("list_dir", {"path": ".."}),
+    ("list_dir", {"path": "/etc"}),
+    ("list_dir", {"path": "a.py"}),
+    ("list_dir", {"path": "nope"}),
+    ("list_dir", {"path": ".git"}),
+    ("list_dir", {"path": "link-out"}),
+    ("list_dir", {"path": ""}),
+    ("list_dir", {}),
+    ("list_dir", {"path": 3}),
+    ("read_file", {"path": "a.py"}),
+    ("read_file", {"path": "./sub/../a.py"}),
+    ("read_file", {"path": "sub/deep/c.py"}),
+    ("read_file", {"path": "binary.dat"}),
+    ("read_file", {"path": "big.txt"}),
+    ("read_file", {"path": "long.txt"}),
+    ("read_file", {"path": "latin1.txt"}),
+    ("read_file", {"path": "empty.txt"}),
+    ("read_file", {"path": "esc\x1b[2Jape.txt"}),
+    ("read_file", {"path": "link-in"}),
+    ("read_file", {"path": "link-out/hostname"}),
+    ("read_file", {"path": "link-loop"}),
+    ("read_file", {"path": "fifo"}),
+    ("read_file", {"path": ".git/config"}),
+    ("read_file", {"path": "sub"}),
+    ("read_file", {"path": "missing.py"}),
+    ("read_file", {"path": "a.py", "extra": 1}),
+    ("search", {"pattern": "def"}),
+    ("search", {"pattern": "def", "path": "sub"}),
+    ("search", {"pattern": "def", "path": "a.py"}),
+    ("search", {"pattern": "^x", "path": "sub/deep"}),
+    ("search", {"pattern": "line 1[0-9]{2} "}),
+    ("search", {"pattern": "("}),
+    ("search", {"pattern": ""}),
+    ("search", {"pattern": "y" * 1001}),
+    ("search", {"pattern": "def", "path": ".."}),
+    ("search", {"pattern": "def", "path": ".git"}),
+    ("search", {"pattern": "nothing matches this"}),
+    ("search", {"pattern": "café"}),
+    ("unknown_tool", {}),
+]
+
+
+def readonly_calls():
+    lines = []
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder).resolve()
+        _tree(root)
+        tools = ReadOnlyTools(root)
+        for name, arguments in READONLY_CALLS:
+            result = outcome_of(lambda n=name, a=arguments: tools.invoke(n, a))
+            shown = json.dumps(arguments, ensure_ascii=False)
+            lines.append(f"{name} {shown} -> {result.replace(str(root), 'ROOT')}")
+    return lines
+
+
+REPO_CALLS = [
+    ("read_file", {"path": "path_rules.py"}),
+    ("read_file", {"path": "tests/test_path_rules.py"}),
+    ("read_file", {"path": "../outside.py"}),
+    ("read_file", {"path": "/etc/hostname"}),
+    ("read_file", {"path": "nope.py"}),
+    ("read_file", {"path": "tests"}),
+    ("read_file", {"path": ["path_rules.py"]}),
+    ("read_file", {}),
+    ("replace_text", {"old": "no such text", "new": "x"}),
+    ("replace_text", {"old": "", "new": "x"}),
+    ("replace_text", {"old": "parts", "new": "pieces"}),
+    ("replace_text", {"old": 'parts = path.split("/")', "new": 'parts = path.split("/")'}),
+    ("replace_text", {"old": 'parts = path.split("/")', "new": 3}),
+    ("replace_text", {"old": "def ", "new": "def  ", "count": 2}),
+    ("replace_text", {"old": 'path.split("/")', "new": 'path.replace("\\\\", "/").split("/")'}),
+    ("run_tests", {}),
+    ("run_tests", {"verbose": True}),
+    ("delete_file", {"path": "path_rules.py"}),
+]
+
+
+def repo_calls():
+    lines = []
+    with tempfile.TemporaryDirectory() as folder:
+        root = copy_sample(Path(folder))
+        tools = RepoTools(root)
+        for name, arguments in REPO_CALLS:
+            result = json.loads(outcome_of(lambda n=name, a=arguments: tools.invoke(n, a)))
+            if isinstance(result, dict) and "output" in result:  # pytest's timing varies
+                result["output"] = re.sub(r" in [\d.]+s\b", " in Ns", result["output"])
+            shown = json.dumps(result, ensure_ascii=False).replace(str(root), "ROOT")
+            lines.append(f"{name} {json.dumps(arguments, ensure_ascii=False)} -> {shown}")
+    return lines
+
+
+def numbers():
+    environ = {"OPENAI_API_KEY": "sk-abc123456789", "MY_TOKEN": "tok-xyz98765", "HOME": "/root",
+               "SHORT_KEY": "ab", "DB_PASSWORD": "hunter2hunter2",
+               "OLLAMA_HOST": "http://ann:pa55word@127.0.0.1:11434"}  # fmt: skip
+    # subtle: secret_values adds what this process learned before (LEARNED); leave that out
+    secrets = [v for v in secret_values(environ) if any(v in e for e in environ.values())]
+    lines = [f"secrets of {sorted(environ)}: {sorted(secrets)}"]
+    for text in ("key sk-abc123456789 and tok-xyz98765", "nothing here", "hunter2hunter2!",
+                 {"nested": ["sk-abc123456789", 5]}, None, "ab ab"):  # fmt: skip
+        lines.append(f"redact {text!r} -> {redact(text, secrets)!r}")
+    for k, n in [(0, 1), (1, 1), (0, 5), (3, 5), (5, 5), (1, 20), (19, 20), (50, 100), (0, 0)]:
+        lines.append(f"wilson {k} of {n} -> {outcome_of(lambda k=k, n=n: wilson_interval(k, n))}")
+    lines.append(f"wilson 6 of 5 -> {outcome_of(lambda: wilson_interval(6, 5))}")
+    for values in ([], [3], [1, 3], [5, 1, 3], [2.5, 1, 4, 3], [None, 2]):
+        lines.append(f"median {values} -> {outcome_of(lambda v=values: median(v))}")
+    for output in ("4 passed in 0.02s", "1 failed, 3 passed in 0.1s", "2 errors in 1s",
+                   "no tests ran in 0.01s", "3 passed, 1 skipped, 2 warnings", "", "garbage",
+                   "1 failed, 1 passed\n5 passed", "== 1 xfailed, 2 xpassed =="):  # fmt: skip
+        lines.append(f"counts of {output!r} -> {outcome_of(lambda o=output: count_results(o))}")
+    return lines
+
+
+# file name -> the function that makes its lines
+TOOLS_AND_LOOP = {
+    "loop-runs.txt": loop_runs,
+    "readonly-tools.txt": readonly_calls,
+    "repo-tools.txt": repo_calls,
+    "numbers.txt": numbers,
+}

@@ -10,6 +10,7 @@ tests/snapshots.py (see tests/snapshot_inputs.py for the idea).
   the counts read from them.
 """
 
+import copy
 import json
 import os
 import random
@@ -18,8 +19,10 @@ import tempfile
 from pathlib import Path
 
 from agent_loop import TASK, agent_events
+from plumbing.divergence import divergences, first_difference
 from plumbing.pytest_report import count_results
 from plumbing.readonly_tools import ReadOnlyTools
+from plumbing.recording import RECORDINGS, load
 from plumbing.redact import redact, secret_values
 from plumbing.sample import copy_sample
 from plumbing.stats import median, wilson_interval
@@ -186,10 +189,81 @@ def numbers():
     return lines
 
 
+def _replayed(recording, root):
+    """What a faithful replay in `root` hands divergences(): the recording's own results."""
+    events = json.loads(json.dumps(recording["events"]).replace(recording["workdir"], root))
+    for event in events:  # timings and pytest's durations differ on every run
+        if isinstance(event.get("seconds"), float):
+            event["seconds"] *= 2
+    requests = [recording["messages"][: c["request_length"]] for c in recording["model_calls"]]
+    requests = json.loads(json.dumps(requests).replace(recording["workdir"], root))
+    final = copy.deepcopy(recording["final_tests"])
+    return events, requests, recording["final_source"], final
+
+
+def _nth(events, kind, n=0):
+    return [e for e in events if e["type"] == kind][n]
+
+
+REPLAY_CHANGES = {
+    "nothing (timings doubled, another folder)": lambda ev, rq, fin: None,
+    "pytest took another time": lambda ev, rq, fin: _nth(ev, "tool_result", 3)["result"].update(
+        output=_nth(ev, "tool_result", 3)["result"]["output"].replace(" in 0.", " in 9.")
+    ),
+    "a read returned other text": lambda ev, rq, fin: _nth(ev, "tool_result")["result"].update(
+        text="other"
+    ),
+    "an edit had other arguments": lambda ev, rq, fin: _nth(ev, "tool_start", 2)[
+        "arguments"
+    ].update(new="x" * 300),
+    "a tool was another": lambda ev, rq, fin: _nth(ev, "tool_start", 1).update(name="run_tests"),
+    "the last event is missing": lambda ev, rq, fin: ev.pop(),
+    "an event more": lambda ev, rq, fin: ev.append({"type": "model_start", "turn": 6}),
+    "the first event is missing": lambda ev, rq, fin: ev.pop(0),
+    "a reply said more": lambda ev, rq, fin: _nth(ev, "model_done")["message"].update(
+        content="more", tool_calls=[]
+    ),
+    "a request held another message": lambda ev, rq, fin: rq[2].append({"role": "user"}),
+    "a request was shorter": lambda ev, rq, fin: rq[3].pop(),
+    "a model call fewer": lambda ev, rq, fin: rq.pop(),
+    "a model call more": lambda ev, rq, fin: rq.append([]),
+    "the final tests failed": lambda ev, rq, fin: fin.update(exit_code=1, verdict="failed"),
+    "the held-out checks differ": lambda ev, rq, fin: fin["held_out"].update(passed=3),
+    "the counts differ": lambda ev, rq, fin: fin.update(passed=3, failed=1, collected=5),
+    "the final reason is new": lambda ev, rq, fin: fin.update(reason="a new reason"),
+}
+
+
+def replay_divergences():
+    """One block per way a replay can differ from the repair recording: what it reports."""
+    recording = load(RECORDINGS / "repair.json")
+    root = "/tmp/lab-replay-xyz/repo"
+    lines = []
+    for name, change in REPLAY_CHANGES.items():
+        events, requests, source, final = _replayed(recording, root)
+        change(events, requests, final)
+        found = divergences(recording, recording["events"], events, requests, source, final, root)
+        lines += [f"--- {name}: {len(found)}", *found]
+    events, requests, source, final = _replayed(recording, root)
+    for label, args in (
+        ("the source differs", (source.replace("def ", "def  ", 1), final)),
+        ("no final tests today", (source, None)),
+    ):
+        found = divergences(recording, recording["events"], events, requests, *args, root)
+        lines += [f"--- {label}: {len(found)}", *found]
+    for want, have in (({"a": [1, {"b": 2}]}, {"a": [1, {"b": 3}]}), ([1, 2], [1]), (1, [1]),
+                       ({"a": 1}, {"b": 1}), ("x" * 200, "y"), (None, None), ([], {})):  # fmt: skip
+        lines.append(
+            f"first_difference {want!r:.40} {have!r:.40} -> {first_difference(want, have)!r:.200}"
+        )
+    return lines
+
+
 # file name -> the function that makes its lines
 TOOLS_AND_LOOP = {
     "loop-runs.txt": loop_runs,
     "readonly-tools.txt": readonly_calls,
     "repo-tools.txt": repo_calls,
     "numbers.txt": numbers,
+    "replay-divergences.txt": replay_divergences,
 }

@@ -35,6 +35,7 @@ from plumbing.transcript import (
     request_lines,
 )
 from repo_tools import RepoTools
+from tests.snapshot_clis import CLIS
 from tests.snapshot_inputs import INPUTS
 from tests.snapshot_tools import TOOLS_AND_LOOP
 
@@ -278,7 +279,7 @@ def makers():
         for name, recording in cases
     }
     made["series.txt"] = lambda: series(cases)
-    for name, lines in {**INPUTS, **TOOLS_AND_LOOP}.items():
+    for name, lines in {**INPUTS, **TOOLS_AND_LOOP, **CLIS}.items():
         made[name] = lambda lines=lines: "\n".join(lines()) + "\n"
     return made
 

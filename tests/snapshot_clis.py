@@ -16,6 +16,8 @@ import tempfile
 from pathlib import Path
 
 from plumbing.recording import RECORDINGS
+from tests import ollama_test_server as ollama
+from tests import openai_test_server as openai
 
 HERE = Path(__file__).resolve().parent.parent
 
@@ -24,7 +26,8 @@ def normalised(text, folder):
     text = text.replace(str(folder), "TMP")
     text = re.sub(r"Timeline \(seconds.*?\n {8}independent tests [\d.]+s\n", "<timeline>\n",
                   text, flags=re.S)  # fmt: skip
-    return re.sub(r"\b\d+\.\d+s\b", "<t>s", text)
+    text = re.sub(r"\b\d+\.\d+ ?s\b", "<t>s", text)  # "0.03s", "0.8 s"
+    return re.sub(r"seconds \d+\.\d+ \(", "seconds <t> (", text)  # the medians
 
 
 def run(script, *args, folder):
@@ -69,5 +72,114 @@ def comparisons():
     return [line.replace(str(RECORDINGS), "recordings") for line in lines]
 
 
+FIX = {"old": 'path.split("/")', "new": 'path.replace("\\\\", "/").split("/")'}
+
+
+def _repair(tag):
+    return [
+        ollama.reply(ollama.chunk(thinking=f"Plan {tag}: normalise the separators."),
+                     ollama.chunk(tool_calls=[ollama.call("replace_text", **FIX)]),
+                     ollama.chunk(done=True)),
+        ollama.reply(ollama.chunk("Fixed: "), ollama.chunk("é ✓"), ollama.chunk(done=True)),
+    ]  # fmt: skip
+
+
+def _claim(tag):
+    read = ollama.call("read_file", path="path_rules.py")
+    return [
+        ollama.reply(ollama.chunk(thinking=f"Plan {tag}."), ollama.chunk(tool_calls=[read]),
+                     ollama.chunk(done=True, done_reason="stop")),
+        ollama.reply(ollama.chunk("All pass."), ollama.chunk(done=True, counters=False)),
+    ]  # fmt: skip
+
+
+def _recorded(conversations, *args, folder, **server):
+    with ollama.ConversationServer(conversations, **server) as stand_in:
+        lines = run("record_run.py", "--host", stand_in.host, *args, folder=folder)
+    return [line.replace(stand_in.host, "HOST") for line in lines]
+
+
+def records():
+    """record_run.py against the Ollama stand-in: one repair, one claim, a series, the
+    OpenAI wire, and set-up errors. The chunks are written here, not a model's output."""
+    lines = []
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        lines += _recorded([_repair("a")], "--output", folder / "one.json", folder=folder)
+        lines += _recorded([_claim("b")], "--output", folder / "one.json", folder=folder)
+        lines += _recorded([_claim("c")], "--output", folder / "one.json", "--force",
+                           "--max-turns", "1", "--deadline", "60", folder=folder)  # fmt: skip
+        series = [_repair("d"), _claim("e"), _repair("f")]
+        lines += _recorded(series, "--output", folder / "s.json", "--attempts", "3", folder=folder)
+        lines += _recorded([], "--output", folder / "x.json", "--think", "on", folder=folder,
+                           capabilities={ollama.TEST_MODEL: ["completion", "tools"]})  # fmt: skip
+        lines += _recorded([], "--output", folder / "x.json", "--model", "nope:1b", folder=folder)
+        for bad in (["--max-turns", "0"], ["--attempts", "0"], ["--jobs", "2"],
+                    ["--output", folder], ["--timeout", "-1"]):  # fmt: skip
+            lines += run("record_run.py", "--host", "http://127.0.0.1:9", *bad, folder=folder)
+        lines += run("record_run.py", "--host", "http://127.0.0.1:9", "--output",
+                     folder / "y.json", "--timeout", "2", folder=folder)  # fmt: skip
+        turn = [
+            openai.reasoning("Plan."),
+            openai.tool_call(0, name="read_file"),
+            openai.tool_call(0, '{"path": "path_rules.py"}'),
+            openai.finish("tool_calls"),
+        ]
+        answer = [
+            openai.content("Done."),
+            openai.finish(usage={"prompt_tokens": 9, "completion_tokens": 2}),
+        ]
+        with openai.OpenAITestServer([openai.reply(*turn), openai.reply(*answer)]) as stand_in:
+            url = stand_in.base_url
+            said = run(
+                "record_run.py",
+                "--api",
+                "openai",
+                "--host",
+                url,
+                "--model",
+                openai.TEST_MODEL,
+                "--output",
+                folder / "o.json",
+                folder=folder,
+            )
+        lines += [line.replace(url, "BASE_URL") for line in said]  # fmt: skip
+    return lines
+
+
+def asks():
+    """ask.py against the Ollama stand-in, about a small folder, one question each."""
+    lines = []
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        (folder / "notes.md").write_text("# Notes\nThe answer is 42.\n")
+        listed = ollama.call("list_dir", path=".")
+        found = ollama.call("search", pattern="answer")
+        read = ollama.call("read_file", path="notes.md")
+        script = [
+            ollama.reply(ollama.chunk(thinking="Look around."), ollama.chunk(tool_calls=[listed]),
+                         ollama.chunk(done=True)),
+            ollama.reply(ollama.chunk(tool_calls=[found, read]), ollama.chunk(done=True)),
+            ollama.reply(ollama.chunk("The answer is 42\x1b[2J (notes.md)."),
+                         ollama.chunk(done=True)),
+        ]  # fmt: skip
+        for conversation, args in (
+            ([script], ["What is the answer?"]),
+            ([script[:1]], ["--max-turns", "1", "Again?"]),
+            ([], ["--max-turns", "0", "x"]),
+            ([], ["--root", folder / "missing", "x"]),
+        ):
+            with ollama.ConversationServer(conversation) as stand_in:
+                said = run("ask.py", "--host", stand_in.host, "--root", folder, *args,
+                           folder=folder)  # fmt: skip
+            lines += [line.replace(stand_in.host, "HOST") for line in said]
+    return lines
+
+
 # file name -> the function that makes its lines
-CLIS = {"replay-output.txt": replays, "compare-output.txt": comparisons}
+CLIS = {
+    "replay-output.txt": replays,
+    "compare-output.txt": comparisons,
+    "record-output.txt": records,
+    "ask-output.txt": asks,
+}

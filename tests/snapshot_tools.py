@@ -19,7 +19,18 @@ import tempfile
 from pathlib import Path
 
 from agent_loop import TASK, agent_events
+from openai_model import _lines, chunks_from_events
+from plumbing.chunk_shape import check_size
 from plumbing.divergence import divergences, first_difference
+from plumbing.limits import (
+    MAX_LINE_BYTES,
+    MAX_TURN_ARGUMENTS,
+    MAX_TURN_CALLS,
+    Deadline,
+    positive_int,
+    positive_seconds,
+)
+from plumbing.ollama_transport import _LimitedStream
 from plumbing.pytest_report import count_results
 from plumbing.readonly_tools import ReadOnlyTools
 from plumbing.recording import RECORDINGS, load
@@ -259,11 +270,85 @@ def replay_divergences():
     return lines
 
 
+class _Response:
+    """A body handed over in fixed pieces, for openai_model._lines."""
+
+    def __init__(self, pieces):
+        self.pieces = list(pieces)
+
+    def read1(self, size):
+        return self.pieces.pop(0) if self.pieces else b""
+
+
+def limits():
+    """Each limit at its edge: the last value it allows and the first it refuses."""
+    lines = []
+    for text in ("1", "0.5", "0", "-1", "inf", "nan", "x", "1e-9", " 2 "):
+        lines.append(
+            f"positive_seconds {text!r} -> {outcome_of(lambda t=text: positive_seconds(t))}"
+        )
+    for text in ("1", "2", "0", "-1", "1.5", " 3 ", "x", "007"):
+        lines.append(f"positive_int {text!r} -> {outcome_of(lambda t=text: positive_int(t))}")
+    now = [100.0]
+    deadline = Deadline(10, clock=lambda: now[0])
+    for at in (100.0, 109.0, 109.5, 110.0, 111.0):
+        now[0] = at
+        facts = (deadline.left(), deadline.expired(), deadline.expired(margin=0.5),
+                 deadline.cap(5), outcome_of(deadline.check))  # fmt: skip
+        lines.append(f"deadline of 10 s at {at - 100:g} s -> {facts}")
+    endless = Deadline(None, clock=lambda: now[0])
+    lines.append(f"no deadline -> {endless.left()}, {endless.expired(1e9)}, {endless.cap(7)}")
+    lines.append(f"an expired one says: {Deadline(2.5).error()}")
+    call = '{"index": %d, "id": "c%d", "function": {"name": "n", "arguments": "%s"}}'
+    for count in (MAX_TURN_CALLS, MAX_TURN_CALLS + 1):
+        fragments = [json.loads(call % (i, i, "")) for i in range(count)]
+        events = [{"choices": [{"delta": {"tool_calls": fragments}}]}, {"choices": [
+            {"delta": {}, "finish_reason": "tool_calls"}]}]  # fmt: skip
+        made = outcome_of(
+            lambda e=events: len(list(chunks_from_events(e))[-1]["message"]["tool_calls"])
+        )
+        lines.append(f"openai: {count} calls in a turn -> {made}")
+        shaped = [{"function": {"name": "n", "arguments": {}}}] * count
+        checked = outcome_of(lambda c=shaped: check_size(c, [], 0))
+        lines.append(f"ollama: {count} calls in a turn -> {checked}")
+    for size in (MAX_TURN_ARGUMENTS, MAX_TURN_ARGUMENTS + 1):
+        fragment = {"index": 0, "function": {"name": "n", "arguments": "a" * size}}
+        events = [{"choices": [{"delta": {"tool_calls": [fragment]}, "finish_reason": "stop"}]}]
+        made = outcome_of(lambda e=events: len(list(chunks_from_events(e))))
+        lines.append(f"openai: {size:,} argument characters -> {made}")
+        shaped = [{"function": {"name": "n", "arguments": "a" * size}}]
+        checked = outcome_of(lambda c=shaped: check_size(c, c, 0))
+        lines.append(f"ollama: {size:,} argument characters -> {checked}")
+    for size in (MAX_LINE_BYTES, MAX_LINE_BYTES + 1):
+        for pieces in (
+            [b"x" * size + b"\n"],
+            [b"x" * (size - 1), b"x\n"],
+            [b"x" * size],
+            [b"a\n" + b"x" * (size - 2), b"xx\nb"],
+            [b"a\nb\n" + b"x" * (size - 1), b"x"],
+        ):
+            read = outcome_of(lambda p=pieces: [len(x) for x in _lines(_Response(p))])
+            wire = _LimitedStream(pieces, Deadline(), _Network())
+            streamed = outcome_of(lambda w=wire: [len(x) for x in w])
+            shown = [len(x) for x in pieces]
+            lines.append(f"a line of {size:,} bytes in pieces {shown} -> openai {read}")
+            lines.append(f"  ollama {streamed}")
+    return lines
+
+
+class _Network:
+    fired = False
+
+    def disarm(self):
+        pass
+
+
 # file name -> the function that makes its lines
 TOOLS_AND_LOOP = {
     "loop-runs.txt": loop_runs,
     "readonly-tools.txt": readonly_calls,
     "repo-tools.txt": repo_calls,
     "numbers.txt": numbers,
+    "limits.txt": limits,
     "replay-divergences.txt": replay_divergences,
 }

@@ -349,3 +349,13 @@ def test_a_model_error_without_text_is_saved_under_its_type_name(tmp_path):
     saved = load(output)
     assert saved["model_calls"][0]["ended"] == "error"
     assert saved["model_calls"][0]["error"] == "ConnectionResetError"
+
+
+def test_local_model_without_a_host_reads_ollama_host_as_ollamas_clients_do(monkeypatch):
+    # mutation: `host or default_host()` without the fallback gave base_url(None), a crash,
+    # for a learner who makes LocalModel() in their own script (the CLIs always pass a host).
+    monkeypatch.setenv("OLLAMA_HOST", "0.0.0.0")
+    assert LocalModel().host == "http://0.0.0.0:11434"
+    monkeypatch.delenv("OLLAMA_HOST")
+    assert LocalModel().host == "http://127.0.0.1:11434"
+    assert LocalModel(host="example.org:8000/x/").host == "http://example.org:8000/x"

@@ -99,52 +99,56 @@ def _recorded(conversations, *args, folder, **server):
     return [line.replace(stand_in.host, "HOST") for line in lines]
 
 
-def records():
-    """record_run.py against the Ollama stand-in: one repair, one claim, a series, the
-    OpenAI wire, and set-up errors. The chunks are written here, not a model's output."""
-    lines = []
-    with tempfile.TemporaryDirectory() as name:
-        folder = Path(name)
-        lines += _recorded([_repair("a")], "--output", folder / "one.json", folder=folder)
-        lines += _recorded([_claim("b")], "--output", folder / "one.json", folder=folder)
-        lines += _recorded([_claim("c")], "--output", folder / "one.json", "--force",
-                           "--max-turns", "1", "--deadline", "60", folder=folder)  # fmt: skip
-        series = [_repair("d"), _claim("e"), _repair("f")]
-        lines += _recorded(series, "--output", folder / "s.json", "--attempts", "3", folder=folder)
-        lines += _recorded([], "--output", folder / "x.json", "--think", "on", folder=folder,
-                           capabilities={ollama.TEST_MODEL: ["completion", "tools"]})  # fmt: skip
-        lines += _recorded([], "--output", folder / "x.json", "--model", "nope:1b", folder=folder)
-        for bad in (["--max-turns", "0"], ["--attempts", "0"], ["--jobs", "2"],
-                    ["--output", folder], ["--timeout", "-1"]):  # fmt: skip
-            lines += run("record_run.py", "--host", "http://127.0.0.1:9", *bad, folder=folder)
-        lines += run("record_run.py", "--host", "http://127.0.0.1:9", "--output",
-                     folder / "y.json", "--timeout", "2", folder=folder)  # fmt: skip
-        turn = [
-            openai.reasoning("Plan."),
-            openai.tool_call(0, name="read_file"),
-            openai.tool_call(0, '{"path": "path_rules.py"}'),
-            openai.finish("tool_calls"),
-        ]
-        answer = [
-            openai.content("Done."),
-            openai.finish(usage={"prompt_tokens": 9, "completion_tokens": 2}),
-        ]
-        with openai.OpenAITestServer([openai.reply(*turn), openai.reply(*answer)]) as stand_in:
-            url = stand_in.base_url
-            said = run(
-                "record_run.py",
-                "--api",
-                "openai",
-                "--host",
-                url,
-                "--model",
-                openai.TEST_MODEL,
-                "--output",
-                folder / "o.json",
-                folder=folder,
-            )
-        lines += [line.replace(url, "BASE_URL") for line in said]  # fmt: skip
-    return lines
+def _in_a_folder(make):
+    """`make(folder)` in a fresh temporary folder: its lines."""
+
+    def made():
+        with tempfile.TemporaryDirectory() as name:
+            return make(Path(name))
+
+    return made
+
+
+def record_one(folder):
+    """record_run.py against the Ollama stand-in: a repair, an --output that exists, and a
+    claim cut by --max-turns 1. The chunks are written here, not a model's output."""
+    lines = _recorded([_repair("a")], "--output", folder / "one.json", folder=folder)
+    lines += _recorded([_claim("b")], "--output", folder / "one.json", folder=folder)
+    return lines + _recorded([_claim("c")], "--output", folder / "one.json", "--force",
+                             "--max-turns", "1", "--deadline", "60", folder=folder)  # fmt: skip
+
+
+def record_series(folder):
+    series = [_repair("d"), _claim("e"), _repair("f")]
+    return _recorded(series, "--output", folder / "s.json", "--attempts", "3", folder=folder)
+
+
+def record_refusals(folder):
+    """Set-up errors: a model that cannot think, a model not there, bad options, no server."""
+    lines = _recorded([], "--output", folder / "x.json", "--think", "on", folder=folder,
+                      capabilities={ollama.TEST_MODEL: ["completion", "tools"]})  # fmt: skip
+    lines += _recorded([], "--output", folder / "x.json", "--model", "nope:1b", folder=folder)
+    for bad in (["--max-turns", "0"], ["--attempts", "0"], ["--jobs", "2"],
+                ["--output", folder], ["--timeout", "-1"]):  # fmt: skip
+        lines += run("record_run.py", "--host", "http://127.0.0.1:9", *bad, folder=folder)
+    return lines + run("record_run.py", "--host", "http://127.0.0.1:9", "--output",
+                       folder / "y.json", "--timeout", "2", folder=folder)  # fmt: skip
+
+
+def record_openai(folder):
+    turn = [
+        openai.reasoning("Plan."),
+        openai.tool_call(0, name="read_file"),
+        openai.tool_call(0, '{"path": "path_rules.py"}'),
+        openai.finish("tool_calls"),
+    ]
+    answer = [openai.content("Done."),
+              openai.finish(usage={"prompt_tokens": 9, "completion_tokens": 2})]  # fmt: skip
+    with openai.OpenAITestServer([openai.reply(*turn), openai.reply(*answer)]) as stand_in:
+        url = stand_in.base_url
+        said = run("record_run.py", "--api", "openai", "--host", url, "--model",
+                   openai.TEST_MODEL, "--output", folder / "o.json", folder=folder)  # fmt: skip
+    return [line.replace(url, "BASE_URL") for line in said]
 
 
 def asks():
@@ -180,6 +184,9 @@ def asks():
 CLIS = {
     "replay-output.txt": replays,
     "compare-output.txt": comparisons,
-    "record-output.txt": records,
+    "record-one.txt": _in_a_folder(record_one),
+    "record-series.txt": _in_a_folder(record_series),
+    "record-refusals.txt": _in_a_folder(record_refusals),
+    "record-openai.txt": _in_a_folder(record_openai),
     "ask-output.txt": asks,
 }

@@ -18,7 +18,7 @@ def test_every_snapshot_file_is_made_and_none_is_left_over():
     assert sorted(p.name for p in FOLDER.glob("*.txt")) == sorted(MAKERS)
 
 
-@pytest.mark.parametrize("name", sorted(MAKERS))
+@pytest.mark.parametrize("name", list(MAKERS))  # cheap ones first: -x stops sooner
 def test_each_display_is_as_its_snapshot(name):
     kept, made = (FOLDER / name).read_text(encoding="utf-8"), MAKERS[name]()
     if kept != made:

@@ -370,7 +370,7 @@ def test_recording_with_wrong_shape_names_the_field(tmp_path, capsys):
     path = altered(tmp_path, lambda r: r["model_calls"][1].pop("chunks"))
     outcome, _ = replay(path)
     assert outcome == CANNOT_REPLAY
-    assert "model_calls[2].chunks' must be a list" in capsys.readouterr().err
+    assert "model_calls[1].chunks' must be a list" in capsys.readouterr().err
 
 
 def first_event(recording, kind):
@@ -382,13 +382,14 @@ def first_event(recording, kind):
     [
         (lambda r: r["final_tests"].update(reason=5), "'final_tests.reason' must be text"),
         (lambda r: r["messages"].append("text"), "'messages' must be objects with a 'role'"),
-        (lambda r: r["events"][0].update(turn=0), "'events[1].turn' must be a positive int"),
-        (lambda r: r["events"][0].update(turn="1"), "'events[1].turn' must be a positive int"),
+        (lambda r: r["events"][0].update(turn=0), "'events[0].turn' must be a positive int"),
+        (lambda r: r["events"][0].update(turn="1"), "'events[0].turn' must be a positive int"),
         (lambda r: first_event(r, MODEL_DONE).update(message="text"), ".message' must be an"),
         (lambda r: first_event(r, TOOL_START).pop("index"), ".index' and '.name' are needed"),
         (lambda r: first_event(r, MODEL_DONE).update(seconds="1"), ".seconds' must be a number"),
+        (lambda r: first_event(r, MODEL_DONE).update(seconds=-1), ".seconds' must be a number"),
     ],
-    ids=["reason", "messages", "turn-0", "turn-text", "message", "index", "seconds"],
+    ids=["reason", "messages", "turn-0", "turn-text", "message", "index", "seconds", "negative"],
 )
 def test_a_recorded_field_of_the_wrong_type_is_named_in_one_line(tmp_path, capsys, change, says):
     outcome, _ = replay(altered(tmp_path, change))
@@ -416,7 +417,7 @@ def test_stopped_event_with_an_unknown_reason_is_refused_naming_the_event(tmp_pa
 
     outcome, _ = replay(altered(tmp_path, change))
     assert outcome == CANNOT_REPLAY
-    last = len(load(RECORDINGS / "repair.json")["events"])
+    last = len(load(RECORDINGS / "repair.json")["events"]) - 1  # as the file indexes it
     assert f"field 'events[{last}].reason' must be one of" in capsys.readouterr().err
 
 

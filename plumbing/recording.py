@@ -319,6 +319,8 @@ def _shape_problem(data):
             return f"'{field}.{problem}"
     if not isinstance(data.get("final_source", ""), str):
         return "'final_source' must be text"
+    if not isinstance(data.get("workdir"), (str, type(None))):  # replay replaces it in text
+        return "'workdir' must be text"
     if data.get("loop_seconds") is not None and not _is_number(data["loop_seconds"]):
         return "'loop_seconds' must be a number of seconds"
     for field in ("options", "server_model"):  # read by the timeline's context lines
@@ -330,16 +332,16 @@ def _shape_problem(data):
         return "'messages' must be objects with a 'role'"
     if not all(_calls_fit(m) for m in data["messages"]):
         return "'messages' tool_calls must be a list of objects with a 'function' object"
-    for number, event in enumerate(data["events"], 1):
+    for index, event in enumerate(data["events"]):  # named as the file indexes it, from 0
         problem = _event_problem(event)
         if problem:
-            return f"'events[{number}]{problem}"
+            return f"'events[{index}]{problem}"
     events = data["events"]
     if events and events[-1]["type"] == STOPPED and events[-1] != data["stop"]:
         return "'stop' must be the last event"
     key = "events" if data.get("api") == "openai" else "chunks"  # raw events are assembled
-    for number, saved in enumerate(data["model_calls"], 1):
-        where = f"'model_calls[{number}]"
+    for index, saved in enumerate(data["model_calls"]):
+        where = f"'model_calls[{index}]"
         if not isinstance(saved, dict) or not isinstance(saved.get(key), list):
             return f"{where}.{key}' must be a list"
         if not _is_int(saved.get("request_length")):
@@ -400,9 +402,9 @@ def _event_problem(event):
     for timing in ("seconds", "first_chunk_seconds"):
         value = event.get(timing)
         if value is None and (timing not in event or event["type"] == STOPPED):
-            continue  # subtle: a stop that cut no model turn off has seconds null
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return f".{timing}' must be a number"
+            continue  # a stop that cut no model turn off has no seconds
+        if not _is_number(value):
+            return f".{timing}' must be a number of seconds"
     return None
 
 

@@ -192,7 +192,7 @@ def test_model_call_without_an_end_is_refused(tmp_path, capsys):
     # inside ReplayChat (KeyError -> model_error -> "diverged") instead of exit 2.
     outcome, _ = replay(altered(tmp_path, lambda r: r["model_calls"][0].pop("ended")))
     assert outcome == CANNOT_REPLAY
-    assert "model_calls[1].ended' must say how the stream ended" in capsys.readouterr().err
+    assert "model_calls[0].ended' must say how the stream ended" in capsys.readouterr().err
 
 
 def test_ctrl_c_during_the_final_verdict_may_leave_it_null_after_another_stop(tmp_path):

@@ -131,9 +131,9 @@ def result_line(name, result):
         return f"error: {result['error']}"
     # subtle: a recording's result is any object; a field missing is shown, not a KeyError
     if name == "read_file" and isinstance(result.get("text"), str):
-        return f"{len(result['text'].splitlines())} lines of {result.get('path')}"
+        return f"{len(result['text'].splitlines())} lines of {result.get('path', '?')}"
     if name == "replace_text" and "replaced" in result:
-        return f"replaced {result['replaced']} occurrence in {result.get('path')}"
+        return f"replaced {result['replaced']} occurrence in {result.get('path', '?')}"
     if name == "run_tests" and "exit_code" in result:
         return f"exit {result['exit_code']} ({test_line(result)})"
     return json.dumps(result)[:100]

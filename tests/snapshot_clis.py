@@ -4,7 +4,9 @@ replay.py on shipped recordings (with --transcript, --transcript=full and --chun
 recording that diverges and on files that are not recordings; compare.py grouped each way.
 What differs on every run is normalised: durations become `<t>s`, the timeline (drawn from
 today's timings; tests/snapshots.py pins how it is drawn) becomes one line, and the
-temporary folder becomes TMP. Each output ends with the exit code.
+temporary folder becomes TMP, and the line saying that the tests run unisolated (on a
+machine without bubblewrap) is left out. Each command runs with a minimal environment, and
+each output ends with its exit code.
 """
 
 import json
@@ -22,8 +24,23 @@ from tests import openai_test_server as openai
 HERE = Path(__file__).resolve().parent.parent
 
 
+# The environment of every command: nothing of the caller's (a variable whose name looks
+# secret would redact its value from the output, FORCE_COLOR would colour argparse's).
+ENVIRONMENT = {
+    "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+    "HOME": os.environ.get("HOME", "/"),
+    "LANG": "C.UTF-8",
+    "PYTHONUTF8": "1",
+    "COLUMNS": "80",  # usage lines and the timeline wrap to the width
+    "LINES": "24",
+}
+# Said first where the tests cannot run under bubblewrap: how the run is isolated is
+# machine's, not the command's, so the line is left out.
+ISOLATION_NOTICE = re.compile(r"^tests run (unisolated|with only the network cut).*\n", re.M)
+
+
 def normalised(text, folder):
-    text = text.replace(str(folder), "TMP")
+    text = ISOLATION_NOTICE.sub("", text.replace(str(folder), "TMP"))
     text = re.sub(r"Timeline \(seconds.*?\n {8}independent tests [\d.]+s\n", "<timeline>\n",
                   text, flags=re.S)  # fmt: skip
     text = re.sub(r"\b\d+\.\d+ ?s\b", "<t>s", text)  # "0.03s", "0.8 s"
@@ -33,8 +50,8 @@ def normalised(text, folder):
 def run(script, *args, folder):
     finished = subprocess.run(
         [sys.executable, str(HERE / script), *map(str, args)],
-        capture_output=True, text=True, timeout=120, cwd=HERE,
-        env={**os.environ, "COLUMNS": "80", "LINES": "24"},  # usage lines wrap to the width
+        capture_output=True, text=True, encoding="utf-8", timeout=120, cwd=HERE,
+        env=ENVIRONMENT,
     )  # fmt: skip
     said = f"$ {script} {' '.join(map(str, args))}\n{finished.stdout}"
     if finished.stderr:
@@ -128,7 +145,7 @@ def record_refusals(folder):
     lines = _recorded([], "--output", folder / "x.json", "--think", "on", folder=folder,
                       capabilities={ollama.TEST_MODEL: ["completion", "tools"]})  # fmt: skip
     lines += _recorded([], "--output", folder / "x.json", "--model", "nope:1b", folder=folder)
-    for bad in (["--max-turns", "0"], ["--attempts", "0"], ["--jobs", "2"],
+    for bad in (["--max-turns", "0"], ["--attempts", "0"], ["--max-tokens", "0"],
                 ["--output", folder], ["--timeout", "-1"]):  # fmt: skip
         lines += run("record_run.py", "--host", "http://127.0.0.1:9", *bad, folder=folder)
     return lines + run("record_run.py", "--host", "http://127.0.0.1:9", "--output",

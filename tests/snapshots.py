@@ -10,9 +10,13 @@ figure rounded otherwise) does not pass unseen.
 
 Each recording is rendered in this process, from the recording alone (no replay, no test
 run): the terminal lines RunPrinter prints for its events, the verdict lines, each request
-as `--transcript` shows it and whole, the timeline at two widths, the attempt line, and the
-page view.py writes. Variants of the repair recording reach the branches no shipped one
-does (an interrupted run, a model error, a call written as text, a turn past the call cap).
+as `--transcript` shows it and whole, the timeline at three widths, the attempt line, and
+the page view.py writes. Variants of the repair recording reach the branches no shipped
+one does (an interrupted run, a model error, a call written as text, a turn past the call
+cap, text beyond ASCII, context counters, broken turns). The modules beside this one add
+the outcomes of odd inputs (snapshot_inputs.py), of the loop and the tools
+(snapshot_tools.py), and what the CLIs print (snapshot_clis.py: those do replay and run
+tests, in subprocesses, and come last).
 """
 
 import copy
@@ -21,8 +25,9 @@ import json
 import tempfile
 from pathlib import Path
 
-from agent_loop import MODEL_DONE, STOPPED, TOOL_RESULT, TOOL_START
+from agent_loop import MODEL_DONE, STOPPED, TOO_MANY_CALLS, TOOL_RESULT, TOOL_START
 from plumbing.console import RunPrinter, made_by, verdict_lines
+from plumbing.limits import MAX_TOOL_CALLS
 from plumbing.outcomes import attempt_line, outcome, summary_lines
 from plumbing.page import index_page, recording_page, series_page
 from plumbing.recording import ENDED_ERROR, ENDED_WITHOUT_DONE, RECORDINGS, load, save
@@ -67,16 +72,16 @@ def _text_call(recording):
 
 
 def _past_the_cap(recording):
-    """Turn 1 asks for 34 reads: 32 run, the 2 past the cap are answered with an error."""
+    """Turn 1 asks for MAX_TOOL_CALLS + 2 reads: the 2 past the cap are answered with the
+    loop's error."""
     start = next(e for e in recording["events"] if e["type"] == TOOL_START)
     result = next(e for e in recording["events"] if e["type"] == TOOL_RESULT)
     extra = []
-    for index in range(1, 34):
+    for index in range(1, MAX_TOOL_CALLS + 2):
         extra.append({**start, "index": index})
-        error = {"error": "more than 32 tool calls in one turn: not run"}
-        extra.append(
-            {**result, "index": index, "result": result["result"] if index < 32 else error}
-        )
+        past = {"error": TOO_MANY_CALLS}  # what the loop answers a call past the cap
+        ran = index < MAX_TOOL_CALLS
+        extra.append({**result, "index": index, "result": result["result"] if ran else past})
     at = recording["events"].index(result) + 1
     recording["events"][at:at] = extra
 
@@ -113,7 +118,9 @@ def _context_one(recording):
 
 def _broken_turns(recording):
     """A turn with no arrival times, one that ended in an error, a failed edit, a long
-    result, a tool the terminal has no line of its own for, a turn cut off, a test file changed."""
+    result, a tool the terminal has no line of its own for, a turn cut off, a test file
+    changed. Not a run the harness could make (turn 5 both ends and is cut off): load()
+    accepts it, so every display must still show it without an exception."""
     calls = recording["model_calls"]
     del calls[0]["arrived"]
     calls[1]["ended"], calls[1]["error"] = ENDED_ERROR, "connection reset by peer"
@@ -279,7 +286,10 @@ def makers():
         for name, recording in cases
     }
     made["series.txt"] = lambda: series(cases)
-    for name, lines in {**INPUTS, **TOOLS_AND_LOOP, **CLIS}.items():
+    more = {**INPUTS, **TOOLS_AND_LOOP}
+    slow = ["damaged-recordings.txt", "loop-runs.txt"]  # seconds each; the CLIs' come last
+    for name, lines in [*((n, more[n]) for n in more if n not in slow),
+                        *((n, more[n]) for n in slow), *CLIS.items()]:  # fmt: skip
         made[name] = lambda lines=lines: "\n".join(lines()) + "\n"
     return made
 

@@ -42,11 +42,21 @@ from tests.scripted_model import ScriptedChat
 from tests.snapshot_inputs import outcome_of
 from tests.test_fuzz import CountingTools, random_turn
 
-TIMINGS = ("seconds", "first_chunk_seconds")
+
+def ticking(step=0.25):
+    """A clock that moves `step` seconds each time it is read: the loop's timings become
+    a count of its readings, the same on every run, so the snapshot keeps them."""
+    now = [0.0]
+
+    def clock():
+        now[0] += step
+        return now[0]
+
+    return clock
 
 
 def loop_runs(count=300, seed=7):
-    """One block per seeded random conversation: each event, without its timings."""
+    """One block per seeded random conversation: each event, timed on a ticking clock."""
     lines = []
     for number in range(count):
         rng = random.Random(seed * 100_000 + number)
@@ -55,9 +65,8 @@ def loop_runs(count=300, seed=7):
         lines.append(f"conversation {number} (max_turns {max_turns}): {turns!r:.2000}")
         chat, tools = ScriptedChat(turns), CountingTools()
         try:
-            for event in agent_events(chat, tools, TASK, max_turns=max_turns):
-                kept = {k: v for k, v in event.items() if k not in TIMINGS}
-                lines.append("  " + json.dumps(kept, ensure_ascii=False, default=repr))
+            for event in agent_events(chat, tools, TASK, max_turns=max_turns, clock=ticking()):
+                lines.append("  " + json.dumps(event, ensure_ascii=False, default=repr))
         except Exception as error:  # noqa: BLE001 - part of the outcome
             lines.append(f"  raised {type(error).__name__}: {error}")
         lines.append(f"  ran {tools.ran}, sent {len(chat.requests)} requests")

@@ -26,7 +26,7 @@ from plumbing.child_process import OUTPUT_LIMIT, run_bounded
 from plumbing.pytest_report import NO_REPORT, REPORT_LIMIT, expected_tests
 from plumbing.recording import RECORDINGS, load, save
 from plumbing.redact import REDACTED, redact, secret_values
-from plumbing.sample import SAMPLE_REPO, TEST_FILE, copy_sample, final_source
+from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, TEST_FILE, copy_sample, final_source
 from repo_tools import RepoTools
 from tests.helpers import FAULTY_LINE, FIXED_LINE, processes_under
 from tests.make_recordings import GAMES_THE_VERDICT
@@ -569,3 +569,15 @@ def test_the_report_folder_is_fresh_and_outside_the_copy(repo):
     folder = Path(report.split("=", 1)[1]).parent
     assert not folder.exists()  # removed after the run: the next run gets a new one
     assert not folder.is_relative_to(repo) and folder.name.startswith("agent-lab-report-")
+
+
+@pytest.mark.parametrize("left", ["a folder", "nothing"])
+def test_a_source_that_cannot_be_read_is_a_failed_verdict_that_says_why(repo, left):
+    # mutation: the early `return _unjudged(...)` made None, and the caller then crashed
+    (repo / SOURCE_FILE).unlink()
+    if left == "a folder":
+        (repo / SOURCE_FILE).mkdir()
+    result = independent_verdict(repo)
+    assert result["verdict"] == "failed" and result["exit_code"] is None
+    assert result["reason"].startswith(f"{SOURCE_FILE} cannot be read (")
+    assert result["held_out"] == {"passed": 0, "total": 10, "first_failure": result["reason"]}

@@ -34,7 +34,7 @@ from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.openai_test_server import TEST_MODEL as OPENAI_MODEL
 from tests.openai_test_server import OpenAITestServer
 from tests.openai_test_server import reply as openai_reply
-from verdict import TESTS_FAILED, independent_verdict, judge
+from verdict import SOURCE_LIMIT, TESTS_FAILED, independent_verdict, judge
 
 HERE = Path(__file__).resolve().parent.parent
 DOCSTRING = '"""Path rules for a small CI helper'
@@ -571,13 +571,18 @@ def test_the_report_folder_is_fresh_and_outside_the_copy(repo):
     assert not folder.is_relative_to(repo) and folder.name.startswith("agent-lab-report-")
 
 
-@pytest.mark.parametrize("left", ["a folder", "nothing"])
+@pytest.mark.parametrize("left", ["a folder", "nothing", "too much"])
 def test_a_source_that_cannot_be_read_is_a_failed_verdict_that_says_why(repo, left):
-    # mutation: the early `return _unjudged(...)` made None, and the caller then crashed
+    # mutation: an early `return _unjudged(...)` made None, and the caller then crashed;
+    # a count of the unjudged run made 1
     (repo / SOURCE_FILE).unlink()
     if left == "a folder":
         (repo / SOURCE_FILE).mkdir()
+    elif left == "too much":
+        (repo / SOURCE_FILE).write_text("#" * (SOURCE_LIMIT + 1))
     result = independent_verdict(repo)
-    assert result["verdict"] == "failed" and result["exit_code"] is None
-    assert result["reason"].startswith(f"{SOURCE_FILE} cannot be read (")
+    why = "is larger than" if left == "too much" else "cannot be read ("
+    assert result["verdict"] == "failed" and result["reason"].startswith(f"{SOURCE_FILE} {why}")
+    assert result["exit_code"] is None and result["output"] == ""
+    assert [result[k] for k in ("passed", "failed", "errors", "collected")] == [0, 0, 0, 0]
     assert result["held_out"] == {"passed": 0, "total": 10, "first_failure": result["reason"]}

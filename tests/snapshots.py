@@ -43,6 +43,7 @@ from repo_tools import RepoTools
 from tests.snapshot_clis import CLIS
 from tests.snapshot_inputs import INPUTS
 from tests.snapshot_tools import TOOLS_AND_LOOP
+from tests.snapshot_verdicts import VERDICTS
 
 FOLDER = Path(__file__).resolve().parent / "snapshots"
 SHIPPED = sorted(RECORDINGS.rglob("*.json"))
@@ -286,7 +287,7 @@ def makers():
         for name, recording in cases
     }
     made["series.txt"] = lambda: series(cases)
-    more = {**INPUTS, **TOOLS_AND_LOOP}
+    more = {**INPUTS, **TOOLS_AND_LOOP, **VERDICTS}
     slow = ["damaged-recordings.txt", "loop-runs.txt"]  # seconds each; the CLIs' come last
     for name, lines in [*((n, more[n]) for n in more if n not in slow),
                         *((n, more[n]) for n in slow), *CLIS.items()]:  # fmt: skip

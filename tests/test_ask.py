@@ -401,6 +401,25 @@ def test_session_second_request_carries_first_question_and_answer(spawn, tmp_pat
     assert follow_up["messages"][0] == {"role": "system", "content": ASK_PROMPT}
 
 
+def test_session_leaves_a_failed_question_out_and_says_so(spawn, tmp_path):
+    # mutation: the line saying so dropped, and nothing told the user the next question
+    # starts without the failed one
+    script = [
+        reply("the model crashed", status=500),
+        reply(chunk("Second answer.", done=True)),
+        reply(chunk("Third answer.", done=True)),
+    ]
+    stdin = "First question?\nSecond question?\nThird question?\n"
+    with OllamaTestServer(script) as server:
+        code, out, err = ask(spawn, "--root", str(tmp_path), "--host", server.host, stdin=stdin)
+    assert code == 0, err
+    assert err.count("[this question is left out of the conversation]") == 1
+    assert "Second answer." in out and "Third answer." in out
+    third = messages_of(server.chat_bodies()[2])[1:]
+    assert third == [("user", "Second question?"), ("assistant", "Second answer."),
+                     ("user", "Third question?")]  # fmt: skip
+
+
 def test_ctrl_c_during_an_answer_returns_to_the_prompt(spawn, tmp_path):
     gate = threading.Event()
     script = [

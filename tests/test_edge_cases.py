@@ -359,3 +359,23 @@ def test_local_model_without_a_host_reads_ollama_host_as_ollamas_clients_do(monk
     monkeypatch.delenv("OLLAMA_HOST")
     assert LocalModel().host == "http://127.0.0.1:11434"
     assert LocalModel(host="example.org:8000/x/").host == "http://example.org:8000/x"
+
+
+def test_a_name_swapped_for_a_link_or_gone_at_open_is_refused_as_changed(tmp_path):
+    # mutation: the errno guard in open_nofollow made `pass`: the race's OSError then
+    # reached the tool as an internal error instead of "changed while it was read"
+    from plumbing.confined_tree import CHANGED, OPEN_DIR, OPEN_FILE, Refused, open_nofollow
+
+    (tmp_path / "file.txt").write_text("x")
+    (tmp_path / "link").symlink_to("file.txt")
+    folder = os.open(tmp_path, OPEN_DIR)
+    try:
+        for name, flags in (("link", OPEN_FILE), ("gone", OPEN_FILE), ("file.txt", OPEN_DIR)):
+            with pytest.raises(Refused) as refused:
+                open_nofollow(name, folder, flags)
+            assert refused.value.why == CHANGED, name
+        with pytest.raises(IsADirectoryError):  # any other error is raised as it is
+            open_nofollow(".", folder, os.O_WRONLY)
+        os.close(open_nofollow("file.txt", folder, OPEN_FILE))
+    finally:
+        os.close(folder)

@@ -379,3 +379,18 @@ def test_a_name_swapped_for_a_link_or_gone_at_open_is_refused_as_changed(tmp_pat
         os.close(open_nofollow("file.txt", folder, OPEN_FILE))
     finally:
         os.close(folder)
+
+
+def test_a_body_that_ends_cleanly_after_the_watchdog_fired_is_the_deadline(tmp_path):
+    # mutation: the check after the loop dropped: a socket shut down by the watchdog can
+    # read as a clean end of the body, and the cut turn then looked like a whole one
+    from plumbing.limits import Deadline, DeadlineExceeded
+    from plumbing.ollama_transport import _LimitedStream
+
+    class Network:
+        def __init__(self, fired):
+            self.fired = fired
+
+    assert list(_LimitedStream([b'{"a": 1}\n'], Deadline(), Network(False))) == [b'{"a": 1}\n']
+    with pytest.raises(DeadlineExceeded):
+        list(_LimitedStream([b'{"a": 1}\n'], Deadline(5), Network(True)))

@@ -586,3 +586,10 @@ def test_a_source_that_cannot_be_read_is_a_failed_verdict_that_says_why(repo, le
     assert result["exit_code"] is None and result["output"] == ""
     assert [result[k] for k in ("passed", "failed", "errors", "collected")] == [0, 0, 0, 0]
     assert result["held_out"] == {"passed": 0, "total": 10, "first_failure": result["reason"]}
+
+
+def test_a_password_holding_an_at_sign_is_redacted_whole():
+    # mutation: netloc.rsplit("@", 1) -> 2 cut "ann:p@ss-word" at the first "@" of the password
+    from plumbing.redact import credentials_of
+
+    assert credentials_of("http://ann:p@ss-word@127.0.0.1:9") == ["ann:p@ss-word", "p@ss-word"]

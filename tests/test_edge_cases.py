@@ -394,3 +394,24 @@ def test_a_body_that_ends_cleanly_after_the_watchdog_fired_is_the_deadline(tmp_p
     assert list(_LimitedStream([b'{"a": 1}\n'], Deadline(), Network(False))) == [b'{"a": 1}\n']
     with pytest.raises(DeadlineExceeded):
         list(_LimitedStream([b'{"a": 1}\n'], Deadline(5), Network(True)))
+
+
+def test_an_integer_argument_of_exactly_max_int_bits_is_kept_one_more_is_its_text():
+    # mutation: `bit_length() > MAX_INT_BITS` -> `>=` refused the largest integer allowed
+    from plumbing.text_calls import MAX_INT_BITS, text_tool_call
+
+    for bits, kept in ((MAX_INT_BITS, True), (MAX_INT_BITS + 1, False)):
+        number = 2 ** (bits - 1)
+        text = f"```tool_code\nread_file(path={number})\n```"
+        found = text_tool_call(text, RepoTools.schemas)
+        assert (found["arguments"]["path"] == number) is kept, bits
+        assert kept or found["arguments"]["path"] == str(number)  # kept as its source text
+
+
+def test_a_context_window_of_one_token_is_a_window():
+    # mutation: `value > 0` -> `value > 1` dropped the smallest window there is
+    from plumbing.timeline import context_window
+
+    assert context_window({"options": {"num_ctx": 1}}) == (1, "num_ctx")
+    assert context_window({"options": {"num_ctx": 0}}) is None
+    assert context_window({"server_model": {"max_model_len": 1}}) == (1, "max_model_len")

@@ -305,7 +305,7 @@ def test_list_recorded_as_another_type_is_named_not_a_crash(tmp_path):
 
     outcome, output = replay(altered(tmp_path, change))
     assert outcome == DIVERGED
-    assert "message.content: the recording says [5], today's run did \"\"" in output
+    assert 'message.content: the recording says [5], today\'s run did ""' in output
 
 
 def test_recorded_conversation_shorter_than_a_request_is_named_not_a_crash(tmp_path):

@@ -415,3 +415,19 @@ def test_a_context_window_of_one_token_is_a_window():
     assert context_window({"options": {"num_ctx": 1}}) == (1, "num_ctx")
     assert context_window({"options": {"num_ctx": 0}}) is None
     assert context_window({"server_model": {"max_model_len": 1}}) == (1, "max_model_len")
+
+
+@pytest.mark.parametrize("argument, value", [("old", 3), ("new", 3), ("old", "parts")])
+def test_the_page_of_an_edit_it_cannot_redo_shows_no_diff(tmp_path, argument, value):
+    # mutation: the `isinstance(old, str) and isinstance(new, str)` check weakened to one
+    # side tried the edit with 3: a TypeError, and the page could not be drawn at all;
+    # without `source.count(old) != 1`, an `old` found 4 times drew a diff of the first
+    from plumbing.page import recording_page
+
+    def change(recording):
+        start = next(e for e in recording["events"] if e.get("name") == "replace_text")
+        start["arguments"][argument] = value
+
+    page = recording_page(load(altered(tmp_path, change)), "odd")
+    assert "The diff of this edit:" not in page and "What the run changed" in page
+    assert "The diff of this edit:" in recording_page(load(RECORDINGS / "repair.json"), "r")

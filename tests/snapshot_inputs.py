@@ -49,6 +49,11 @@ def outcome_of(make):
         return f"{type(error).__name__}: {error}"
 
 
+def requests_of(recording):
+    """The messages of each request the run sent, rebuilt from the final conversation."""
+    return [recording["messages"][: c["request_length"]] for c in recording["model_calls"]]
+
+
 def _places(data):
     """(label, container, key) of each field worth damaging: every top-level field, each
     field of the objects under it, and the fields of the first event of each type, of the

@@ -39,7 +39,7 @@ from plumbing.sample import copy_sample
 from plumbing.stats import median, wilson_interval
 from repo_tools import RepoTools
 from tests.scripted_model import ScriptedChat
-from tests.snapshot_inputs import outcome_of
+from tests.snapshot_inputs import outcome_of, requests_of
 from tests.test_fuzz import CountingTools, random_turn
 
 
@@ -139,15 +139,20 @@ READONLY_CALLS = [
 
 
 def readonly_calls():
-    lines = []
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder).resolve()
         _tree(root)
-        tools = ReadOnlyTools(root)
-        for name, arguments in READONLY_CALLS:
-            result = outcome_of(lambda n=name, a=arguments: tools.invoke(n, a))
-            shown = json.dumps(arguments, ensure_ascii=False)
-            lines.append(f"{name} {shown} -> {result.replace(str(root), 'ROOT')}")
+        return _invoked(ReadOnlyTools(root), READONLY_CALLS, root)
+
+
+def _invoked(tools, calls, root, tidy=lambda result: result):
+    """A line per call: its name and arguments, then the result (`tidy` applied to it),
+    the root folder written as ROOT."""
+    lines = []
+    for name, arguments in calls:
+        result = tidy(json.loads(outcome_of(lambda n=name, a=arguments: tools.invoke(n, a))))
+        shown = json.dumps(result, ensure_ascii=False, sort_keys=True).replace(str(root), "ROOT")
+        lines.append(f"{name} {json.dumps(arguments, ensure_ascii=False)} -> {shown}")
     return lines
 
 
@@ -173,18 +178,16 @@ REPO_CALLS = [
 ]
 
 
+def _untimed(result):
+    if "output" in result:  # pytest's timing varies
+        result["output"] = re.sub(r" in [\d.]+s\b", " in Ns", result["output"])
+    return result
+
+
 def repo_calls():
-    lines = []
     with tempfile.TemporaryDirectory() as folder:
         root = copy_sample(Path(folder))
-        tools = RepoTools(root)
-        for name, arguments in REPO_CALLS:
-            result = json.loads(outcome_of(lambda n=name, a=arguments: tools.invoke(n, a)))
-            if isinstance(result, dict) and "output" in result:  # pytest's timing varies
-                result["output"] = re.sub(r" in [\d.]+s\b", " in Ns", result["output"])
-            shown = json.dumps(result, ensure_ascii=False).replace(str(root), "ROOT")
-            lines.append(f"{name} {json.dumps(arguments, ensure_ascii=False)} -> {shown}")
-    return lines
+        return _invoked(RepoTools(root), REPO_CALLS, root, _untimed)
 
 
 def numbers():
@@ -215,8 +218,7 @@ def _replayed(recording, root):
     for event in events:  # timings and pytest's durations differ on every run
         if isinstance(event.get("seconds"), float):
             event["seconds"] *= 2
-    requests = [recording["messages"][: c["request_length"]] for c in recording["model_calls"]]
-    requests = json.loads(json.dumps(requests).replace(recording["workdir"], root))
+    requests = json.loads(json.dumps(requests_of(recording)).replace(recording["workdir"], root))
     final = copy.deepcopy(recording["final_tests"])
     return events, requests, recording["final_source"], final
 

@@ -41,7 +41,7 @@ from plumbing.transcript import (
 )
 from repo_tools import RepoTools
 from tests.snapshot_clis import CLIS
-from tests.snapshot_inputs import INPUTS
+from tests.snapshot_inputs import INPUTS, requests_of
 from tests.snapshot_tools import TOOLS_AND_LOOP
 from tests.snapshot_verdicts import VERDICTS
 
@@ -168,11 +168,6 @@ def recordings():
             save(Path(folder) / "variant.json", variant)
             found.append((name, load(Path(folder) / "variant.json")))
     return found
-
-
-def requests_of(recording):
-    """The messages of each request the run sent, rebuilt from the final conversation."""
-    return [recording["messages"][: c["request_length"]] for c in recording["model_calls"]]
 
 
 def terminal(recording, root=None):

@@ -19,14 +19,20 @@ import pytest
 from agent_loop import MODEL_ERROR, TASK, agent_events
 from local_model import LocalModel, ModelError
 from openai_model import OpenAICompatibleModel, OpenAIModelError, chunks_from_events
+from plumbing.console import made_by, verdict_lines
+from plumbing.outcomes import attempt_line, outcome, summary_lines
+from plumbing.page import index_page, recording_page
 from plumbing.recording import RECORDINGS, RecordingError, load, save
+from plumbing.timeline import timeline
+from plumbing.transcript import full_request_lines, request_lines
 from repo_tools import RepoTools
 from tests.helpers import sigint_default
 from tests.ollama_test_server import OllamaTestServer, chunk
 from tests.ollama_test_server import reply as ollama_reply
 from tests.openai_test_server import TEST_MODEL, OpenAITestServer, event, finish, tool_call
 from tests.openai_test_server import reply as openai_reply
-from tests.snapshot_inputs import DAMAGED_FROM, damaged
+from tests.snapshot_inputs import DAMAGED_FROM, damaged, requests_of
+from tests.snapshots import terminal, with_edits
 
 HERE = Path(__file__).resolve().parent.parent
 
@@ -129,13 +135,6 @@ TESTS = ("starting_tests", "final_tests")
 
 def every_display(recording):
     """Each display the CLIs make of a loaded recording, in this process."""
-    from plumbing.console import made_by, verdict_lines
-    from plumbing.outcomes import attempt_line, outcome, summary_lines
-    from plumbing.page import index_page, recording_page
-    from plumbing.timeline import timeline
-    from plumbing.transcript import full_request_lines, request_lines
-    from tests.snapshots import requests_of, terminal, with_edits
-
     requests, events, tests = requests_of(recording), recording["events"], TESTS
     return {
         "page": lambda: recording_page(recording, "x"),

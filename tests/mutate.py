@@ -21,9 +21,15 @@ then --sample N of them drawn with random.Random(--seed), listed back in that or
 same code, arguments and seed give the same mutants and (tests being deterministic) the
 same score.
 
-Not here: CI (a pass takes many minutes; a maintainer runs it by hand), equivalence
-detection (a mutant that changes nothing observable survives, and is listed as such in
-the README), and any change to the working tree.
+Equivalent mutants (a change no test could see: `x is None` read as truthiness on a
+value that is never falsy) survive whatever the suite does. mutate.py cannot tell them
+apart; a maintainer can. tests/equivalent_mutants.txt lists those reviewed, each with the
+reason; the summary gives the raw score and the score without the listed ones among the
+survivors (the textbook mutation score: killed over mutants not equivalent), and warns of
+a listed mutant that was killed (its entry is wrong). The list never changes the draw.
+
+Not here: CI (a pass takes many minutes; a maintainer runs it by hand), and any change to
+the working tree.
 """
 
 import argparse
@@ -69,6 +75,7 @@ MODULES = [
 SEED = 15
 TIMEOUT = 600.0  # seconds for one run of the suite; a loop made endless is a timeout
 SKIP_MARK = "no mutate"  # a line whose comment says this is never mutated
+EQUIVALENTS = HERE / "tests" / "equivalent_mutants.txt"
 
 FLIP = {
     ast.Eq: ast.NotEq,
@@ -97,6 +104,7 @@ class Mutant:
     end_col: int
     replacement: str  # source text that replaces the span
     what: str  # one line for a reader: "`a < b` -> `a >= b`"
+    on: str = ""  # the source line it changes, stripped (what an equivalents entry names)
 
     def apply(self, source):
         lines = source.splitlines(keepends=True)
@@ -105,6 +113,95 @@ class Mutant:
             lines, self.end_line, self.end_col
         )
         return source[:start] + self.replacement + source[end:]
+
+
+@dataclass(frozen=True)
+class Equivalent:
+    """One reviewed entry of the equivalents list: a mutant no test could tell apart."""
+
+    path: str
+    what: str
+    on: str  # the source line the mutant changes, stripped: an entry is tied to that code
+    why: str
+    at: int  # the entry's line in the list, for messages
+
+    def covers(self, mutant):
+        # The line number is left out: it moves with every edit above the line.
+        return (self.path, self.what, self.on) == (mutant.path, mutant.what, mutant.on)
+
+
+def read_equivalents(text):
+    """The entries of an equivalents list; ValueError naming the line of a malformed one.
+
+    An entry is the mutant as a pass prints it (`path:line what`), then an indented `on:`
+    line (the source line) and an indented `why:` (it may go on over more indented lines).
+    Lines starting with # are comments; blank lines end an entry.
+    """
+    entries, current = [], None
+
+    def close():
+        if current is not None:
+            if not current["on"] or not current["why"]:
+                raise ValueError(f"line {current['at']}: an entry needs `on:` and `why:`")
+            entries.append(Equivalent(**current))
+
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            close()
+            current = None
+        elif not line[0].isspace():
+            close()
+            place, _, what = line.partition(" ")
+            path, _, row = place.rpartition(":")
+            if not (path and row.isdigit() and what):
+                raise ValueError(f"line {number}: expected `path:line what`, got {line!r}")
+            current = {"path": path, "what": what, "on": "", "why": "", "at": number}
+        elif current is None:
+            raise ValueError(f"line {number}: an indented line outside an entry")
+        else:
+            key, _, value = line.strip().partition(":")
+            if key == "on" and not current["on"]:
+                current["on"] = value.strip()
+            elif key == "why" and not current["why"]:
+                current["why"] = value.strip()
+            elif current["why"]:
+                current["why"] += " " + line.strip()
+            else:
+                raise ValueError(f"line {number}: expected `on:` or `why:`, got {line!r}")
+    close()
+    return entries
+
+
+def summary(mutants, results, equivalents):
+    """The lines that end a pass, and its score without the reviewed equivalents."""
+    killed, timeouts = results.count("killed"), results.count("timeout")
+    survivors = [m for m, r in zip(mutants, results, strict=True) if r == "SURVIVED"]
+    listed = [m for m in survivors if any(e.covers(m) for e in equivalents)]
+    wrong = [
+        (m, r)
+        for m, r in zip(mutants, results, strict=True)
+        if r != "SURVIVED" and any(e.covers(m) for e in equivalents)
+    ]
+    raw = 100.0 * (killed + timeouts) / len(mutants) if mutants else 100.0
+    lines = [
+        f"{killed} killed, {len(survivors)} survived, {timeouts} timed out; "
+        f"score {raw:.0f}% (killed or timed out)"
+    ]
+    counted = len(mutants) - len(listed)
+    score = 100.0 * (killed + timeouts) / counted if counted else 100.0
+    if listed:
+        lines.append(
+            f"{len(listed)} of the survivors are reviewed equivalents ({EQUIVALENTS.name}); "
+            f"without them: {killed + timeouts} of {counted}, score {score:.0f}%"
+        )
+    for m in survivors:
+        mark = " (reviewed equivalent)" if m in listed else ""
+        lines.append(f"  survived: {m.path}:{m.line} {m.what}{mark}")
+    for m, r in wrong:
+        lines.append(
+            f"  warning: {r}, yet listed as equivalent (fix its entry): {m.path}:{m.line} {m.what}"
+        )
+    return lines, score
 
 
 def byte_col(lines, line, col):
@@ -160,6 +257,7 @@ def mutants_of(path):
                 end.end_col_offset,
                 replacement,
                 what,
+                text_lines[node.lineno - 1].strip(),
             )
         )
 
@@ -344,7 +442,18 @@ def parse_args(argv):
     )
     parser.add_argument("--list", action="store_true", help="list the mutants and run nothing")
     parser.add_argument(
-        "--min-score", type=float, default=0.0, metavar="PERCENT", help="exit 1 below this"
+        "--min-score",
+        type=float,
+        default=0.0,
+        metavar="PERCENT",
+        help="exit 1 below this score (the one without the reviewed equivalents)",
+    )
+    parser.add_argument(
+        "--equivalents",
+        type=Path,
+        default=EQUIVALENTS,
+        metavar="FILE",
+        help="the reviewed list of equivalent mutants (see the module's docstring)",
     )
     return parser.parse_args(argv)
 
@@ -430,6 +539,11 @@ def main(argv):
         if not (HERE / path).is_file():
             print(f"error: no module {path} in {HERE}", file=sys.stderr)
             return 2
+    try:
+        equivalents = read_equivalents(args.equivalents.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        print(f"error: {args.equivalents}: {error}", file=sys.stderr)
+        return 2
     mutants, total = select(args)
     try:
         mutants = part_of(mutants, args.part)
@@ -454,16 +568,8 @@ def main(argv):
     results = run_all(mutants, args)
     if results is None:
         return 2
-    killed = results.count("killed")
-    timeouts = results.count("timeout")
-    survivors = [m for m, r in zip(mutants, results, strict=True) if r == "SURVIVED"]
-    score = 100.0 * (killed + timeouts) / len(mutants) if mutants else 100.0
-    print(
-        f"\n{drawn}: {killed} killed, {len(survivors)} survived, {timeouts} timed out; "
-        f"score {score:.0f}% (killed or timed out)"
-    )
-    for m in survivors:
-        print(f"  survived: {m.path}:{m.line} {m.what}")
+    lines, score = summary(mutants, results, equivalents)
+    print(f"\n{drawn}: " + "\n".join(lines))
     return 1 if score < args.min_score else 0
 
 

@@ -15,6 +15,7 @@ import pytest
 import record_run
 from agent_loop import (
     DEADLINE,
+    INCOMPLETE_MODEL_TURN,
     MODEL_START,
     TASK,
     TEXT_DELTA,
@@ -431,3 +432,37 @@ def test_the_page_of_an_edit_it_cannot_redo_shows_no_diff(tmp_path, argument, va
     page = recording_page(load(altered(tmp_path, change)), "odd")
     assert "The diff of this edit:" not in page and "What the run changed" in page
     assert "The diff of this edit:" in recording_page(load(RECORDINGS / "repair.json"), "r")
+
+
+def test_the_page_of_requests_said_to_hold_no_message_is_drawn(tmp_path):
+    # mutation: `max(...) or 1` without its fallback divided by zero: load() accepts a
+    # request_length of 0, and then every bar of the growth chart is 0 characters long
+    from plumbing.page import recording_page
+
+    def change(recording):
+        for saved in recording["model_calls"]:
+            saved["request_length"] = 0
+
+    page = recording_page(load(altered(tmp_path, change)), "empty requests")
+    assert "<svg" in page and "Independent verdict" in page
+
+
+def test_a_turn_cut_off_in_no_measurable_time_still_says_its_seconds(repo):
+    # mutation: `self.seconds is not None` read as truthiness dropped "seconds": 0.0, so a
+    # recording said nothing of how long the cut-off turn took
+    events = list(agent_events(lambda m, t: iter([chunk("half")]), RepoTools(repo), TASK,
+                               clock=lambda: 7.0))  # fmt: skip
+    assert events[-1] == {
+        "type": "stopped", "turn": 1, "reason": INCOMPLETE_MODEL_TURN, "seconds": 0.0
+    }  # fmt: skip
+
+
+def test_a_written_call_is_found_after_a_name_key_at_the_very_start_of_the_text():
+    # mutation: `while at >= 0` -> `at > 0` (or `>= 1`) stopped collecting "name" keys when
+    # the first was at position 0, and then no call after it was found
+    from plumbing.text_calls import text_tool_call
+
+    call_text = '{"name": "read_file", "arguments": {"path": "path_rules.py"}}'
+    for text in ('"name" comes first: ' + call_text, call_text):
+        found = text_tool_call(text, RepoTools.schemas)
+        assert found == {"name": "read_file", "arguments": {"path": "path_rules.py"}}, text

@@ -16,6 +16,7 @@ import record_run
 from agent_loop import (
     DEADLINE,
     INCOMPLETE_MODEL_TURN,
+    MODEL_ERROR,
     MODEL_START,
     TASK,
     TEXT_DELTA,
@@ -466,3 +467,46 @@ def test_a_written_call_is_found_after_a_name_key_at_the_very_start_of_the_text(
     for text in ('"name" comes first: ' + call_text, call_text):
         found = text_tool_call(text, RepoTools.schemas)
         assert found == {"name": "read_file", "arguments": {"path": "path_rules.py"}}, text
+
+
+def test_a_recording_is_saved_as_readable_utf8_even_when_it_holds_a_non_finite_number(tmp_path):
+    # mutation: `ensure_ascii=False` -> True (either json.dumps) saved "é" as "\u00e9": it
+    # loads back the same, but the file is no longer text a learner can read or diff
+    from plumbing.recording import save
+
+    for extra in ({}, {"odd": float("nan")}):
+        path = tmp_path / "r.json"
+        save(path, {"text": "é ✓ 漢", **extra})
+        raw = path.read_bytes()
+        assert "é ✓ 漢".encode() in raw and b"\\u" not in raw, extra
+        strict = json.loads(raw, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
+        assert strict.get("non_finite_numbers", []) == [{"at": k, "text": "NaN"} for k in extra]
+
+
+def test_arrival_times_are_kept_to_a_tenth_of_a_millisecond():
+    # mutation: `round(..., 4)` -> 5 kept noise the page cannot draw and the file must carry
+    def slow(messages, tools):
+        for n in range(12):
+            time.sleep(0.0013)
+            yield chunk(str(n))
+
+    chat = RecordingChat(slow)
+    list(chat([{"role": "user", "content": "x"}], []))
+    arrived = chat.calls[0]["arrived"]
+    assert len(arrived) == 12 and arrived == sorted(arrived)
+    # 5 decimals leaves a fifth one on about 9 of 10 values: on all 12, about once in 10^12
+    assert all(a == round(a, 4) for a in arrived), arrived
+
+
+def test_a_chat_that_empties_its_done_chunk_cannot_slip_a_call_in_after_the_end(repo):
+    # mutation: `if final is not None` read as truthiness let a chat that empties the
+    # chunk it yielded (the loop holds that very dict) send a call after the end, and it ran
+    def chat(messages, tools):
+        done = chunk("a", done=True)
+        yield done
+        done.clear()
+        yield chunk(tool_calls=[call("run_tests")], done=True)
+
+    events = list(agent_events(chat, RepoTools(repo), TASK))
+    assert [e["type"] for e in events if e["type"] == TOOL_START] == []
+    assert events[-1]["reason"] == MODEL_ERROR and "after" in events[-1]["error"], events[-1]

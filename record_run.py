@@ -170,6 +170,8 @@ def parse_args(argv):
         parser.error("--max-turns must be at least 1")
     if args.api == "openai" and args.think != "auto":
         parser.error("--think applies to --api ollama; the OpenAI API has no standard switch")
+    if args.jobs > 1 and args.attempts == 1:  # it would be ignored: say so rather than run
+        parser.error("--jobs runs attempts at once; give --attempts N (N > 1) with it")
     if args.host is None:
         args.host = default_host() if args.api == "ollama" else default_base_url()
     if args.output is None:

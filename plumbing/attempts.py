@@ -99,9 +99,10 @@ class Series:
 
     def __init__(self, argv, outputs, jobs, out):
         # subtle: argparse lets a later option override an earlier one, so the user's own
-        # --output/--attempts (however abbreviated) give way to the two added at the end.
+        # --output/--attempts/--jobs (however abbreviated) give way to those added at the end.
+        one = ["--attempts", "1", "--jobs", "1"]  # record_run.py refuses --jobs without a series
         self.commands = [
-            [sys.executable, str(RECORD_RUN), *argv, "--attempts", "1", "--output", str(path)]
+            [sys.executable, str(RECORD_RUN), *argv, *one, "--output", str(path)]
             for path in outputs
         ]
         self.outputs, self.jobs, self.out = outputs, jobs, out

@@ -213,6 +213,15 @@ def test_attempts_and_jobs_must_be_at_least_1(tmp_path, option):
     assert f"{option}: must be a positive whole number" in finished.stderr
 
 
+def test_jobs_without_a_series_is_refused_not_ignored(tmp_path):
+    finished = record("--jobs", "2", "--output", tmp_path / "s.json")
+    assert finished.returncode == 2 and "Traceback" not in finished.stderr
+    assert "error: --jobs runs attempts at once; give --attempts N (N > 1) with it" in (
+        finished.stderr
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
 class Gate(threading.Event):
     """A stand-in gate that remembers whether it opened before the server gave up on it."""
 

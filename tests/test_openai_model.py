@@ -393,6 +393,9 @@ def test_preflight_lists_models_or_says_what_to_do(unused_port):
             OpenAICompatibleModel(TEST_MODEL, without_v1).describe()
     with pytest.raises(openai_model.OpenAIModelError, match="is the server running there"):
         OpenAICompatibleModel(TEST_MODEL, f"127.0.0.1:{unused_port}/v1").describe()
+    with OpenAITestServer(models=[]) as server:  # a server with no model loaded yet
+        with pytest.raises(openai_model.OpenAIModelError, match="which lists: no models. Pass"):
+            OpenAICompatibleModel(TEST_MODEL, server.base_url).describe()
 
 
 def test_preflight_accepts_the_latest_tag_that_ollama_v1_lists():

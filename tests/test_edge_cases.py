@@ -510,3 +510,22 @@ def test_a_chat_that_empties_its_done_chunk_cannot_slip_a_call_in_after_the_end(
     events = list(agent_events(chat, RepoTools(repo), TASK))
     assert [e["type"] for e in events if e["type"] == TOOL_START] == []
     assert events[-1]["reason"] == MODEL_ERROR and "after" in events[-1]["error"], events[-1]
+
+
+def test_a_model_name_of_no_usable_character_still_names_its_recording():
+    # mutation: the `or "model"` fallback dropped named the file "-TIMESTAMP.json", which
+    # replay.py would take for an option
+    assert record_run.default_output("???").name.startswith("model-")
+    assert record_run.default_output("qwen3:0.6b").name.startswith("qwen3-0.6b-")
+
+
+def test_read_up_to_reads_exactly_its_limit_of_a_longer_file(tmp_path):
+    # mutation: a size counted from 1 read one byte less than the limit
+    from plumbing.confined_tree import read_up_to
+
+    (tmp_path / "f").write_bytes(b"abcdef")
+    fd = os.open(tmp_path / "f", os.O_RDONLY)
+    try:
+        assert read_up_to(fd, 4) == b"abcd" and read_up_to(fd, 4) == b"ef"
+    finally:
+        os.close(fd)

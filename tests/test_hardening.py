@@ -151,13 +151,14 @@ def sleeper_under(directory):
 
 
 def interrupted_during_tests(args, tmp_path):
-    """(exit code, stderr) of a CLI sent SIGINT once the tests `run_tests` started run."""
+    """(exit code, stderr, stdout lines) of a CLI sent SIGINT once the tests `run_tests`
+    started run."""
     process, lines = start_cli(args, tmp_path)
     try:
         assert wait_for(lambda: any("run_tests {}" in line for line in lines), seconds=30)
         assert wait_for(lambda: sleeper_under(tmp_path), seconds=30)
         process.send_signal(signal.SIGINT)
-        return process.wait(timeout=30), process.stderr.read()
+        return process.wait(timeout=30), process.stderr.read(), lines
     finally:
         process.kill()
 
@@ -170,13 +171,17 @@ def test_ctrl_c_during_a_test_run_kills_it_and_saves_interrupted(tmp_path):
     )
     with OllamaTestServer([hostile]) as server:
         args = [HERE / "record_run.py", "--host", server.host, "--output", output]
-        code, err = interrupted_during_tests(args, tmp_path)
+        code, err, lines = interrupted_during_tests(args, tmp_path)
     assert code == 130
     assert "Traceback" not in err
     assert processes_under(tmp_path) == []  # pytest and its sleeping grandchild are gone
     recording = load(output)
     assert recording["stop"]["reason"] == "interrupted" and recording["final_tests"] is None
     assert recording["events"][-1]["type"] == TOOL_START  # the run that was interrupted
+    # the timeline counts the starting tests alone: the final ones never ran
+    assert wait_for(lambda: "interrupted: the final tests were not run\n" in lines, seconds=10)
+    starting = recording["starting_tests"]["seconds"]
+    assert f"        independent tests {starting:.2f}s\n" in lines, lines
 
 
 def test_ctrl_c_during_a_replayed_test_run_exits_130_and_leaves_nothing(tmp_path):
@@ -185,7 +190,9 @@ def test_ctrl_c_during_a_replayed_test_run_exits_130_and_leaves_nothing(tmp_path
         for tool_call in c["message"].get("tool_calls", []):
             tool_call["function"]["arguments"] = {"old": HOSTILE_OLD, "new": HOSTILE_NEW}
     save(tmp_path / "hostile.json", recording)
-    code, err = interrupted_during_tests([HERE / "replay.py", tmp_path / "hostile.json"], tmp_path)
+    code, err, _ = interrupted_during_tests(
+        [HERE / "replay.py", tmp_path / "hostile.json"], tmp_path
+    )
     assert code == 130
     assert "Traceback" not in err
     assert processes_under(tmp_path) == []
@@ -419,3 +426,20 @@ def test_the_list_of_shipped_recordings_is_every_shipped_recording_as_it_is():
     here = {p.relative_to(RECORDINGS).as_posix(): p for p in RECORDINGS.rglob("*.json")}
     assert sorted(listed) == sorted(here)
     assert all(listed[name] == sha256_file(path) for name, path in here.items())
+
+
+def test_a_child_that_closes_its_output_and_then_ends_gives_its_exit_code():
+    # mutation: `max(time left, 0.01)` -> `min` waited 10 ms for the exit once the output
+    # ended, and called a run that took longer to exit a timeout
+    from plumbing.child_process import run_bounded
+
+    command = [sys.executable, "-c", "import os, time; os.close(1); os.close(2); time.sleep(0.3)"]
+    assert run_bounded(command, cwd=HERE, timeout=30) == (0, "")
+
+
+def test_a_chunk_without_text_or_thinking_gives_empty_text_for_both():
+    # mutation: `thinking or ""` without its fallback gave None where parts() promises text
+    from plumbing.chunk_shape import parts
+
+    assert parts({"message": {"role": "assistant"}, "done": True}) == ("", "", ())
+    assert parts({"message": {"content": None, "thinking": None}}) == ("", "", ())

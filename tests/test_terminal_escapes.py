@@ -6,6 +6,7 @@ over the real one, OSC 0 renamed the window, OSC 52 could set the clipboard, ESC
 everything after it, and a carriage return can overwrite a line.
 """
 
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -82,3 +83,22 @@ def test_ask_shows_a_models_escapes_and_a_file_names(tmp_path):
     assert finished.returncode == 0, finished.stderr
     assert_shown_not_obeyed(finished)
     assert "name\\x1b[8m.py" in finished.stdout
+
+
+def test_a_password_learned_after_the_stream_was_made_is_redacted_from_its_first_write(
+    monkeypatch,
+):
+    # mutation: the stream's count of learned secrets starting at 1 skipped the refresh
+    # when the first secret was learned before anything was written: it was printed plain
+    from plumbing import console, redact
+
+    learned = []  # this process's own list stays as it was
+    monkeypatch.setattr(redact, "LEARNED", learned)
+    monkeypatch.setattr(console, "LEARNED", learned)
+    out = io.StringIO()
+    stream = console.SafeStream(out)
+    # a password too short to redact alone: one secret learned, "user:password" as written
+    redact.keep_credentials_of("http://lab:pw1@127.0.0.1:11434")
+    assert learned == ["lab:pw1"]
+    stream.write("connecting to http://lab:pw1@127.0.0.1:11434\n")
+    assert "lab:pw1" not in out.getvalue() and "@127.0.0.1:11434" in out.getvalue()

@@ -193,7 +193,8 @@ def stream_chart(call):
     items = call.get("chunks") or call.get("events") or []
     if not arrived:
         return '<p class="muted">This recording keeps no arrival times for its chunks.</p>'
-    end = max(arrived) or 0.001
+    last = max(arrived)
+    end = last or 0.001  # the axis: every chunk at 0 s still needs a scale to be drawn on
     step = max(1, len(arrived) // POINTS_DRAWN)
     marks = []
     for index in range(0, len(arrived), step):
@@ -207,7 +208,7 @@ def stream_chart(call):
         f'style="max-width:720px"><line x1="10" x2="690" y1="34" y2="34" stroke="var(--line)">'
         f'</line>{"".join(marks)}<text x="10" y="50">0 s</text>'
         f'<text x="650" y="50">{end:.3f} s</text></svg>'
-        f'<p class="muted">{text(first)}, the last after {end:.3f} s{text(note)}. Colours: '
+        f'<p class="muted">{text(first)}, the last after {last:.3f} s{text(note)}. Colours: '
         '<span style="color:var(--think)">thinking</span>, <span style="color:var(--text)">'
         'text</span>, <span style="color:var(--call)">tool calls</span>, '
         '<span style="color:var(--done)">done</span>.</p>'

@@ -529,3 +529,51 @@ def test_read_up_to_reads_exactly_its_limit_of_a_longer_file(tmp_path):
         assert read_up_to(fd, 4) == b"abcd" and read_up_to(fd, 4) == b"ef"
     finally:
         os.close(fd)
+
+
+def test_a_stream_whose_chunks_all_arrived_at_once_is_drawn_on_a_scale_of_a_millisecond():
+    # mutations: `max(arrived) or 0.001` without its fallback divided by zero; `1.001` drew
+    # an axis of a second for chunks that all came at 0 s
+    from plumbing.page import stream_chart
+
+    chart = stream_chart({"arrived": [0.0, 0.0], "chunks": [chunk("a"), chunk(done=True)]})
+    assert '<text x="650" y="50">0.001 s</text>' in chart  # the axis
+    assert "first chunk after 0.000 s, the last after 0.000 s" in chart  # what happened
+    assert chart.count('x1="10" x2="10"') == 2  # both marks at the start
+
+
+def test_the_page_cuts_whole_requests_one_character_past_its_budget(monkeypatch):
+    # mutation: `[: budget + 1]` -> `+ 2` showed one character more than the page holds
+    from plumbing import page
+
+    monkeypatch.setattr(page, "WHOLE_REQUESTS", 10)
+    html = page.recording_page(load(RECORDINGS / "repair.json"), "r")
+    assert '<pre class="">[\n {\n  &quot;rol</pre>' in html  # 11 characters of the JSON
+    assert html.count("no more whole requests on this page") == 4  # turns 2-5 get none
+
+
+def test_a_result_of_exactly_fold_after_characters_is_shown_open(monkeypatch):
+    # mutation: `len(shown) <= FOLD_AFTER` -> `<` folded a result that fits exactly
+    from plumbing import page
+    from plumbing.transcript import message_lines
+
+    event = {"result": {"path": "path_rules.py", "text": "x" * 50}}
+    content = json.dumps(event["result"])
+    size = len("\n".join(message_lines({"role": "tool", "content": content})[1:]))
+    monkeypatch.setattr(page, "FOLD_AFTER", size)
+    assert page.result_block(event).startswith("<p>Result:</p>")
+    monkeypatch.setattr(page, "FOLD_AFTER", size - 1)
+    assert page.result_block(event).startswith("<details>")
+
+
+def test_a_test_report_of_exactly_the_limit_is_read_one_byte_more_is_refused(tmp_path):
+    # mutation: `len(data) > REPORT_LIMIT` -> `>=` refused a report of exactly the limit
+    from plumbing.pytest_report import REPORT_LIMIT, BadReport, read_report
+
+    report = b'<testsuites><testsuite><testcase classname="t" name="a"/></testsuite></testsuites>'
+    path = tmp_path / "report.xml"
+    path.write_bytes(report + b" " * (REPORT_LIMIT - len(report)))
+    assert read_report(path) == {"t.a": "passed"}
+    path.write_bytes(report + b" " * (REPORT_LIMIT + 1 - len(report)))
+    with pytest.raises(BadReport, match="larger than"):
+        read_report(path)

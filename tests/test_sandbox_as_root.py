@@ -52,8 +52,11 @@ def probe(repo, attempts=EVERY_ATTEMPT, isolate=True):
     """What the edited code could do from inside a test run."""
     source = repo / SOURCE_FILE
     source.write_text(f"ATTEMPTS = {attempts!r}\n" + PROBE + source.read_text())
-    # run_pytest isolates unless told not to: the default is the safe side, so use it
-    run_pytest(repo) if isolate else run_pytest(repo, isolate=False)
+    try:
+        # run_pytest isolates unless told not to: the default is the safe side, so use it
+        run_pytest(repo) if isolate else run_pytest(repo, isolate=False)
+    finally:  # unisolated (or with a broken default), the mount would outlive the test
+        subprocess.run(["umount", str(repo / "probe-mount")], capture_output=True)
     return json.loads((repo / "probe.json").read_text())
 
 
@@ -90,11 +93,9 @@ def test_as_root_the_python_installation_stays_read_only(repo, as_root_under_bub
 
 def test_the_probe_finds_each_power_where_nothing_isolates(repo, as_root):
     # The same probe unisolated, so a refusal above is the sandbox's and not the probe's.
-    # It mounts only on a folder of the copy and leaves this machine's Python alone.
-    try:
-        found = probe(repo, ("mount", "mknod"), isolate=False)
-    finally:
-        subprocess.run(["umount", str(repo / "probe-mount")], capture_output=True)
+    # It mounts only on a folder of the copy (unmounted after) and leaves this machine's
+    # Python alone.
+    found = probe(repo, ("mount", "mknod"), isolate=False)
     assert found["CapEff"] != "0000000000000000"
     assert found["mount"] == "done"
     assert found["mknod"] == "done"

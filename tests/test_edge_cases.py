@@ -577,3 +577,45 @@ def test_a_test_report_of_exactly_the_limit_is_read_one_byte_more_is_refused(tmp
     path.write_bytes(report + b" " * (REPORT_LIMIT + 1 - len(report)))
     with pytest.raises(BadReport, match="larger than"):
         read_report(path)
+
+
+def test_a_body_that_fails_once_the_deadline_passed_is_the_deadline_not_a_wire_error():
+    # mutation: `network.fired or deadline.expired(...)` without its second half showed a
+    # connection reset at the deadline (before the watchdog fired) as a wire error
+    from plumbing.limits import Deadline, DeadlineExceeded
+    from plumbing.ollama_transport import _LimitedStream
+
+    class Network:
+        fired = False
+
+    def cut():
+        yield b'{"a": 1}\n'
+        raise ConnectionResetError("reset by peer")
+
+    now = [0.0]
+    deadline = Deadline(5, clock=lambda: now[0])
+    with pytest.raises(ConnectionResetError):  # in time: the error is the wire's
+        list(_LimitedStream(cut(), deadline, Network()))
+    now[0] = 5.0
+    with pytest.raises(DeadlineExceeded):
+        list(_LimitedStream(cut(), deadline, Network()))
+
+
+def test_a_socket_call_that_fails_after_the_watchdog_fired_is_the_deadline():
+    # mutation: the `if self.fired` check dropped showed the watchdog's own shutdown of the
+    # socket as the server's failure
+    from types import SimpleNamespace
+
+    from plumbing.limits import Deadline, DeadlineExceeded
+    from plumbing.ollama_transport import _WatchedStream
+
+    def broken(*args):
+        raise OSError("Bad file descriptor")
+
+    stream = _WatchedStream(SimpleNamespace(read=broken), deadline_of=lambda: Deadline(5))
+    stream.deadline = Deadline(5)
+    with pytest.raises(OSError, match="Bad file descriptor"):  # no watchdog: as it is
+        stream.read(10)
+    stream.watchdog = SimpleNamespace(fired=True, cancel=lambda: None)
+    with pytest.raises(DeadlineExceeded):
+        stream.read(10)

@@ -38,8 +38,11 @@ def test_a_tree_deeper_than_recursion_allows_is_removed(tmp_path):
     make_deep_tree(top)
     (top / "file").write_text("x")
     os.symlink("/etc", top / "link")  # removed as a link, never followed
-    remove_tree(top)
-    assert not top.exists() and os.path.exists("/etc/passwd")
+    try:
+        remove_tree(top)
+        assert not top.exists() and os.path.exists("/etc/passwd")
+    finally:  # should remove_tree fail, pytest's own clean-up would hit RecursionError later
+        subprocess.run(["rm", "-rf", "--one-file-system", str(top)], check=False)
 
 
 def test_a_scratch_folder_that_cannot_be_removed_is_a_warning_not_an_error(capsys):
@@ -216,3 +219,14 @@ def test_a_second_ctrl_c_during_cleanup_waits_until_the_folder_is_gone(tmp_path)
     )  # fmt: skip
     assert finished.returncode == 130, finished.stderr
     assert not os.path.exists(finished.stdout.strip())
+
+
+def test_read_text_reads_at_most_four_bytes_a_character_and_says_when_it_cut(tmp_path):
+    # mutation: `4 * (characters + 1)` -> 5 read more than a character's four bytes allow
+    from plumbing.sample import read_text
+
+    path = tmp_path / "f.py"
+    path.write_text("a" * 16)  # 4 * (3 + 1) bytes: read whole, though past 3 characters
+    assert read_text(path, 3) == ("a" * 16, "16 characters")
+    path.write_text("a" * 17)  # one byte more: cut at the limit, the size in bytes
+    assert read_text(path, 3) == ("a" * 16, "17 bytes")

@@ -34,6 +34,7 @@ the working tree.
 
 import argparse
 import ast
+import contextlib
 import os
 import random
 import shutil
@@ -343,22 +344,27 @@ def make_copy(root):
     (root / ".venv").symlink_to(HERE / ".venv")
 
 
-def pytest_run(root, tests, timeout):
-    """'passed', 'failed' or 'timeout', and the seconds it took."""
+def pytest_run(root, tests, timeout, log=None):
+    """'passed', 'failed' or 'timeout', and the seconds it took; pytest's output goes to the
+    file `log` if given (the unmutated run's, to say why it failed), else nowhere."""
     python = HERE / ".venv" / "bin" / "python"
     command = [str(python), "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
     # subtle: a mutant written back within the same second and with the same size as the
     # original would let Python run the stale bytecode; write none.
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     started = time.monotonic()
-    with subprocess.Popen(
-        command,
-        cwd=root,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    ) as child:
+    sink = open(log, "wb") if log else contextlib.nullcontext(subprocess.DEVNULL)  # noqa: SIM115
+    with (
+        sink as output,
+        subprocess.Popen(
+            command,
+            cwd=root,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        ) as child,
+    ):
         try:
             code = child.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -494,9 +500,12 @@ def run_all(mutants, args):
             base_tests = sorted({f for fs in per_module.values() for f in fs} | set(everywhere))
         else:
             base_tests = []
-        baseline, seconds = pytest_run(copies[0], base_tests, args.timeout)
+        log = workdir / "unmutated.txt"
+        baseline, seconds = pytest_run(copies[0], base_tests, args.timeout, log)
         if baseline != "passed":
-            print(f"error: the unmutated suite does not pass in {copies[0]}", file=sys.stderr)
+            tail = log.read_text(errors="replace").splitlines()[-30:]
+            print(f"error: the unmutated suite does not pass in {copies[0]}; the end of its "
+                  "output:", *tail, sep="\n", file=sys.stderr)  # fmt: skip
             return None
         print(f"unmutated suite: passed in {seconds:.0f} s", flush=True)
         free, lock, results = list(copies), threading.Lock(), {}

@@ -552,18 +552,21 @@ def test_the_page_cuts_whole_requests_one_character_past_its_budget(monkeypatch)
     assert html.count("no more whole requests on this page") == 4  # turns 2-5 get none
 
 
-def test_a_result_of_exactly_fold_after_characters_is_shown_open(monkeypatch):
-    # mutation: `len(shown) <= FOLD_AFTER` -> `<` folded a result that fits exactly
-    from plumbing import page
+def test_a_result_of_up_to_1200_characters_is_shown_open_a_longer_one_folded():
+    # mutations: `len(shown) <= FOLD_AFTER` -> `<`, and FOLD_AFTER 1200 -> 1201 (the figure
+    # docs/recordings.md gives)
+    from plumbing.page import result_block
     from plumbing.transcript import message_lines
 
-    event = {"result": {"path": "path_rules.py", "text": "x" * 50}}
-    content = json.dumps(event["result"])
-    size = len("\n".join(message_lines({"role": "tool", "content": content})[1:]))
-    monkeypatch.setattr(page, "FOLD_AFTER", size)
-    assert page.result_block(event).startswith("<p>Result:</p>")
-    monkeypatch.setattr(page, "FOLD_AFTER", size - 1)
-    assert page.result_block(event).startswith("<details>")
+    def shown(n):
+        content = json.dumps({"path": "path_rules.py", "text": "x" * n})
+        return len("\n".join(message_lines({"role": "tool", "content": content})[1:]))
+
+    n = next(n for n in range(2000) if shown(n) == 1200)
+    assert shown(n + 1) == 1201
+    opened = result_block({"result": {"path": "path_rules.py", "text": "x" * n}})
+    folded = result_block({"result": {"path": "path_rules.py", "text": "x" * (n + 1)}})
+    assert opened.startswith("<p>Result:</p>") and folded.startswith("<details>")
 
 
 def test_a_test_report_of_exactly_the_limit_is_read_one_byte_more_is_refused(tmp_path):

@@ -6,6 +6,7 @@ The last section holds bugs the pass found, fixed since.
 import io
 import json
 import os
+import re
 import signal
 import threading
 import time
@@ -622,3 +623,71 @@ def test_a_socket_call_that_fails_after_the_watchdog_fired_is_the_deadline():
     stream.watchdog = SimpleNamespace(fired=True, cancel=lambda: None)
     with pytest.raises(DeadlineExceeded):
         stream.read(10)
+
+
+def test_a_page_draws_chunks_that_are_not_objects_as_text(tmp_path):
+    # mutations: _kind's guards for an item or a message that is not an object dropped (an
+    # AttributeError: no page at all), or its "text" made None (a mark coloured var(--None));
+    # load() keeps such chunks, as a malformed stream's recording holds them
+    from plumbing.page import recording_page
+
+    def change(recording):
+        call = recording["model_calls"][0]
+        call["chunks"][0] = {"message": "hi"}
+        call["chunks"].insert(1, "junk")
+        call["arrived"].insert(1, call["arrived"][0])
+
+    page = recording_page(load(altered(tmp_path, change)), "odd chunks")
+    marks = re.findall(r'y1="8" y2="34" stroke="var\(--(\w+)\)"', page)
+    assert marks[:2] == ["text", "text"] and "var(--None)" not in page
+
+
+def test_a_request_that_adds_no_message_says_so_on_its_page(tmp_path):
+    # mutation: `new_text or "(nothing new)"` without its fallback drew an empty block
+    from plumbing.page import recording_page
+
+    def change(recording):
+        calls = recording["model_calls"]
+        calls[1]["request_length"] = calls[0]["request_length"]
+
+    page = recording_page(load(altered(tmp_path, change)), "no new message")
+    assert 'Request 2: 2 messages, 0 new</h3>\n<pre class="">(nothing new)</pre>' in page
+
+
+def test_a_page_draws_100_calls_of_a_turn_and_counts_the_rest(tmp_path):
+    # mutations: the cap's guard dropped, or its closing line made `pass`, drew all 101 or
+    # left the 101st unsaid; the loop caps a turn at 32 calls, a hand-made file need not
+    from plumbing.page import recording_page
+
+    def change(recording):
+        events = recording["events"]
+        at = next(i for i, e in enumerate(events) if e["type"] == TOOL_START)
+        start, result = events[at], events[at + 1]
+        more = [dict(e, index=n) for n in range(1, 101) for e in (start, result)]
+        events[at + 2 : at + 2] = more
+
+    page = recording_page(load(altered(tmp_path, change)), "101 calls")
+    turn_1 = page.split('id="turn-1"')[1].split('id="turn-2"')[0]
+    assert turn_1.count("<h3>Call ") == 100 and "<h3>Call 101:" not in turn_1
+    assert "... and 1 more calls of this turn, not shown (a page shows 100 a turn)" in turn_1
+
+
+def test_a_series_page_shows_a_count_of_0_as_0_and_only_a_missing_one_as_n_a():
+    # mutation: `"n/a" if v is None` read as truthiness showed 0 model calls and 0 tokens
+    # (an attempt cut off before its first answer) as "n/a"
+    from plumbing.outcomes import Outcome
+    from plumbing.page import series_page
+
+    cut = Outcome(False, True, "interrupted", 0, 0, 0, None, 1.5)
+    page = series_page([("live · max_turns 12", [("a-1.html", cut)])])
+    cells = re.findall(r"<td>([^<]*)</td>", page.split("a-1</a>")[1])
+    assert cells == ["interrupted", "0", "1.5", "0", "n/a"]
+
+
+def test_the_stop_of_a_turn_cut_off_in_no_measurable_time_says_0_00_s():
+    # mutation: `stop.get("seconds") is not None` read as truthiness dropped the line
+    from plumbing.page import stop_block
+
+    block = stop_block({"type": "stopped", "turn": 1, "reason": "deadline", "seconds": 0.0})
+    assert "the turn it cut off took 0.00 s" in block
+    assert "took" not in stop_block({"type": "stopped", "turn": 1, "reason": "deadline"})

@@ -691,3 +691,98 @@ def test_the_stop_of_a_turn_cut_off_in_no_measurable_time_says_0_00_s():
     block = stop_block({"type": "stopped", "turn": 1, "reason": "deadline", "seconds": 0.0})
     assert "the turn it cut off took 0.00 s" in block
     assert "took" not in stop_block({"type": "stopped", "turn": 1, "reason": "deadline"})
+
+
+def test_a_malformed_answer_with_one_problem_is_named_without_a_count_of_more():
+    # mutation: `len(problems) > 1` -> `>=` added "(and 0 more problems)" to the one line
+    import ollama
+    import pydantic
+
+    from local_model import _one_line
+
+    for bad, line in (
+        ({"model_info": {}, "capabilities": 5}, "capabilities: Input should be a valid list"),
+        ({"capabilities": 5}, "model_info: Field required (and 1 more problems)"),
+    ):
+        with pytest.raises(pydantic.ValidationError) as error:
+            ollama.ShowResponse.model_validate(bad)
+        assert _one_line(error.value) == line
+
+
+def test_walking_a_link_whose_target_climbs_with_dotdot_leaks_no_descriptor(tmp_path):
+    # mutation: the folder's `os.close` before reopening at ".." removed: one descriptor
+    # lost per "..", and a long session of reads through such a link runs out of them
+    from plumbing.confined_tree import Tree
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b.txt").write_text("x")
+    (tmp_path / "a" / "up").symlink_to("../b.txt")
+    root_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        tree = Tree(tmp_path.resolve(), root_fd)
+        before = len(os.listdir("/proc/self/fd"))
+        for _ in range(20):
+            fd, real, _info = tree.open(["a", "up"])
+            os.close(fd)
+        assert real == ["b.txt"] and len(os.listdir("/proc/self/fd")) == before
+    finally:
+        os.close(root_fd)
+
+
+def test_a_closed_connection_that_never_sent_a_request_closes_quietly():
+    # mutation: disarm's `if self.watchdog is not None` dropped: closing a connection the
+    # pool opened but never used raised AttributeError on None
+    from types import SimpleNamespace
+
+    from plumbing.limits import Deadline
+    from plumbing.ollama_transport import _WatchedStream
+
+    closed = []
+    inner = SimpleNamespace(close=lambda: closed.append(True))
+    _WatchedStream(inner, deadline_of=lambda: Deadline(5)).close()
+    assert closed == [True]
+
+
+def test_an_outcome_is_a_value_it_cannot_be_changed_and_can_be_a_key():
+    # mutation: `@dataclass(frozen=True)` -> False made outcomes changeable in place and
+    # unhashable: a summary could then alter the outcome another display reads
+    import dataclasses
+
+    from plumbing.outcomes import Outcome
+
+    outcome = Outcome(True, False, "assistant_finished", 3, 2, 900, 120, 4.2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        outcome.passed = False
+    assert {outcome: "a"}[Outcome(True, False, "assistant_finished", 3, 2, 900, 120, 4.2)]
+
+
+def test_a_model_turn_recorded_without_its_seconds_counts_as_0_in_the_timeline():
+    # mutation: `event.get("seconds", 0.0)` -> 1.0 made up a second for a turn whose
+    # recording (load() accepts it) does not say how long it took
+    from plumbing.timeline import timeline
+
+    events = [
+        {"type": "model_start", "turn": 1},
+        {"type": "model_done", "turn": 1, "message": {"role": "assistant", "content": "hi"}},
+    ]
+    assert "total   model 0.00s · tools 0.00s" in timeline(events, width=80)
+
+
+def test_a_connection_back_in_the_pool_is_not_shut_down_when_the_deadline_passes():
+    # mutation: disarm's `if self.watchdog is not None` made never true: the watchdog kept
+    # running after the response, and at the deadline shut down a connection the pool had
+    # taken back for the next request
+    from types import SimpleNamespace
+
+    from plumbing.limits import Deadline
+    from plumbing.ollama_transport import _WatchedStream
+
+    shut = threading.Event()
+    sock = SimpleNamespace(shutdown=lambda how: shut.set())
+    inner = SimpleNamespace(get_extra_info=lambda name: sock, close=lambda: None)
+    stream = _WatchedStream(inner, deadline_of=lambda: Deadline(0.2))
+    stream.arm()  # a request starts
+    stream.disarm()  # the response is over
+    assert not shut.wait(1.0)  # five times the deadline: the watchdog is gone
+    stream.arm()  # the next request, with a deadline of its own, is still watched
+    assert shut.wait(5.0) and stream.fired

@@ -443,3 +443,13 @@ def test_a_chunk_without_text_or_thinking_gives_empty_text_for_both():
 
     assert parts({"message": {"role": "assistant"}, "done": True}) == ("", "", ())
     assert parts({"message": {"content": None, "thinking": None}}) == ("", "", ())
+
+
+def test_a_silent_child_is_stopped_at_its_time_limit_not_when_it_ends():
+    # mutation: the `continue` after a select that saw nothing dropped: the harness then
+    # blocked in read() until the child ended, far past the limit
+    from plumbing.child_process import run_bounded
+
+    command = [sys.executable, "-c", "import time; time.sleep(20)"]
+    # a timeout has no exit code; the mutant waits the 20 s out and returns the child's 0
+    assert run_bounded(command, cwd=HERE, timeout=0.5)[0] is None

@@ -179,3 +179,20 @@ def test_an_installation_reached_through_a_symlink_is_not_taken_for_a_planted_on
         capture_output=True, text=True, cwd=lab, check=True, timeout=60,
     )  # fmt: skip
     assert done.stdout.strip() == "None"
+
+
+def test_more_than_three_planted_files_are_named_by_three_and_counted(throwaway_python):
+    # mutation: `len(changed) - 3` -> `+ 3` said "and 8 more" of two more files
+    python, site_packages = throwaway_python
+    lab = Path(__file__).resolve().parent.parent
+    subprocess.run(
+        [python, "-c", "from plumbing.startup_guard import write_baseline; write_baseline()"],
+        cwd=lab, check=True, timeout=60,
+    )  # fmt: skip
+    for n in range(5):
+        (site_packages / f"zz-{n}.pth").write_text("import os\n")
+    ask = "from plumbing.startup_guard import planted; print(planted())"
+    done = subprocess.run(
+        [python, "-c", ask], capture_output=True, text=True, cwd=lab, check=True, timeout=60
+    )
+    assert "(zz-0.pth, zz-1.pth, zz-2.pth and 2 more, in " in done.stdout, done.stdout

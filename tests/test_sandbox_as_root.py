@@ -162,37 +162,34 @@ def test_start_up_code_planted_by_a_test_run_refuses_every_later_verdict(
                                  "not built with (zz-planted.pth")  # fmt: skip
 
 
+WRITE_BASELINE = "from plumbing.startup_guard import write_baseline; write_baseline()"
+ASK_PLANTED = "from plumbing.startup_guard import planted; print(planted())"
+
+
+def in_lab(python, code):
+    """What `code` prints, run by `python` from the lab's folder."""
+    lab = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [python, "-c", code], capture_output=True, text=True, cwd=lab, check=True, timeout=60
+    )
+    return done.stdout.strip()
+
+
 def test_an_installation_reached_through_a_symlink_is_not_taken_for_a_planted_one(
     throwaway_python, tmp_path
 ):
     python, _ = throwaway_python
-    lab = Path(__file__).resolve().parent.parent
-    subprocess.run(
-        [python, "-c", "from plumbing.startup_guard import write_baseline; write_baseline()"],
-        cwd=lab, check=True, timeout=60,
-    )  # fmt: skip
+    in_lab(python, WRITE_BASELINE)
     linked = tmp_path / "linked-venv"  # a copy of the lab that links .venv/, as mutate.py's do
     linked.symlink_to(python.parent.parent)
-    ask = "from plumbing.startup_guard import planted; print(planted())"
-    done = subprocess.run(
-        [linked / "bin" / "python", "-c", ask],
-        capture_output=True, text=True, cwd=lab, check=True, timeout=60,
-    )  # fmt: skip
-    assert done.stdout.strip() == "None"
+    assert in_lab(linked / "bin" / "python", ASK_PLANTED) == "None"
 
 
 def test_more_than_three_planted_files_are_named_by_three_and_counted(throwaway_python):
     # mutation: `len(changed) - 3` -> `+ 3` said "and 8 more" of two more files
     python, site_packages = throwaway_python
-    lab = Path(__file__).resolve().parent.parent
-    subprocess.run(
-        [python, "-c", "from plumbing.startup_guard import write_baseline; write_baseline()"],
-        cwd=lab, check=True, timeout=60,
-    )  # fmt: skip
+    in_lab(python, WRITE_BASELINE)
     for n in range(5):
         (site_packages / f"zz-{n}.pth").write_text("import os\n")
-    ask = "from plumbing.startup_guard import planted; print(planted())"
-    done = subprocess.run(
-        [python, "-c", ask], capture_output=True, text=True, cwd=lab, check=True, timeout=60
-    )
-    assert "(zz-0.pth, zz-1.pth, zz-2.pth and 2 more, in " in done.stdout, done.stdout
+    said = in_lab(python, ASK_PLANTED)
+    assert "(zz-0.pth, zz-1.pth, zz-2.pth and 2 more, in " in said, said

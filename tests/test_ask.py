@@ -377,6 +377,15 @@ def test_help_states_defaults_and_exit_codes(spawn):
         assert text in " ".join(out.split()), text
 
 
+def session(spawn, root, script, stdin):
+    """An ask.py session over `root`, answered from `script`, that exits 0: (stdout,
+    stderr, the request bodies the server got)."""
+    with OllamaTestServer(script) as server:
+        code, out, err = ask(spawn, "--root", str(root), "--host", server.host, stdin=stdin)
+    assert code == 0, err
+    return out, err, server.chat_bodies()
+
+
 def test_session_second_request_carries_first_question_and_answer(spawn, tmp_path):
     (tmp_path / "notes.txt").write_text("meeting on friday\n")
     script = [
@@ -385,12 +394,10 @@ def test_session_second_request_carries_first_question_and_answer(spawn, tmp_pat
         reply(chunk("It is notes.txt.", done=True)),
     ]
     stdin = "What files are there?\nWhich one did you mention?\n exit \nNever asked.\n"
-    with OllamaTestServer(script) as server:
-        code, out, err = ask(spawn, "--root", str(tmp_path), "--host", server.host, stdin=stdin)
-    assert code == 0, err
+    out, _, bodies = session(spawn, tmp_path, script, stdin)
     assert "There is one file, notes.txt." in out and "It is notes.txt." in out
-    assert len(server.chat_bodies()) == 3  # `exit` ended the session: nothing more was asked
-    follow_up = server.chat_bodies()[2]
+    assert len(bodies) == 3  # `exit` ended the session: nothing more was asked
+    follow_up = bodies[2]
     assert messages_of(follow_up)[1:] == [
         ("user", "What files are there?"),
         ("assistant", ""),  # the tool call, then its result
@@ -410,12 +417,10 @@ def test_session_leaves_a_failed_question_out_and_says_so(spawn, tmp_path):
         reply(chunk("Third answer.", done=True)),
     ]
     stdin = "First question?\nSecond question?\nThird question?\n"
-    with OllamaTestServer(script) as server:
-        code, out, err = ask(spawn, "--root", str(tmp_path), "--host", server.host, stdin=stdin)
-    assert code == 0, err
+    out, err, bodies = session(spawn, tmp_path, script, stdin)
     assert err.count("[this question is left out of the conversation]") == 1
     assert "Second answer." in out and "Third answer." in out
-    third = messages_of(server.chat_bodies()[2])[1:]
+    third = messages_of(bodies[2])[1:]
     assert third == [("user", "Second question?"), ("assistant", "Second answer."),
                      ("user", "Third question?")]  # fmt: skip
 

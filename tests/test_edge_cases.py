@@ -10,6 +10,7 @@ import re
 import signal
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -25,6 +26,8 @@ from agent_loop import (
     agent_events,
 )
 from local_model import LocalModel
+from plumbing.limits import Deadline, DeadlineExceeded
+from plumbing.ollama_transport import _LimitedStream, _WatchedStream
 from plumbing.pytest_report import count_results
 from plumbing.recording import RECORDINGS, RecordingChat, RecordingError, load
 from replay import CANNOT_REPLAY, DIVERGED
@@ -387,16 +390,10 @@ def test_a_name_swapped_for_a_link_or_gone_at_open_is_refused_as_changed(tmp_pat
 def test_a_body_that_ends_cleanly_after_the_watchdog_fired_is_the_deadline(tmp_path):
     # mutation: the check after the loop dropped: a socket shut down by the watchdog can
     # read as a clean end of the body, and the cut turn then looked like a whole one
-    from plumbing.limits import Deadline, DeadlineExceeded
-    from plumbing.ollama_transport import _LimitedStream
-
-    class Network:
-        def __init__(self, fired):
-            self.fired = fired
-
-    assert list(_LimitedStream([b'{"a": 1}\n'], Deadline(), Network(False))) == [b'{"a": 1}\n']
+    body = [b'{"a": 1}\n']
+    assert list(_LimitedStream(body, Deadline(), SimpleNamespace(fired=False))) == body
     with pytest.raises(DeadlineExceeded):
-        list(_LimitedStream([b'{"a": 1}\n'], Deadline(5), Network(True)))
+        list(_LimitedStream(body, Deadline(5), SimpleNamespace(fired=True)))
 
 
 def test_an_integer_argument_of_exactly_max_int_bits_is_kept_one_more_is_its_text():
@@ -586,12 +583,6 @@ def test_a_test_report_of_exactly_the_limit_is_read_one_byte_more_is_refused(tmp
 def test_a_body_that_fails_once_the_deadline_passed_is_the_deadline_not_a_wire_error():
     # mutation: `network.fired or deadline.expired(...)` without its second half showed a
     # connection reset at the deadline (before the watchdog fired) as a wire error
-    from plumbing.limits import Deadline, DeadlineExceeded
-    from plumbing.ollama_transport import _LimitedStream
-
-    class Network:
-        fired = False
-
     def cut():
         yield b'{"a": 1}\n'
         raise ConnectionResetError("reset by peer")
@@ -599,20 +590,15 @@ def test_a_body_that_fails_once_the_deadline_passed_is_the_deadline_not_a_wire_e
     now = [0.0]
     deadline = Deadline(5, clock=lambda: now[0])
     with pytest.raises(ConnectionResetError):  # in time: the error is the wire's
-        list(_LimitedStream(cut(), deadline, Network()))
+        list(_LimitedStream(cut(), deadline, SimpleNamespace(fired=False)))
     now[0] = 5.0
     with pytest.raises(DeadlineExceeded):
-        list(_LimitedStream(cut(), deadline, Network()))
+        list(_LimitedStream(cut(), deadline, SimpleNamespace(fired=False)))
 
 
 def test_a_socket_call_that_fails_after_the_watchdog_fired_is_the_deadline():
     # mutation: the `if self.fired` check dropped showed the watchdog's own shutdown of the
     # socket as the server's failure
-    from types import SimpleNamespace
-
-    from plumbing.limits import Deadline, DeadlineExceeded
-    from plumbing.ollama_transport import _WatchedStream
-
     def broken(*args):
         raise OSError("Bad file descriptor")
 
@@ -730,13 +716,8 @@ def test_walking_a_link_whose_target_climbs_with_dotdot_leaks_no_descriptor(tmp_
 
 
 def test_a_closed_connection_that_never_sent_a_request_closes_quietly():
-    # mutation: disarm's `if self.watchdog is not None` dropped: closing a connection the
-    # pool opened but never used raised AttributeError on None
-    from types import SimpleNamespace
-
-    from plumbing.limits import Deadline
-    from plumbing.ollama_transport import _WatchedStream
-
+    # a connection the pool opened but never used has no watchdog to cancel: disarm must
+    # check for one (the watchdog's own mutants are the next test's)
     closed = []
     inner = SimpleNamespace(close=lambda: closed.append(True))
     _WatchedStream(inner, deadline_of=lambda: Deadline(5)).close()
@@ -772,11 +753,6 @@ def test_a_connection_back_in_the_pool_is_not_shut_down_when_the_deadline_passes
     # mutation: disarm's `if self.watchdog is not None` made never true: the watchdog kept
     # running after the response, and at the deadline shut down a connection the pool had
     # taken back for the next request
-    from types import SimpleNamespace
-
-    from plumbing.limits import Deadline
-    from plumbing.ollama_transport import _WatchedStream
-
     shut = threading.Event()
     sock = SimpleNamespace(shutdown=lambda how: shut.set())
     inner = SimpleNamespace(get_extra_info=lambda name: sock, close=lambda: None)

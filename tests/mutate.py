@@ -176,27 +176,25 @@ def read_equivalents(text):
 def summary(mutants, results, equivalents):
     """The lines that end a pass, and its score without the reviewed equivalents."""
     killed, timeouts = results.count("killed"), results.count("timeout")
-    survivors = [m for m, r in zip(mutants, results, strict=True) if r == "SURVIVED"]
-    listed = [m for m in survivors if any(e.covers(m) for e in equivalents)]
-    wrong = [
-        (m, r)
-        for m, r in zip(mutants, results, strict=True)
-        if r != "SURVIVED" and any(e.covers(m) for e in equivalents)
-    ]
+    pairs = zip(mutants, results, strict=True)
+    runs = [(m, r, any(e.covers(m) for e in equivalents)) for m, r in pairs]
+    survivors = [(m, listed) for m, r, listed in runs if r == "SURVIVED"]
+    wrong = [(m, r) for m, r, listed in runs if listed and r != "SURVIVED"]
+    listed = sum(listed for _, listed in survivors)
     raw = 100.0 * (killed + timeouts) / len(mutants) if mutants else 100.0
     lines = [
         f"{killed} killed, {len(survivors)} survived, {timeouts} timed out; "
         f"score {raw:.0f}% (killed or timed out)"
     ]
-    counted = len(mutants) - len(listed)
+    counted = len(mutants) - listed
     score = 100.0 * (killed + timeouts) / counted if counted else 100.0
     if listed:
         lines.append(
-            f"{len(listed)} of the survivors are reviewed equivalents ({EQUIVALENTS.name}); "
+            f"{listed} of the survivors are reviewed equivalents ({EQUIVALENTS.name}); "
             f"without them: {killed + timeouts} of {counted}, score {score:.0f}%"
         )
-    for m in survivors:
-        mark = " (reviewed equivalent)" if m in listed else ""
+    for m, is_listed in survivors:
+        mark = " (reviewed equivalent)" if is_listed else ""
         lines.append(f"  survived: {m.path}:{m.line} {m.what}{mark}")
     for m, r in wrong:
         lines.append(

@@ -60,8 +60,11 @@ def parse_args(argv):
 
 def group_key(recording, by="all"):
     """The group a recording belongs to: its source always, then the chosen fields."""
+    name = recording["model"].get("name", "?")
+    if not isinstance(name, str):  # load() keeps any JSON here; the groups are sorted by it
+        raise TypeError(f"the model's name is a {type(name).__name__}, not text")
     values = {
-        "model": recording["model"].get("name", "?"),
+        "model": name,
         "api": recording.get("api", "ollama"),
         "max_turns": recording["max_turns"],
     }
@@ -112,7 +115,7 @@ def main(argv=None):
     for path in args.recordings:
         try:
             recording = load(path)
-            done = outcome(recording)
+            done, key = outcome(recording), group_key(recording, args.by)
         except RecordingError as error:
             print(f"error: {error}", file=sys.stderr)
             unreadable += 1
@@ -122,8 +125,8 @@ def main(argv=None):
                   file=sys.stderr)  # fmt: skip
             unreadable += 1
             continue
-        groups.setdefault(group_key(recording, args.by), []).append(done)
-        pages.setdefault(group_key(recording, args.by), []).append((path, recording))
+        groups.setdefault(key, []).append(done)
+        pages.setdefault(key, []).append((path, recording))
     if groups:
         print("Rates are of the independent final tests, with their 95% Wilson interval;")
         print("bars run from 0% to 100%: # marks the rate, - the interval.")

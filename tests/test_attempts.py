@@ -25,7 +25,7 @@ from plumbing.stats import wilson_interval
 from plumbing.timeline import context_lines, context_window
 from replay import REPRODUCED, replay_one
 from tests import openai_test_server as openai
-from tests.helpers import processes_under, start_cli, wait_for
+from tests.helpers import altered, processes_under, start_cli, wait_for
 from tests.ollama_test_server import ConversationServer, call, chunk, reply
 from tests.test_hardening import HOSTILE_NEW, HOSTILE_OLD
 
@@ -433,6 +433,25 @@ def test_compare_bad_files_get_one_error_line_each_and_exit_2(tmp_path):
     assert "bad.json: field 'format'" in errors[0] and "text.json: not a JSON" in errors[1]
     assert "passed 1 of 1" in finished.stdout  # the good one is still compared
     assert "Traceback" not in finished.stderr
+
+
+def test_compare_a_model_name_that_is_not_text_is_one_error_line_of_at_most_300(tmp_path):
+    # load() keeps the model's name as any JSON, and compare.py groups and sorts by it: such
+    # a recording is one error line, cut at 300 characters however long its path, exit 2;
+    # the others are still compared
+    def change(recording):
+        recording["model"]["name"] = ["gemma4"]
+
+    short, long = (altered(tmp_path, change, name) for name in ("list.json", "x" * 200 + ".json"))
+    finished = compare(short, RECORDINGS / "repair.json", long)
+    assert finished.returncode == 2
+    errors = finished.stderr.splitlines()
+    assert len(errors) == 2, finished.stderr
+    assert errors[0] == (
+        f"error: {short}: cannot be compared (TypeError: the model's name is a list, not text)"
+    )
+    assert errors[1].startswith(f"error: {long}: cannot be") and len(errors[1]) == 300
+    assert "passed 1 of 1" in finished.stdout
 
 
 def test_rate_bar_marks_the_rate_inside_its_interval():

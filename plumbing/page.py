@@ -313,7 +313,7 @@ def edited(source, event, start):
     if event["name"] != "replace_text" or not isinstance(result, dict) or "error" in result:
         return source, []
     arguments = start.get("arguments") if start else None
-    if not isinstance(arguments, dict) or not isinstance(source, str):
+    if not isinstance(arguments, dict):
         return source, []
     old, new = arguments.get("old"), arguments.get("new")
     if not (isinstance(old, str) and isinstance(new, str)) or source.count(old) != 1:

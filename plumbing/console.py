@@ -79,8 +79,6 @@ def test_line(result):
 
     An exit code of 0 without the tests having run reads as what it is: a failed verdict.
     """
-    if result is None:
-        return "not run"
     counts = " · ".join(f"{result[k]} {k}" for k in ("failed", "passed", "errors") if result.get(k))
     if result.get("verdict") == PASSED or result.get("reason") == TESTS_FAILED:
         return counts

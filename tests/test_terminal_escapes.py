@@ -7,6 +7,7 @@ everything after it, and a carriage return can overwrite a line.
 """
 
 import io
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -58,6 +59,14 @@ def test_compare_shows_a_recordings_escapes(tmp_path):
         recording["model"]["name"] = HOSTILE
 
     assert_shown_not_obeyed(run("compare.py", altered(tmp_path, change)))
+
+
+def test_a_terminal_that_cannot_encode_a_character_is_shown_its_escape_not_a_traceback():
+    # PYTHONIOENCODING=ascii stands for a terminal that cannot show compare.py's "·"
+    ascii_only = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    finished = run("compare.py", "recordings/repair.json", env=ascii_only)
+    assert finished.returncode == 0, finished.stderr
+    assert "scripted \\xb7 gemma4:e2b \\xb7 ollama" in finished.stdout
 
 
 def test_record_run_shows_a_models_escapes_in_text_and_arguments(tmp_path):

@@ -6,6 +6,7 @@ ollama_test_server.ConversationServer: one hand-written script per attempt, so t
 --jobs the replies of two attempts cannot cross. Nothing here is a model's output.
 """
 
+import io
 import os
 import re
 import signal
@@ -353,6 +354,31 @@ def test_ctrl_c_before_an_attempt_saved_anything_never_reports_an_older_file(tmp
     assert "[1/2] attempt 1: interrupted before anything was recorded" in stdout
     assert "Summary" not in stdout and "passed" not in stdout
     assert older.read_bytes() == (RECORDINGS / "repair.json").read_bytes()
+
+
+def test_ctrl_c_while_an_attempt_is_being_started_stops_that_attempt_too(tmp_path):
+    # subtle: a Ctrl-C that lands after the series checked for one and before it keeps the
+    # new child among those it passes Ctrl-C on to must still reach that child. Here the
+    # series' first look at the attempt's output path, in the middle of starting it, is
+    # where this process gets its Ctrl-C.
+    from plumbing.attempts import Series
+
+    class CtrlCOnFirstLook(type(tmp_path)):
+        pressed = False
+
+        def stat(self, *args, **kwargs):
+            if not CtrlCOnFirstLook.pressed:
+                CtrlCOnFirstLook.pressed = True
+                os.kill(os.getpid(), signal.SIGINT)  # the series' own handler takes it
+            return super().stat(*args, **kwargs)
+
+    output, out = CtrlCOnFirstLook(tmp_path / "s.json"), io.StringIO()
+    with ConversationServer([passing("a")]) as server:
+        series = Series(["--host", server.host], [output], 1, out)
+        series.run()
+    assert CtrlCOnFirstLook.pressed and series.exit_code() == 130
+    assert out.getvalue() == "[1/1] attempt 1: interrupted before anything was recorded\n"
+    assert not output.exists()  # the attempt stopped: it never ran to its save
 
 
 def children_of(parent):

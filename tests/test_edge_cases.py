@@ -3,11 +3,15 @@ removed (the break it catches is in the comment), where the other tests did not 
 The last section holds bugs the pass found, fixed since.
 """
 
+import copy
 import io
 import json
 import os
 import re
+import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
 from types import SimpleNamespace
@@ -29,10 +33,10 @@ from local_model import LocalModel
 from plumbing.limits import Deadline, DeadlineExceeded
 from plumbing.ollama_transport import _LimitedStream, _WatchedStream
 from plumbing.pytest_report import count_results
-from plumbing.recording import RECORDINGS, RecordingChat, RecordingError, load
-from replay import CANNOT_REPLAY, DIVERGED
+from plumbing.recording import RECORDINGS, RecordingChat, RecordingError, load, save
+from replay import CANNOT_REPLAY, DIVERGED, shipped
 from repo_tools import RepoTools
-from tests.helpers import altered, replay, wait_for, wait_until_gone
+from tests.helpers import LAB, altered, replay, wait_for, wait_until_gone
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.scripted_model import ScriptedChat
 from verdict import run_pytest
@@ -165,6 +169,101 @@ def test_source_hash_mismatch_is_refused(tmp_path, capsys):
     assert outcome == CANNOT_REPLAY
     error = capsys.readouterr().err
     assert "sample_repo/path_rules.py is not the file this recording was made with" in error
+
+
+def test_only_a_readable_copy_of_a_shipped_recording_counts_as_shipped(tmp_path):
+    # replay.py trusts a shipped recording where nothing isolates the tests it runs; a path
+    # it cannot read (gone, a folder) is never one, whatever recordings/SHA256SUMS lists
+    mine = tmp_path / "mine.json"
+    mine.write_bytes((RECORDINGS / "repair.json").read_bytes())
+    assert shipped(mine) is True
+    assert shipped(tmp_path / "gone.json") is False
+    assert shipped(tmp_path) is False
+
+
+def lab_copy(tmp_path, *folders):
+    """A copy of the lab's modules (its *.py files and plumbing/) and of `folders`: a lab
+    whose recordings/ can be changed without touching this one's."""
+    copy = tmp_path / "lab"
+    for folder in ("plumbing", *folders):
+        shutil.copytree(LAB / folder, copy / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for module in LAB.glob("*.py"):
+        shutil.copy2(module, copy / module.name)
+    return copy
+
+
+def test_replay_with_no_recordings_given_and_none_in_the_lab_exits_2(tmp_path):
+    lab = lab_copy(tmp_path, "sample_repo")  # no recordings/ at all
+    finished = subprocess.run(
+        [sys.executable, str(lab / "replay.py")], capture_output=True, text=True, cwd=lab
+    )
+    assert finished.returncode == CANNOT_REPLAY, finished.stdout + finished.stderr
+    assert finished.stderr == f"error: no recordings given and none in {lab / 'recordings'}\n"
+    assert "Replayed" not in finished.stdout
+
+
+def test_sha256sums_is_what_write_shipped_hashes_writes_for_the_shipped_recordings(tmp_path):
+    # make_recordings.py rewrites recordings/SHA256SUMS with write_shipped_hashes(); without
+    # the file no recording is shipped (an empty set, not an error), and the file it writes
+    # is the lab's own, line for line
+    lab = lab_copy(tmp_path, "recordings")
+    (lab / "recordings" / "SHA256SUMS").unlink()
+    script = (
+        "from plumbing.recording import shipped_hashes, write_shipped_hashes\n"
+        "print(shipped_hashes() == set())\n"
+        "write_shipped_hashes()\n"
+        "print(len(shipped_hashes()))\n"
+    )
+    finished = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=lab
+    )
+    assert finished.returncode == 0, finished.stderr
+    shipped_now = sorted(RECORDINGS.rglob("*.json"))
+    assert finished.stdout.split() == ["True", str(len(shipped_now))]
+    written = (lab / "recordings" / "SHA256SUMS").read_text()
+    assert written == (RECORDINGS / "SHA256SUMS").read_text()
+
+
+def test_a_cut_short_recording_holding_a_call_the_run_never_makes_diverges_and_ends(tmp_path):
+    # After the cut, replay makes the request a run was still waiting on while the loop
+    # runs; a recording holding one more model call than the loop can make (an edited file)
+    # is a divergence once the loop has ended, not a wait for a request that never comes.
+    recording = load(RECORDINGS / "claims-success-without-edit.json")
+    recording["stop"]["reason"] = recording["events"][-1]["reason"] = "interrupted"
+    recording["model_calls"].append(copy.deepcopy(recording["model_calls"][-1]))
+    save(tmp_path / "r.json", recording)
+    finished = subprocess.run(  # a child: a replay that never ends fails the test, not the suite
+        [sys.executable, str(LAB / "replay.py"), str(tmp_path / "r.json")],
+        capture_output=True,
+        text=True,
+        cwd=LAB,
+        timeout=120,
+    )
+    assert finished.returncode == DIVERGED, finished.stdout + finished.stderr
+    assert "Stop: interrupted after 1 model call, 0 tool calls" in finished.stdout
+    assert "DIVERGED (1):\n  model calls: 2 recorded, 1 made\n" in finished.stdout
+
+
+def test_a_stream_our_deadline_cut_is_saved_as_closed_unless_its_done_chunk_came(tmp_path):
+    # The adapter raises DeadlineExceeded when our own clock cuts a stream: the call is
+    # saved as "closed", as when the loop closes it; one whose done chunk came stays "done"
+    late = [DeadlineExceeded("the deadline of 5 s has passed") for _ in range(2)]
+    recorder = RecordingChat(ScriptedChat([[chunk("Read"), late[0]], [chunk(done=True), late[1]]]))
+    for _ in range(2):
+        with pytest.raises(DeadlineExceeded):
+            list(recorder([], []))
+    assert [call["ended"] for call in recorder.calls] == ["closed", "done"]
+
+
+def test_a_recording_that_cannot_be_saved_exits_2_not_as_a_finished_attempt(tmp_path, capsys):
+    # record_run.py refuses a folder as --output up front; one that became a folder during
+    # the run makes save() fail: one error line and the set-up exit code, never 0
+    script = [[chunk("All pass.", done=True)]]
+    code = record_run.record_attempt(
+        RecordingChat(ScriptedChat(script)), {"name": "scripted"}, tmp_path, 4, out=io.StringIO()
+    )
+    assert code == record_run.EXIT_SETUP
+    assert f"error: the recording could not be saved to {tmp_path}: " in capsys.readouterr().err
 
 
 def test_recorder_does_not_count_a_run_that_rewrote_the_test_file(tmp_path, capsys):
@@ -431,6 +530,20 @@ def test_the_page_of_an_edit_it_cannot_redo_shows_no_diff(tmp_path, argument, va
     page = recording_page(load(altered(tmp_path, change)), "odd")
     assert "The diff of this edit:" not in page and "What the run changed" in page
     assert "The diff of this edit:" in recording_page(load(RECORDINGS / "repair.json"), "r")
+
+
+@pytest.mark.parametrize("arguments", [["old", "new"], "old -> new"])
+def test_the_page_of_an_edit_whose_arguments_are_not_an_object_shows_no_diff(tmp_path, arguments):
+    # load() keeps a tool_start's arguments whatever their type: the page cannot redo an
+    # edit from a list or a text, so it draws the call without its diff, not no page at all
+    from plumbing.page import recording_page
+
+    def change(recording):
+        start = next(e for e in recording["events"] if e.get("name") == "replace_text")
+        start["arguments"] = arguments
+
+    page = recording_page(load(altered(tmp_path, change)), "odd")
+    assert "The diff of this edit:" not in page and "What the run changed" in page
 
 
 def test_the_page_of_requests_said_to_hold_no_message_is_drawn(tmp_path):

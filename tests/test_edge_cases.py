@@ -237,7 +237,7 @@ def test_a_cut_short_recording_holding_a_call_the_run_never_makes_diverges_and_e
         capture_output=True,
         text=True,
         cwd=LAB,
-        timeout=120,
+        timeout=60,
     )
     assert finished.returncode == DIVERGED, finished.stdout + finished.stderr
     assert "Stop: interrupted after 1 model call, 0 tool calls" in finished.stdout

@@ -193,6 +193,8 @@ def lab_copy(tmp_path, *folders):
 
 
 def test_replay_with_no_recordings_given_and_none_in_the_lab_exits_2(tmp_path):
+    # `replay.py` alone replays recordings/*.json: with none there it says where it looked,
+    # in one line, and exits as for a recording it cannot replay (not 0: nothing reproduced)
     lab = lab_copy(tmp_path, "sample_repo")  # no recordings/ at all
     finished = subprocess.run(
         [sys.executable, str(lab / "replay.py")], capture_output=True, text=True, cwd=lab

@@ -91,6 +91,20 @@ def processes_under(directory):
     return found
 
 
+def search_children(parent):
+    """PIDs of the live search children (readonly_tools' CHILD_CODE) that `parent` started."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            command = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[1]) == parent and b"search_child" in command:
+            found.append(int(entry.name))
+    return found
+
+
 def start_cli(args, tmp_path, own_group=False):
     """(process, lines): a lab CLI (`args[0]` the script) running with its temporary copies
     in `tmp_path`, Ctrl-C reaching it, and its stdout lines collected as they come."""

@@ -10,6 +10,7 @@ against the Ollama-protocol test server on 127.0.0.1, through the real `ollama` 
 import json
 import os
 import resource
+import signal
 import stat
 import subprocess
 import sys
@@ -30,6 +31,7 @@ from plumbing.readonly_tools import (
 )
 from plumbing.sample import copy_sample
 from repo_tools import EDITABLE, RepoTools
+from tests.helpers import search_children, sigint_default, wait_for
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.scripted_model import ScriptedChat
 from tool_guard import ToolBox, function_schema
@@ -72,20 +74,23 @@ def deep_root(tmp_path):
     remove_deep_tree(root)
 
 
+# A search call in a fresh Python: arguments root, search_seconds, the call's arguments.
+SEARCH_CALL = (
+    "import json, sys\n"
+    f"sys.path.insert(0, {str(HERE)!r})\n"
+    "from plumbing.readonly_tools import ReadOnlyTools\n"
+    "tools = ReadOnlyTools(sys.argv[1])\n"
+    "tools.search_seconds = float(sys.argv[2])\n"
+    "print(json.dumps(tools.invoke('search', json.loads(sys.argv[3]))))\n"
+)
+
+
 def search_in_child(root, arguments, seconds, address_space=None):
     """One search call in a fresh Python with `search_seconds` shrunk; its JSON result.
 
     `address_space`: bytes, the child's hard limit on memory (as `ulimit -v` sets it)."""
-    code = (
-        "import json, sys\n"
-        f"sys.path.insert(0, {str(HERE)!r})\n"
-        "from plumbing.readonly_tools import ReadOnlyTools\n"
-        "tools = ReadOnlyTools(sys.argv[1])\n"
-        "tools.search_seconds = float(sys.argv[2])\n"
-        "print(json.dumps(tools.invoke('search', json.loads(sys.argv[3]))))\n"
-    )
     done = subprocess.run(
-        [sys.executable, "-c", code, str(root), str(seconds), json.dumps(arguments)],
+        [sys.executable, "-c", SEARCH_CALL, str(root), str(seconds), json.dumps(arguments)],
         capture_output=True,
         text=True,
         timeout=CHILD_TIMEOUT,  # a search that ignores its budget fails here
@@ -300,6 +305,78 @@ def test_skipped_binary_files_count_toward_the_search_budget(tmp_path):
     assert int(result["files_skipped"].split()[0]) < 50  # it stopped among the binaries
 
 
+def test_a_search_out_of_time_stops_inside_the_file_it_is_in(tmp_path):
+    # The budget is checked after every line, not only between files: one long file cannot
+    # hold the search past it. With a budget of 0, the first line is the last one searched.
+    (tmp_path / "a.txt").write_text("needle 1\nneedle 2\n")
+    result = search_in_child(tmp_path, {"pattern": "needle"}, seconds=0)
+    assert result["matches"] == ["a.txt:1: needle 1"]
+    assert result["note"].startswith("the search ran out of time after 1 matches")
+
+
+def sig_caught(pid):
+    """The signals `pid` has handlers for, as a bit mask (bit n-1 for signal n)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(status.split("SigCgt:")[1].split()[0], 16)
+
+
+@pytest.mark.parametrize(
+    "how, why", [(signal.SIGINT, "KeyboardInterrupt"), (signal.SIGKILL, "no output")]
+)
+def test_a_search_child_that_dies_is_a_failed_search_naming_its_last_words(tmp_path, how, why):
+    # A child ended from outside (a crash with a traceback, the kernel's OOM killer) sent no
+    # last line: the model is told the search failed, with the last line of its stderr.
+    (tmp_path / "a.txt").write_text("a" * 40 + "!\n")  # a search that runs until stopped
+    arguments = json.dumps({"pattern": "(a+)+$"})
+    harness = subprocess.Popen(
+        [sys.executable, "-c", SEARCH_CALL, str(tmp_path), str(CHILD_TIMEOUT), arguments],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=sigint_default,  # the search child inherits it: Ctrl-C is Python's to handle
+    )
+
+    def started():  # only once Python's Ctrl-C handler is in place does SIGINT raise
+        return [pid for pid in search_children(harness.pid) if sig_caught(pid) & 2]
+
+    try:
+        assert wait_for(started)
+        os.kill(started()[0], how)
+        out, _ = harness.communicate(timeout=CHILD_TIMEOUT)
+    finally:
+        harness.kill()
+        harness.wait()
+    failed = f"the search failed ({why}); try a simpler pattern or a smaller path"
+    assert json.loads(out) == {"error": failed}
+
+
+def test_a_path_swapped_after_the_check_is_refused_by_the_search_child(tmp_path):
+    # Between the harness's check and the child's walk, `d` may become a link or vanish:
+    # the child refuses it, and the model reads that refusal, never "the search failed".
+    # (`d` is a folder only between two of the racer's renames: about one search in ten
+    # passes the check, and most of those meet a link or nothing in the child.)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = tmp_path / "root"
+    (root / "real").mkdir(parents=True)
+    (root / "real" / "a.txt").write_text("needle\n")
+    (root / "link").symlink_to(outside)
+    tools = ReadOnlyTools(root)
+    racer = subprocess.Popen(
+        [sys.executable, "-c", RACER, str(root), "10000000"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert racer.stdout.readline() == "racing\n"
+        results = [tools.invoke("search", {"pattern": "needle", "path": "d"}) for _ in range(400)]
+    finally:
+        racer.kill()
+        racer.wait()
+    errors = [result["error"] for result in results if "error" in result]
+    # (The harness's own walk may meet the swap too: its refusals, or the file system's
+    # errors, also come back as results.) Never a search crashed: no exception's name.
+    crashed = [e for e in errors if e.startswith("the search failed") or "Error:" in e]
+    assert errors and crashed == [], crashed
+
+
 # --- 4. file names that are not UTF-8 -----------------------------------------------------------
 
 
@@ -503,6 +580,15 @@ def test_list_dir_shows_a_broken_link_as_unreadable(tmp_path):
     (tmp_path / "loop").symlink_to(tmp_path / "loop")
     listed = ReadOnlyTools(tmp_path).invoke("list_dir", {"path": "."})
     assert listed["entries"] == ["gone (unreadable)", "loop (unreadable)"]
+
+
+def test_list_dir_shows_a_link_the_file_system_cannot_follow_as_unreadable(tmp_path):
+    # A target name longer than the file system allows: following it fails with an OSError
+    # (ENAMETOOLONG), not a refusal; the entry says so and the listing goes on.
+    (tmp_path / "long").symlink_to("x" * 300)
+    (tmp_path / "ok.txt").write_text("ok\n")
+    listed = ReadOnlyTools(tmp_path).invoke("list_dir", {"path": "."})
+    assert listed["entries"] == ["long (unreadable)", "ok.txt (3 bytes)"]
 
 
 def test_search_works_under_a_memory_limit_below_its_own(tmp_path):

@@ -10,6 +10,7 @@ import io
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -20,9 +21,9 @@ import pytest
 
 from agent_loop import TEXT_DELTA, THINKING_DELTA
 from ask import ASK_PROMPT, Display
-from plumbing.readonly_tools import RESULT_LIMIT, ReadOnlyTools
+from plumbing.readonly_tools import RESULT_LIMIT, SEARCH_SECONDS, ReadOnlyTools
 from plumbing.sample import copy_sample
-from tests.helpers import Reader, sigint_default
+from tests.helpers import Reader, search_children, sigint_default, wait_for, wait_until_gone
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 
 ASK = Path(__file__).resolve().parent.parent / "ask.py"
@@ -134,6 +135,13 @@ def test_missing_paths_and_wrong_kinds_say_what_to_use(root):
     assert "use list_dir" in error_of(invoke(root, "read_file", path="src"))
     assert "use read_file" in error_of(invoke(root, "list_dir", path="README.md"))
     assert "pattern is empty" in error_of(invoke(root, "search", pattern="", path="."))
+
+
+@pytest.mark.parametrize("name", ["README.md", "missing"])
+def test_a_root_that_is_not_a_directory_is_refused_by_name(root, name):
+    # One ValueError naming the root, not an OSError from opening it as a folder.
+    with pytest.raises(ValueError, match=f"{name} is not a directory"):
+        ReadOnlyTools(root / name)
 
 
 # --- results -----------------------------------------------------------------------------------
@@ -367,6 +375,28 @@ def test_usage_errors_exit_2_with_one_error_line(spawn, tmp_path):
         assert err.startswith("error: ") and err.count("\n") == 1, err
 
 
+def test_a_host_that_is_not_a_url_exits_2_naming_it(spawn, tmp_path):
+    host = "ftp://127.0.0.1:9"
+    code, out, err = ask(spawn, "--root", str(tmp_path), "--api", "openai", "--host", host, "Q?")
+    assert code == 2 and out == ""
+    assert err.startswith(f"error: --host {host}: base URL must be") and err.count("\n") == 1
+
+
+def test_ctrl_c_during_the_model_check_exits_130_without_traceback(spawn, tmp_path):
+    # A server that takes the connection and never answers: the check before the first
+    # question waits on it, and Ctrl-C must end ask.py there as it does during an answer.
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        silent.settimeout(30)  # only a broken build waits it out
+        host = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        process = spawn("--root", str(tmp_path), "--host", host, "Question?")
+        connection, _ = silent.accept()  # the check has begun
+        with connection:
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=15)
+    assert process.returncode == 130
+    assert out == b"" and err == b"\ninterrupted\n"
+
+
 def test_help_states_defaults_and_exit_codes(spawn):
     code, out, _ = ask(spawn, "--help")
     assert code == 0
@@ -406,6 +436,13 @@ def test_session_second_request_carries_first_question_and_answer(spawn, tmp_pat
         ("user", "Which one did you mention?"),
     ]
     assert follow_up["messages"][0] == {"role": "system", "content": ASK_PROMPT}
+
+
+def test_session_asks_nothing_for_an_empty_line(spawn, tmp_path):
+    script = [reply(chunk("Answered.", done=True))]
+    out, _, bodies = session(spawn, tmp_path, script, stdin="\n   \nQuestion?\n")
+    assert "Answered." in out
+    assert [messages_of(body)[1:] for body in bodies] == [[("user", "Question?")]]
 
 
 def test_session_leaves_a_failed_question_out_and_says_so(spawn, tmp_path):
@@ -466,6 +503,26 @@ def test_ctrl_c_during_one_question_exits_130_without_traceback(spawn, tmp_path)
         gate.set()
     err.wait_for("interrupted")
     assert b"Traceback" not in err.data
+
+
+def test_ctrl_c_during_a_search_ends_the_search_child_too(spawn, tmp_path):
+    # The search child runs in its own session, so Ctrl-C reaches ask.py alone: ask.py must
+    # end the child, not wait for a backtracking pattern that would run for hours.
+    (tmp_path / "a.txt").write_text("a" * 40 + "!\n")
+    script = [reply(chunk(tool_calls=[call("search", pattern="(a+)+$")], done=True))]
+    with OllamaTestServer(script) as server:
+        process = spawn("--root", str(tmp_path), "--host", server.host, "Where?")
+        Reader(process.stdout).wait_for("> search")
+        assert wait_for(lambda: search_children(process.pid))
+        (child,) = search_children(process.pid)
+        try:
+            process.send_signal(signal.SIGINT)
+            code = process.wait(timeout=SEARCH_SECONDS)  # the child's own budget, unused
+        finally:
+            gone = wait_until_gone(child, seconds=1)
+            if not gone:  # a broken build left it running: end it here
+                os.kill(child, signal.SIGKILL)
+    assert code == 130 and gone
 
 
 def test_answer_and_thinking_never_share_a_line_and_a_file_gets_no_colour(monkeypatch):

@@ -508,3 +508,21 @@ def test_ask_stops_a_backtracking_search_at_its_deadline(tmp_path):
     assert finished.returncode == 1, finished.stderr
     assert finished.stderr.startswith("error: stopped without an answer: deadline")
     assert took < SEARCH_SECONDS  # the search child's own budget, which it once ran out
+
+
+def test_ask_session_gives_each_answer_the_whole_deadline(tmp_path):
+    # The first answer stalls until --deadline stops it; the second gets a budget of its
+    # own, not what the first left of one counted from the start (nothing).
+    gate = threading.Event()  # holds the first stream until the test ends
+    first = ollama_reply(chunk("Let"), chunk(done=True), gate=gate)
+    server = OllamaTestServer([first, ollama_reply(chunk("Yes.", done=True))])
+    command = [sys.executable, str(HERE / "ask.py"), "--root", str(tmp_path), "--deadline", "1"]
+    with server:
+        finished = subprocess.run(
+            [*command, "--host", server.host],
+            input="First?\nSecond?\n", capture_output=True, text=True, timeout=STALL,
+        )  # fmt: skip
+        gate.set()
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stderr.count("stopped without an answer: deadline") == 1, finished.stderr
+    assert "ask> Yes.\n" in finished.stdout

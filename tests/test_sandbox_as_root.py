@@ -185,11 +185,59 @@ def test_an_installation_reached_through_a_symlink_is_not_taken_for_a_planted_on
     assert in_lab(linked / "bin" / "python", ASK_PLANTED) == "None"
 
 
-def test_more_than_three_planted_files_are_named_by_three_and_counted(throwaway_python):
+@pytest.mark.parametrize(
+    "count, named",
+    [
+        (3, "(zz-0.pth, zz-1.pth, zz-2.pth, in "),  # all three, no "and 0 more"
+        (4, "(zz-0.pth, zz-1.pth, zz-2.pth and 1 more, in "),
+        (5, "(zz-0.pth, zz-1.pth, zz-2.pth and 2 more, in "),
+    ],
+)
+def test_more_than_three_planted_files_are_named_by_three_and_counted(
+    throwaway_python, count, named
+):
     # mutation: `len(changed) - 3` -> `+ 3` said "and 8 more" of two more files
     python, site_packages = throwaway_python
     in_lab(python, WRITE_BASELINE)
-    for n in range(5):
+    for n in range(count):
         (site_packages / f"zz-{n}.pth").write_text("import os\n")
     said = in_lab(python, ASK_PLANTED)
-    assert "(zz-0.pth, zz-1.pth, zz-2.pth and 2 more, in " in said, said
+    assert named in said, said
+
+
+def test_the_baseline_is_one_start_up_file_a_line_in_sorted_order(throwaway_python):
+    # A person comparing the baseline with the installation reads it: one file a line,
+    # sorted by path. A sitecustomize.py is found before the .pth files of its folder.
+    python, site_packages = throwaway_python
+    (site_packages / "sitecustomize.py").write_text("# harmless\n")
+    in_lab(python, WRITE_BASELINE)
+    text = (python.parent.parent / "lab-startup-files.json").read_text()
+    lines = text.splitlines()
+    paths = [line.split('"')[1] for line in lines[1:-1]]
+    assert lines[0] == "{" and lines[-1] == "}" and text.endswith("}\n")
+    assert all(line.startswith(' "/') for line in lines[1:-1]), text
+    assert str(site_packages / "sitecustomize.py") in paths
+    assert paths == sorted(paths)
+
+
+def test_an_installation_lab_py_did_not_build_is_judged_against_what_it_held_at_start(
+    throwaway_python,
+):
+    # no baseline file (or one that does not parse): what was there at start-up is the
+    # baseline, so a plant made since is still named
+    python, site_packages = throwaway_python
+    plant_then_ask = (
+        "import pathlib, site\n"
+        "from plumbing.startup_guard import planted\n"
+        "before = planted()\n"
+        "pathlib.Path(site.getsitepackages()[0], 'zz-late.pth').write_text('import os')\n"
+        "print(before, '|', planted())\n"
+    )
+    before, after = in_lab(python, plant_then_ask).split(" | ")
+    assert before == "None"
+    assert "(zz-late.pth, in " in after, after
+    (python.parent.parent / "lab-startup-files.json").write_text("not json")
+    (site_packages / "zz-late.pth").unlink()
+    before, after = in_lab(python, plant_then_ask).split(" | ")
+    assert before == "None"
+    assert "(zz-late.pth, in " in after, after

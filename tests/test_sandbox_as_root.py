@@ -120,7 +120,7 @@ source.write_text(sys.argv[2] + source.read_text())
 isolate = sys.argv[3] == "isolated"
 first = independent_verdict(repo, isolate=isolate)  # the run the plant happens in, or not
 second = independent_verdict(repo, isolate=isolate)  # the next verdict
-print(json.dumps([first.get("reason"), second.get("reason")]))
+print(json.dumps([first.get("reason"), second.get("reason"), second["exit_code"]]))
 """
 
 
@@ -150,7 +150,7 @@ def test_start_up_code_planted_by_a_test_run_refuses_every_later_verdict(
         [python, "-c", JUDGE_TWICE, str(tmp_path / "work"), PLANT, isolated],
         capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent, timeout=120,
     )  # fmt: skip
-    first, second = json.loads(done.stdout.splitlines()[-1])
+    first, second, second_exit_code = json.loads(done.stdout.splitlines()[-1])
     planted = (site_packages / "zz-planted.pth").exists()
     if isolated == "isolated":
         assert not planted  # read-only to the tests: nothing to notice
@@ -160,6 +160,7 @@ def test_start_up_code_planted_by_a_test_run_refuses_every_later_verdict(
         assert first == second  # the run that planted it gets no verdict either
         assert second.startswith("the lab's Python installation holds start-up code it was "
                                  "not built with (zz-planted.pth")  # fmt: skip
+        assert second_exit_code is None  # refused before its tests ran with the plant in reach
 
 
 WRITE_BASELINE = "from plumbing.startup_guard import write_baseline; write_baseline()"

@@ -221,6 +221,27 @@ def test_a_second_ctrl_c_during_cleanup_waits_until_the_folder_is_gone(tmp_path)
     assert not os.path.exists(finished.stdout.strip())
 
 
+def test_ctrl_c_works_again_once_a_scratch_folder_is_removed():
+    # the cleanup holds Ctrl-C back, and must let it through again: else nothing after the
+    # first verdict could be interrupted
+    child = (
+        "import os, signal\n"
+        "from plumbing.scratch import scratch_folder\n"
+        "with scratch_folder(prefix='agent-lab-test-'):\n"
+        "    pass\n"
+        "try:\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    print('not interrupted')\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted')\n"
+    )
+    finished = subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, timeout=30,
+        cwd=Path(__file__).resolve().parent.parent,
+    )  # fmt: skip
+    assert finished.stdout == "interrupted\n", finished.stdout + finished.stderr
+
+
 def test_read_text_reads_at_most_four_bytes_a_character_and_says_when_it_cut(tmp_path):
     # mutation: `4 * (characters + 1)` -> 5 read more than a character's four bytes allow
     from plumbing.sample import read_text

@@ -340,6 +340,19 @@ def test_where_no_isolation_works_the_run_says_so_and_records_none(monkeypatch, 
         isolation.isolation_kind.cache_clear()
 
 
+def test_a_bwrap_that_cannot_be_started_is_not_taken_for_isolation(monkeypatch, tmp_path):
+    # found on the PATH is not enough: it must run the interpreter (here its exec fails)
+    bwrap = tmp_path / "bwrap"
+    bwrap.write_text("#!/no/such/interpreter\n")
+    bwrap.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    isolation.isolation_kind.cache_clear()
+    try:
+        assert isolation.isolation_kind() == isolation.NONE
+    finally:
+        isolation.isolation_kind.cache_clear()
+
+
 def test_no_isolate_is_said_in_one_line_and_isolate_is_still_accepted():
     finished = cli("replay.py", "--no-isolate", RECORDINGS / "bounded-max-turns-1.json")
     assert finished.returncode == 0, finished.stdout + finished.stderr

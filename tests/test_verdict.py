@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import replay
-from plumbing import isolation
+from plumbing import isolation, sample
 from plumbing.child_process import OUTPUT_LIMIT, run_bounded
 from plumbing.pytest_report import NO_REPORT, REPORT_LIMIT, expected_tests
 from plumbing.recording import RECORDINGS, load, save
@@ -213,6 +213,16 @@ def test_an_edited_test_file_is_not_a_pass_even_with_every_name_passing(repo):
     tests.write_text("".join(f"def {name}():\n    pass\n" for name in names))
     result = run_tests(repo)
     assert result["exit_code"] == 0 and result["passed"] == 4
+    assert result["verdict"] == "failed" and result["reason"].startswith("tests changed")
+
+
+def test_a_deleted_test_file_is_not_a_pass(repo):
+    # the fresh copy brings its own tests, so the copy's own file must be checked: gone is
+    # changed (False, which a recording keeps and passed() reads as `is not False`)
+    edit(repo, FAULTY_LINE, FIXED_LINE)
+    (repo / TEST_FILE).unlink()
+    assert sample.tests_unchanged(repo) is False  # via the module: pytest collects test*
+    result = independent_verdict(repo)
     assert result["verdict"] == "failed" and result["reason"].startswith("tests changed")
 
 
@@ -485,6 +495,15 @@ def test_every_tool_result_is_redacted(repo, monkeypatch):
     assert final_source(repo) == f"# leaked: {REDACTED}\n"  # as a recording keeps it
     result = RepoTools(repo).invoke("replace_text", {"old": "tok-0123456789abcdef", "new": "x"})
     assert "error" not in result  # redaction is of results, not of what the model may send
+
+
+def test_a_source_the_run_left_unreadable_is_recorded_as_a_line_saying_why(repo):
+    (repo / SOURCE_FILE).unlink()
+    said = final_source(repo)
+    assert said == f"[{SOURCE_FILE} cannot be read: No such file or directory]"
+    os.mkfifo(repo / SOURCE_FILE)  # refused by the reader itself: its message is the reason
+    said = final_source(repo)
+    assert said == f"[{SOURCE_FILE} cannot be read: {SOURCE_FILE} is not a regular file]"
 
 
 # --- processes and files: what isolation blocks -------------------------------------------------

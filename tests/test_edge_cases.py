@@ -812,18 +812,20 @@ def test_a_malformed_answer_with_one_problem_is_named_without_a_count_of_more():
 
 def test_walking_a_link_whose_target_climbs_with_dotdot_leaks_no_descriptor(tmp_path):
     # mutation: the folder's `os.close` before reopening at ".." removed: one descriptor
-    # lost per "..", and a long session of reads through such a link runs out of them
+    # lost per "..", and a long session of reads through such a link runs out of them; the
+    # same for each folder the reopen from the root passes on its way down (a/c/up's "..")
     from plumbing.confined_tree import Tree
 
-    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "c").mkdir(parents=True)
     (tmp_path / "b.txt").write_text("x")
     (tmp_path / "a" / "up").symlink_to("../b.txt")
+    (tmp_path / "a" / "c" / "up").symlink_to("../../b.txt")  # reopens a/ from the root
     root_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         tree = Tree(tmp_path.resolve(), root_fd)
         before = len(os.listdir("/proc/self/fd"))
-        for _ in range(20):
-            fd, real, _info = tree.open(["a", "up"])
+        for parts in [["a", "up"], ["a", "c", "up"]] * 20:
+            fd, real, _info = tree.open(parts)
             os.close(fd)
         assert real == ["b.txt"] and len(os.listdir("/proc/self/fd")) == before
     finally:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from agent_loop import STOPPED, TOOL_RESULT, agent_events
-from plumbing.confined_tree import CHANGED, OUTSIDE, SEARCH_FILE_BYTES
+from plumbing.confined_tree import CHANGED, MISSING, OUTSIDE, SEARCH_FILE_BYTES
 from plumbing.readonly_tools import (
     CHILD_CODE,
     LINE_LIMIT,
@@ -453,6 +453,35 @@ def test_a_racing_writer_cannot_swap_a_folder_for_a_link_out_of_the_root(tmp_pat
     assert any("error" in result for result in results)
 
 
+def test_a_folder_renamed_while_a_link_climbs_back_through_it_leaks_no_descriptor(tmp_path):
+    # `real/c/up` -> `../../x.txt`: the walk climbs by opening `real` again from the root,
+    # and the racer renames `real` away and back; each reopen that fails must close the
+    # descriptor it holds, or a long session runs out of them
+    (tmp_path / "real" / "c").mkdir(parents=True)
+    (tmp_path / "real" / "c" / "up").symlink_to("../../x.txt")
+    (tmp_path / "x.txt").write_text("x\n")
+    (tmp_path / "link").symlink_to("real")
+    tools = ReadOnlyTools(tmp_path)
+    racer = subprocess.Popen(
+        [sys.executable, "-c", RACER, str(tmp_path), "10000000"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert racer.stdout.readline() == "racing\n"
+        before = len(os.listdir("/proc/self/fd"))
+        results, swapped = [], {"error": f"'real/c/up' {CHANGED}"}
+        changed = 0
+        while changed < 20 and len(results) < 100_000:  # mostly reopens that failed
+            results.append(tools.invoke("read_file", {"path": "real/c/up"}))
+            changed += results[-1] == swapped
+        after = len(os.listdir("/proc/self/fd"))
+    finally:
+        racer.kill()
+        racer.wait()
+    assert after == before
+    assert changed == 20  # the race was real
+    assert {"path": "x.txt", "text": "x\n"} in results
+
+
 def test_the_search_child_refuses_a_path_that_became_a_link_after_the_check(tmp_path):
     # The harness sends the real names it checked; a link there now is a swap, even inside.
     (tmp_path / "src").mkdir()
@@ -517,6 +546,55 @@ def test_links_that_stay_inside_the_root_are_followed(tmp_path):
     ]
     found = tools.invoke("search", {"pattern": "needle"})
     assert found["matches"] == ["alias.py:1: needle = 1", "src/app.py:1: needle = 1"]
+
+
+def test_a_link_target_with_a_dot_a_double_slash_or_a_trailing_slash_names_the_same_file(
+    tmp_path,
+):
+    # `ln -s ./src/app.py`, `src//app.py` and `src/` are how people write targets
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("needle = 1\n")
+    (tmp_path / "dot.py").symlink_to("./src/app.py")
+    (tmp_path / "double.py").symlink_to("src//app.py")
+    (tmp_path / "lib").symlink_to("src/")
+    tools = ReadOnlyTools(tmp_path)
+    for path in ("dot.py", "double.py", "lib/app.py"):
+        found = tools.invoke("read_file", {"path": path})
+        assert found == {"path": "src/app.py", "text": "needle = 1\n"}, path
+
+
+def test_a_file_is_not_a_folder_even_when_the_name_below_it_is_its_neighbour(tmp_path):
+    (tmp_path / "README.md").write_text("# Demo\n")
+    (tmp_path / "app.py").write_text("needle = 1\n")
+    tools = ReadOnlyTools(tmp_path)
+    found = tools.invoke("read_file", {"path": "README.md/app.py"})
+    assert found == {"error": f"'README.md/app.py' {MISSING}"}
+
+
+def test_a_folder_that_cannot_be_listed_is_skipped_and_the_rest_still_searched(tmp_path):
+    # Out of descriptors (the limit set so that the third level cannot be listed), the
+    # listing of that folder fails: it is passed over, not a crash of the search.
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    for path in ("top.txt", "a/in_a.txt", "a/b/in_b.txt"):
+        (tmp_path / path).write_text("needle\n")
+    child = (
+        "import os, resource, sys\n"
+        "from pathlib import Path\n"
+        "from plumbing.confined_tree import Tree\n"
+        "root_fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)\n"
+        "free = os.dup(root_fd)\n"
+        "os.close(free)  # the lowest free descriptor: the walk takes it and the next two\n"
+        "_, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (free + 3, hard))\n"
+        "tree = Tree(Path(sys.argv[1]), root_fd)\n"
+        "print([path for path, _ in tree.files([], {'deep': 0})])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", child, str(tmp_path.resolve())], capture_output=True, text=True,
+        timeout=60, cwd=HERE,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "['top.txt', 'a/in_a.txt']\n"
 
 
 # --- 6. replace_text never half-writes ----------------------------------------------------------

@@ -388,11 +388,14 @@ class OpenAICompatibleModel:
         body = json.dumps(request_body(self.model, messages, tools, self.sampling)).encode()
         deadline = self.deadline
         connection = self._connect()
-        watchdog = Watchdog(deadline, connection.sock)
+        # subtle: kept here, as http.client forgets `connection.sock` once a response says it
+        # will close the connection (`Connection: close`, or a body with no length or chunks)
+        sock = connection.sock
+        watchdog = Watchdog(deadline, sock)
 
         def cap_read():  # each read waits at most --timeout, and never past the deadline
             deadline.check()
-            connection.sock.settimeout(max(deadline.cap(self.timeout), 0.001))
+            sock.settimeout(max(deadline.cap(self.timeout), 0.001))
 
         try:
             headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}

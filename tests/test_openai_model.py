@@ -342,6 +342,39 @@ def test_http_error_body_of_another_shape_is_reported_with_its_text(repo, body, 
     assert events[-1]["reason"] == MODEL_ERROR and events[-1]["error"] == expected
 
 
+class UnframedStream(BaseHTTPRequestHandler):
+    """Answers in HTTP/1.0 (http.server's default): an event stream with neither a length nor
+    chunks, which ends when the server closes the connection, as plain servers send it."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for event in (content("Done."), finish()):
+            self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+        self.wfile.write(b"data: [DONE]\n\n")
+
+
+def test_a_stream_that_ends_with_its_connection_is_read_to_the_end(repo):
+    # http.client forgets the connection's socket when the answer will close it; the reads'
+    # timeouts are still set on that socket (a crash in model_error before it was kept).
+    server = HTTPServer(("127.0.0.1", 0), UnframedStream)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        chat = OpenAICompatibleModel(TEST_MODEL, base_url)
+        events = list(agent_events(chat, RepoTools(repo), TASK))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert events[-1]["reason"] == ASSISTANT_FINISHED, events[-1]
+    assert of_type(events, MODEL_DONE)[0]["message"]["content"] == "Done."
+
+
 def test_http_400_with_an_error_body_is_reported_with_status_and_message(repo):
     message = "the request exceeds the available context size, try increasing it"
     server, events = run_chat(repo, reply(message, status=400))

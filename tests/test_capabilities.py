@@ -25,7 +25,7 @@ from local_model import CAPABILITIES_KEPT, OPTIONS, LocalModel, ModelError
 from plumbing.readonly_tools import ReadOnlyTools
 from plumbing.recording import load, save
 from plumbing.sample import copy_sample
-from plumbing.text_calls import MAX_SCAN, UNREADABLE, text_tool_call
+from plumbing.text_calls import MAX_SCAN, MAX_SPAN, UNREADABLE, text_tool_call
 from replay import DIVERGED, REPRODUCED, replay_one
 from repo_tools import RepoTools
 from tests import openai_test_server as openai
@@ -243,6 +243,25 @@ def test_model_given_as_a_path_is_named_after_its_stem():
 # --- calls written as text ----------------------------------------------------------------------
 
 READ = {"name": "read_file", "arguments": {"path": "path_rules.py"}}
+RUN = '{"name": "run_tests", "arguments": {}}'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # 100 braces more than MAX_SPAN before the only "name" key: skipped without a parse
+        # each (64 of them would use up the attempts), so the call after them is found
+        "{" * 100 + "x" * MAX_SPAN + RUN,
+        # a brace exactly MAX_SPAN before a "name" key is still tried, once
+        "{" + "x" * (MAX_SPAN - 2) + RUN,
+    ],
+)
+def test_braces_far_from_any_name_key_cost_no_attempt_and_hide_no_call(text):
+    # In a child, first in this section: a scan that stops moving forward hangs, and the
+    # child's timeout turns that into a failure, not a stalled suite.
+    finished = detect_in_child(text)
+    assert finished.returncode == 0, finished.stderr[-500:]
+    assert json.loads(finished.stdout) == {"name": "run_tests", "arguments": {}}
 
 
 @pytest.mark.parametrize(
@@ -407,6 +426,18 @@ def test_written_json_arguments_too_deep_or_not_finite_are_kept_as_the_calls_tex
 def test_a_call_after_a_long_message_is_still_found_at_its_end():
     text = "x" * (3 * MAX_SCAN) + '{"name": "run_tests", "arguments": {}}'
     assert text_tool_call(text, RepoTools.schemas) == {"name": "run_tests", "arguments": {}}
+
+
+def test_only_text_is_searched_and_only_a_named_function_schema_offers_a_tool():
+    # Anything but text holds no written call; a schema without a function object, or
+    # whose name is not text, offers no tool and hides none of the well-formed ones.
+    text = '{"name": "read_file", "arguments": {"path": "path_rules.py"}}'
+    assert text_tool_call(None, RepoTools.schemas) is None
+    assert text_tool_call(text.encode(), RepoTools.schemas) is None
+    odd = ["read_file", {"type": "function"}, {"function": "read_file"}]
+    odd += [{"function": {"name": 5}}, {"function": {"parameters": {}}}]
+    assert text_tool_call(text, odd) is None
+    assert text_tool_call(text, odd + RepoTools.schemas) == READ
 
 
 def test_loop_flags_a_written_call_and_runs_nothing_from_text(tmp_path):

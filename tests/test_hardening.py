@@ -50,6 +50,8 @@ def run(script, repo, **options):
         ("not a chunk", "expected an object, got str"),
         (None, "expected an object, got NoneType"),
         ({"message": ["content"]}, "'message' is not an object"),
+        ({"message": ""}, "'message' is not an object"),  # empty, yet not "no message"
+        ({"message": []}, "'message' is not an object"),
         ({"message": {"content": 42}}, "message 'content' is not text"),
         ({"message": {"thinking": {"a": 1}}}, "message 'thinking' is not text"),
         ({"message": {"tool_calls": {"function": {}}}}, "'tool_calls' is not a list"),
@@ -63,6 +65,14 @@ def test_malformed_chunk_is_a_model_error_naming_it_and_runs_no_tool(repo, bad, 
     assert events[-1]["reason"] == MODEL_ERROR
     assert named in events[-1]["error"]
     assert [e for e in events if e["type"] == TOOL_START] == []
+
+
+def test_a_chunk_without_a_message_adds_nothing_and_can_end_the_turn(repo):
+    # A done chunk need not carry a message: the turn is the text that came before it.
+    chat, events = run([[chunk("Done."), {"done": True}]], repo)
+    assert events[-1]["reason"] == "assistant_finished"
+    done = [e for e in events if e["type"] == MODEL_DONE]
+    assert done[0]["message"] == {"role": "assistant", "content": "Done."}
 
 
 @pytest.mark.parametrize("arguments", [None, 7, 2.5, True, ["a"], "", "[1]", "{bad"])

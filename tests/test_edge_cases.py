@@ -29,7 +29,7 @@ from agent_loop import (
     TOOL_START,
     agent_events,
 )
-from local_model import LocalModel
+from local_model import LocalModel, ModelError
 from plumbing.limits import Deadline, DeadlineExceeded
 from plumbing.ollama_transport import _LimitedStream, _WatchedStream
 from plumbing.pytest_report import count_results
@@ -387,6 +387,15 @@ def test_adapter_left_early_hangs_up_so_the_server_stops_sending():
         while not server.hung_up and time.monotonic() < until:
             time.sleep(0.05)
     assert server.hung_up == 1
+
+
+def test_a_request_the_sdk_refuses_before_any_stream_is_a_model_error():
+    # The SDK checks the messages before it opens a stream: there is nothing to close yet,
+    # and its refusal reaches the loop as a ModelError naming the field, like any other.
+    with OllamaTestServer([reply(chunk("never sent", done=True))]) as server:
+        with pytest.raises(ModelError, match="role"):
+            list(LocalModel(host=server.host)([{"content": "a message without a role"}], []))
+        assert server.chat_bodies() == []
 
 
 # --- bugs the mutation pass found (fixed) -----------------------------------------------------

@@ -35,12 +35,13 @@ from agent_loop import (
     TOOL_START,
     agent_events,
 )
-from local_model import LocalModel
+from local_model import LocalModel, ModelError
 from openai_model import OpenAICompatibleModel
 from plumbing.limits import MAX_LINE_BYTES, Deadline, DeadlineExceeded, Watchdog
 from plumbing.ollama_transport import _WatchedBackend
 from plumbing.readonly_tools import SEARCH_SECONDS
 from plumbing.recording import load
+from plumbing.wire_errors import CONNECT_TIMEOUT
 from replay import REPRODUCED, replay_one
 from repo_tools import RepoTools
 from tests.helpers import sigint_default
@@ -121,6 +122,42 @@ def test_ollama_silence_before_the_first_byte_stops_at_the_deadline(repo):
     with OllamaTestServer([silent]) as server:
         events, elapsed = run_with(ollama(server), None, repo)
     assert_stopped_by_the_deadline(events, elapsed)
+
+
+def test_ollama_server_that_never_accepts_the_connection_stops_at_the_deadline(repo):
+    # The watchdog starts with the request's first byte; the connect before it is held to
+    # the deadline by its own timeout, capped like every other wait (CONNECT_TIMEOUT is 10 s).
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        queued = []
+        while True:  # fill the accept queue (nobody accepts): the kernel drops later SYNs
+            probe = socket.socket()
+            probe.settimeout(0.5)
+            try:
+                probe.connect(listener.getsockname())
+            except TimeoutError:
+                probe.close()
+                break
+            queued.append(probe)
+        host = "http://{}:{}".format(*listener.getsockname())
+        model = lambda deadline: LocalModel(host=host, timeout=STALL, deadline=deadline)  # noqa: E731
+        events, elapsed = run_with(model, None, repo)
+        for probe in queued:
+            probe.close()
+    assert_stopped_by_the_deadline(events, elapsed)
+    assert elapsed < CONNECT_TIMEOUT / 2
+
+
+def test_ollama_read_timeout_of_0_seconds_still_waits_for_the_server(repo):
+    # subtle: a socket timeout of 0 means non-blocking, so a read would fail at once as a
+    # cut connection; every wait gets the same floor (1 ms) as one the deadline capped, and
+    # a server that sends nothing is reported as stalled.
+    silent = ollama_reply(chunk("late"), chunk(done=True), pause_before=STALL)
+    with OllamaTestServer([silent]) as server:
+        chat = LocalModel(host=server.host, timeout=0)
+        with pytest.raises(ModelError, match="sent nothing for 0 s"):
+            list(chat([{"role": "user", "content": "hi"}], []))
 
 
 def test_openai_stall_after_one_event_stops_at_the_deadline_not_the_timeout(repo):

@@ -888,3 +888,21 @@ def test_a_connection_back_in_the_pool_is_not_shut_down_when_the_deadline_passes
     assert not shut.wait(1.0)  # five times the deadline: the watchdog is gone
     stream.arm()  # the next request, with a deadline of its own, is still watched
     assert shut.wait(5.0) and stream.fired
+
+
+def test_a_connection_upgraded_to_tls_is_watched_like_a_plain_one():
+    # https: the TLS stream the handshake gives back is wrapped too, so the request it then
+    # carries arms a watchdog on the TLS socket, which shuts it down at the deadline
+    shut, written = threading.Event(), []
+    sock = SimpleNamespace(shutdown=lambda how: shut.set())
+    tls = SimpleNamespace(
+        get_extra_info=lambda name: sock,
+        write=lambda buffer, timeout: written.append(buffer),
+        close=lambda: None,
+    )
+    plain = SimpleNamespace(start_tls=lambda context, server_hostname, timeout: tls)
+    stream = _WatchedStream(plain, deadline_of=lambda: Deadline(0.2)).start_tls(None)
+    stream.write(b"POST /api/chat")
+    assert written == [b"POST /api/chat"]
+    assert shut.wait(5.0) and stream.fired
+    stream.close()

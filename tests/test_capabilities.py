@@ -495,6 +495,15 @@ def test_ask_session_with_no_server_exits_2_before_the_prompt(tmp_path, unused_p
     assert finished.stderr.count("\n") == 1
 
 
+def test_ask_with_a_host_no_failure_message_foresees_names_the_error_itself(tmp_path):
+    # No row of the adapter's table of failures fits a host of another protocol: the one
+    # error line then gives the error's own type and text.
+    finished = run_cli("ask.py", "--root", tmp_path, "--host", "ftp://127.0.0.1:1", "Hello?")
+    assert finished.returncode == 2 and finished.stdout == ""
+    unsupported = "UnsupportedProtocol: Request URL has an unsupported protocol 'ftp://'."
+    assert finished.stderr == f"error: {unsupported}\n"
+
+
 def test_ask_refuses_a_model_without_tools_before_asking_anything(tmp_path):
     with server([reply(chunk("Hi.", done=True))]) as stand_in:
         options = ["--root", tmp_path, "--host", stand_in.host, "--model", NO_TOOLS]

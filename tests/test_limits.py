@@ -9,6 +9,7 @@ second or two, the timeout it must beat is 30 s, and the test only asserts that 
 ended with reason `deadline` well before the timeout could have ended it.
 """
 
+import contextlib
 import json
 import os
 import signal
@@ -243,6 +244,35 @@ class HeaderTrickler:
         )
         while len(body) < length:
             body += connection.recv(65536)
+
+
+def test_openai_body_without_framing_ended_by_the_watchdog_is_the_deadline(repo):
+    # A body with neither a length nor chunks ends when the connection does, so the
+    # watchdog's shutdown reads as a clean end: the adapter must still report the deadline,
+    # not a turn the server left unfinished. subtle: the deadline's clock never moves, so
+    # each read may wait its full second and only the watchdog's (real) timer ends the drip.
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+    first = f"data: {json.dumps(content('Let me'))}\n\n".encode()
+
+    def serve(listener):
+        connection, _ = listener.accept()
+        with connection:
+            HeaderTrickler._read_request(connection)
+            connection.sendall(head + first)
+            with contextlib.suppress(OSError):  # until the client hangs up
+                for _ in range(int(STALL / 0.2)):
+                    connection.sendall(b": still here\n\n")
+                    time.sleep(0.2)
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        server = threading.Thread(target=serve, args=(listener,), daemon=True)
+        server.start()
+        deadline = Deadline(1.0, clock=lambda: 0.0)
+        base_url = "http://{}:{}/v1".format(*listener.getsockname())
+        chat = OpenAICompatibleModel(TEST_MODEL, base_url, timeout=STALL, deadline=deadline)
+        events = list(agent_events(chat, RepoTools(repo), TASK, deadline=deadline))
+        server.join(STALL)
+    assert events[-1]["reason"] == DEADLINE, events[-1]
 
 
 def test_ollama_trickle_of_the_headers_cannot_stretch_the_deadline(repo):

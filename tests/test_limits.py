@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -38,6 +39,8 @@ from agent_loop import (
 )
 from local_model import LocalModel, ModelError
 from openai_model import OpenAICompatibleModel
+from plumbing import readonly_tools
+from plumbing.confined_tree import Tree
 from plumbing.limits import MAX_LINE_BYTES, Deadline, DeadlineExceeded, Watchdog
 from plumbing.ollama_transport import _WatchedBackend
 from plumbing.readonly_tools import SEARCH_SECONDS
@@ -560,6 +563,9 @@ def test_ask_stops_a_stalled_answer_at_its_deadline(tmp_path, api):
     assert finished.stderr.startswith("error: stopped without an answer: deadline")
 
 
+STOP_AT = 1000.0  # a search's end on the stand-in clock below
+
+
 def test_ask_stops_a_backtracking_search_at_its_deadline(tmp_path):
     # the search child's own 10 s budget once outlasted --deadline 3 (11.4 s in all)
     (tmp_path / "a.txt").write_text("a" * 40 + "!\n")
@@ -593,3 +599,33 @@ def test_ask_session_gives_each_answer_the_whole_deadline(tmp_path):
     assert finished.returncode == 0, finished.stderr
     assert finished.stderr.count("stopped without an answer: deadline") == 1, finished.stderr
     assert "ask> Yes.\n" in finished.stdout
+
+
+@pytest.mark.parametrize(
+    ("a_py", "readings", "searched", "matches"),
+    [
+        # a line check reads exactly the end: not yet out of time, the next line is read
+        ("hit 1\nhit 2\nhit 3\n", [STOP_AT], 1, ["a.py:1: hit 1", "a.py:2: hit 2"]),
+        # the check after a file reads exactly the end: the next file is searched too
+        ("hit 1\n", [STOP_AT - 1, STOP_AT], 2, ["a.py:1: hit 1"]),
+    ],
+    ids=["line", "file"],
+)
+def test_a_clock_reading_equal_to_the_end_of_the_search_budget_is_not_yet_out_of_time(
+    tmp_path, monkeypatch, a_py, readings, searched, matches
+):
+    # The search stops once the clock is PAST its end. On a 1 ns monotonic clock a check
+    # lands exactly on the end in about one of 800 searches that run out of time (measured
+    # in the review of this boundary); a clock that stands still there shows it each time.
+    (tmp_path / "a.py").write_text(a_py)
+    (tmp_path / "b.py").write_text("no\n")
+    clock = iter([*readings, *[STOP_AT + 1] * 10])
+    monkeypatch.setattr(readonly_tools, "time", SimpleNamespace(monotonic=lambda: next(clock)))
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    sent, counts = [], {"searched": 0, "skipped": 0, "deep": 0}
+    try:
+        cut = readonly_tools._search(Tree(tmp_path, fd), "hit", [], STOP_AT, counts, sent.append)
+    finally:
+        os.close(fd)
+    assert cut == "the search ran out of time"
+    assert (counts["searched"], [item["match"] for item in sent]) == (searched, matches)

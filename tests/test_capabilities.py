@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import ollama
@@ -438,6 +439,19 @@ def test_only_text_is_searched_and_only_a_named_function_schema_offers_a_tool():
     odd += [{"function": {"name": 5}}, {"function": {"parameters": {}}}]
     assert text_tool_call(text, odd) is None
     assert text_tool_call(text, odd + RepoTools.schemas) == READ
+
+
+def test_with_no_tool_offered_a_written_call_is_not_even_parsed():
+    # No tool, no call to find: the text is not scanned, so Python's parser (which warns of
+    # an invalid escape such as \d in a tool_code block) never sees it. With a tool
+    # offered the block is parsed, and the parser's warning shows that it was.
+    text = '```tool_code\nread_file("\\d")\n```'
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert text_tool_call(text, []) is None
+        assert caught == []
+        text_tool_call(text, RepoTools.schemas)
+        assert caught, "the parser warns once the block is parsed"
 
 
 def test_loop_flags_a_written_call_and_runs_nothing_from_text(tmp_path):

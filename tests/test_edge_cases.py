@@ -4,6 +4,7 @@ The last section holds bugs the pass found, fixed since.
 """
 
 import copy
+import gc
 import io
 import json
 import os
@@ -387,6 +388,26 @@ def test_adapter_left_early_hangs_up_so_the_server_stops_sending():
         while not server.hung_up and time.monotonic() < until:
             time.sleep(0.05)
     assert server.hung_up == 1
+
+
+def test_a_chunk_the_adapter_cannot_convert_hangs_up_at_once_not_at_garbage_collection():
+    # An image that is not base64 passes the SDK's check of the chunk but fails when the
+    # adapter converts it, in the adapter's own code, with the SDK's stream still open.
+    # Its frame then lives on in the error's traceback (a cycle), so only the explicit
+    # close ends the response at once; with the collector off, nothing else would.
+    bad = chunk("x")
+    bad["message"]["images"] = [{"value": "nope.png"}]
+    gc.disable()
+    try:
+        with OllamaTestServer([reply(bad, drip=(" ", 0.02))]) as server:
+            with pytest.raises(ModelError):
+                list(LocalModel(host=server.host)([{"role": "user", "content": "hi"}], []))
+            until = time.monotonic() + 3
+            while not server.hung_up and time.monotonic() < until:
+                time.sleep(0.05)
+            assert server.hung_up == 1
+    finally:
+        gc.enable()
 
 
 def test_a_request_the_sdk_refuses_before_any_stream_is_a_model_error():

@@ -15,6 +15,7 @@ import pytest
 from plumbing.sample import SOURCE_FILE
 from plumbing.scratch import remove_tree, scratch_folder
 from repo_tools import READ_LIMIT, RepoTools
+from tests.helpers import sigint_default
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from verdict import independent_verdict
 
@@ -237,7 +238,7 @@ def test_ctrl_c_works_again_once_a_scratch_folder_is_removed():
     )
     finished = subprocess.run(
         [sys.executable, "-c", child], capture_output=True, text=True, timeout=30,
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=Path(__file__).resolve().parent.parent, preexec_fn=sigint_default,
     )  # fmt: skip
     assert finished.stdout == "interrupted\n", finished.stdout + finished.stderr
 

@@ -91,7 +91,7 @@ class Tree:
                         raise Refused(CHANGED)
                     if hops > LINK_HOPS:
                         raise Refused(LOOP)
-                    target = os.readlink(name, dir_fd=folder)
+                    target = read_link(name, folder)
                     if os.path.isabs(target):
                         if not Path(target).is_relative_to(self.root):
                             raise Refused(OUTSIDE)
@@ -242,6 +242,17 @@ def open_nofollow(name, folder, flags):
     except OSError as error:
         # ELOOP/ENOTDIR: swapped for a link (or a file) since it was looked at; ENOENT: gone.
         if error.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+            raise Refused(CHANGED) from None
+        raise
+
+
+def read_link(name, folder):
+    """The target of the link `name` in `folder`; Refused(CHANGED) if it is one no more."""
+    try:
+        return os.readlink(name, dir_fd=folder)
+    except OSError as error:
+        # EINVAL: swapped for a file or folder since it was looked at; ENOENT: gone.
+        if error.errno in (errno.EINVAL, errno.ENOENT):
             raise Refused(CHANGED) from None
         raise
 

@@ -451,6 +451,11 @@ def test_a_racing_writer_cannot_swap_a_folder_for_a_link_out_of_the_root(tmp_pat
     # The race was real: some calls saw the folder, some found it swapped or gone.
     assert any(result.get("text") == "inside\n" for result in results)
     assert any("error" in result for result in results)
+    # Every failure is a refusal that says why, never the file system's bare error: a link
+    # swapped between its check and the reading of its target once came back as
+    # "read_file failed: Invalid argument" (or "No such file or directory").
+    bare = {r["error"] for r in results if "error" in r and " failed: " in r["error"]}
+    assert bare == set()
 
 
 def test_a_folder_renamed_while_a_link_climbs_back_through_it_leaks_no_descriptor(tmp_path):

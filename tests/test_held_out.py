@@ -165,6 +165,12 @@ def test_a_list_of_something_else_than_text_fails():
     assert result["first_failure"].endswith("gave [1, 2], not []")
 
 
+def test_a_failure_quotes_text_as_written_not_as_escapes():
+    # The failure is read by a person: a name outside ASCII appears as itself.
+    result = checks("def python_sources(paths):\n    return ['café.py']\n")
+    assert result["first_failure"].endswith('gave ["café.py"], not []')
+
+
 def test_an_endless_loop_fails_within_the_time_limit():
     result = checks("def python_sources(paths):\n    while True:\n        pass\n", timeout=2)
     assert result["passed"] == 0

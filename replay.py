@@ -139,8 +139,8 @@ def shown(path):
 def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
     """Replay one recording; print what happens; return REPRODUCED, DIVERGED or CANNOT_REPLAY.
 
-    `transcript` is None, TURNS or FULL (see --transcript); `chunks` a turn's number."""
-    out = out or sys.stdout  # looked up now, not at import: tolerant_output() replaces it
+    `transcript` is None, TURNS or FULL (see --transcript); `chunks` a turn's number; `out`
+    where to print (None: sys.stdout when each line is printed, after tolerant_output())."""
     try:
         recording = load(path)
         check_sample(recording, path)

@@ -54,6 +54,8 @@ def run(script, repo, **options):
         ({"message": []}, "'message' is not an object"),
         ({"message": {"content": 42}}, "message 'content' is not text"),
         ({"message": {"thinking": {"a": 1}}}, "message 'thinking' is not text"),
+        ({"message": {"content": 0}}, "message 'content' is not text"),  # falsy, not absent
+        ({"message": {"thinking": []}}, "message 'thinking' is not text"),
         ({"message": {"tool_calls": {"function": {}}}}, "'tool_calls' is not a list"),
         ({"message": {"tool_calls": ["read_file"]}}, "not an object with a 'function'"),
         ({"message": {"tool_calls": [{"name": "run_tests"}]}}, "not an object with a 'function'"),

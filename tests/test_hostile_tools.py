@@ -704,3 +704,23 @@ def test_read_file_returns_exactly_the_limit_whole_and_notes_a_cut_of_one_more(t
     assert cut["note"].startswith(
         f"cut after {RESULT_LIMIT} characters of a {RESULT_LIMIT + 1}-byte"
     )
+
+
+def test_a_tree_whose_folder_gets_descriptor_0_still_walks_it(tmp_path):
+    # A CLI started with stdin closed (under cron, or `<&-`) hands out descriptor 0 to the
+    # next open: a folder opened as 0 is a folder like any other, not "nothing opened".
+    (tmp_path / "a.py").write_text("x = 1\n")
+    child = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from plumbing.confined_tree import Tree\n"
+        "root = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)\n"
+        "os.close(0)  # the walk's first descriptor is now 0\n"
+        "counts = {'searched': 0, 'skipped': 0, 'deep': 0}\n"
+        "print([shown for shown, _ in Tree(Path(sys.argv[1]), root).files([], counts)])\n"
+    )
+    finished = subprocess.run(
+        [sys.executable, "-c", child, str(tmp_path)], capture_output=True, text=True,
+        timeout=30, cwd=HERE,
+    )  # fmt: skip
+    assert finished.stdout == "['a.py']\n", finished.stderr

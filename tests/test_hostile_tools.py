@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from agent_loop import STOPPED, TOOL_RESULT, agent_events
-from plumbing.confined_tree import CHANGED, MISSING, OUTSIDE, SEARCH_FILE_BYTES
+from plumbing.confined_tree import CHANGED, MISSING, OUTSIDE, SEARCH_FILE_BYTES, Tree
 from plumbing.readonly_tools import (
     CHILD_CODE,
     LINE_LIMIT,
@@ -724,3 +724,20 @@ def test_a_tree_whose_folder_gets_descriptor_0_still_walks_it(tmp_path):
         timeout=30, cwd=HERE,
     )  # fmt: skip
     assert finished.stdout == "['a.py']\n", finished.stderr
+
+
+def test_a_walk_left_early_closes_every_folder_it_holds(tmp_path):
+    # A search that stops at its time or size limit leaves the walk deep in the tree: the
+    # folders it still holds open must be closed then, or a long session runs out of them.
+    deep = tmp_path / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    (deep / "x.py").write_text("x = 1\n")
+    root = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        before = len(os.listdir("/proc/self/fd"))
+        walk = Tree(tmp_path, root).files([], {"searched": 0, "skipped": 0, "deep": 0})
+        assert next(walk)[0] == "a/b/c/x.py"  # four folders open now
+        walk.close()
+        assert len(os.listdir("/proc/self/fd")) == before
+    finally:
+        os.close(root)

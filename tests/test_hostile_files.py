@@ -196,6 +196,20 @@ def test_a_non_blocking_file_with_nothing_to_give_reads_as_empty_not_none():
         os.close(writing)
 
 
+def test_a_read_in_pieces_stops_at_its_limit(tmp_path):
+    # Read in pieces of at most 1 MiB: the last piece is what is left of the limit, so a
+    # file larger than the limit gives exactly the limit, never a piece more.
+    from plumbing.confined_tree import read_up_to
+
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * (3 << 20))
+    fd = os.open(big, os.O_RDONLY)
+    try:
+        assert len(read_up_to(fd, (3 << 20) // 2)) == (3 << 20) // 2
+    finally:
+        os.close(fd)
+
+
 def test_a_second_ctrl_c_during_cleanup_waits_until_the_folder_is_gone(tmp_path):
     # once in 13 double Ctrl-C runs an empty temporary folder was left behind
     child = (

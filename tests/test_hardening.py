@@ -365,6 +365,18 @@ def test_a_bwrap_that_cannot_be_started_is_not_taken_for_isolation(monkeypatch, 
         isolation.isolation_kind.cache_clear()
 
 
+def test_an_installation_folder_that_does_not_exist_is_not_bound_into_the_sandbox(
+    monkeypatch, tmp_path
+):
+    # bwrap refuses to start when a folder it is to bind is missing, and the lab would then
+    # fall back to no isolation: a prefix of a moved or removed installation is left out.
+    gone = str(tmp_path / "moved-away")
+    monkeypatch.setattr(sys, "base_prefix", gone)
+    folders = isolation._python_folders()
+    assert gone not in folders
+    assert os.path.realpath(sys.prefix) in folders  # the ones that exist are still bound
+
+
 def test_no_isolate_is_said_in_one_line_and_isolate_is_still_accepted():
     finished = cli("replay.py", "--no-isolate", RECORDINGS / "bounded-max-turns-1.json")
     assert finished.returncode == 0, finished.stdout + finished.stderr

@@ -106,7 +106,8 @@ def test_wilson_interval_stays_inside_0_to_1_and_is_none_without_attempts():
 def test_verdict_is_the_report_verdict_when_present_else_the_exit_code():
     assert passed({"final_tests": {"exit_code": 0}, "tests_unchanged": True})
     assert not passed({"final_tests": {"exit_code": 1}})
-    assert not passed({"final_tests": None})  # interrupted: no verdict
+    # interrupted: no verdict, and False as every answer is a bool (Outcome.passed: bool)
+    assert passed({"final_tests": None}) is False
     assert not passed({"final_tests": {"exit_code": 0}, "tests_unchanged": False})
     # pytest's report verdict wins over the exit code, both ways (issue 10's field)
     assert not passed({"final_tests": {"exit_code": 0, "verdict": "failed"}})

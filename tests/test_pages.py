@@ -347,3 +347,20 @@ def test_each_streams_end_is_marked_done_on_both_wires(name):
     recording = load(RECORDINGS / name)
     html = recording_page(recording, name)
     assert html.count('stroke="var(--done)"') == len(recording["model_calls"])
+
+
+def test_only_a_done_of_true_marks_a_streams_end():
+    # Ollama's `done` is a bool: a chunk whose `done` is some other truthy value ("no", 1)
+    # is drawn as what it carries, not as a second end of its stream.
+    recording = load(RECORDINGS / "repair.json")
+    recording["model_calls"][0]["chunks"][0]["done"] = "no"
+    html = recording_page(recording, "repair.json")
+    assert html.count('stroke="var(--done)"') == len(recording["model_calls"])
+
+
+def test_a_test_run_without_its_seconds_adds_nothing_to_the_independent_tests_time():
+    # A recording from before test runs were timed: its runs count 0 s, not a guess.
+    recording = load(RECORDINGS / "repair.json")
+    del recording["starting_tests"]["seconds"]
+    recording["final_tests"]["seconds"] = 2.5
+    assert "independent tests 2.50s" in recording_page(recording, "repair.json")

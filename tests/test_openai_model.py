@@ -319,6 +319,20 @@ class ErrorBodies(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
+def run_against(repo, handler):
+    """(base URL, the loop's events) of one task against an http.server `handler` class:
+    for answers the stand-in server does not give (other error bodies, HTTP/1.0 streams)."""
+    server = HTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        chat = OpenAICompatibleModel(TEST_MODEL, base_url)
+        return base_url, list(agent_events(chat, RepoTools(repo), TASK))
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.mark.parametrize(
     "body, detail",
     [
@@ -328,16 +342,7 @@ class ErrorBodies(BaseHTTPRequestHandler):
     ids=["older-vllm", "json-list"],
 )
 def test_http_error_body_of_another_shape_is_reported_with_its_text(repo, body, detail):
-    handler = type("Handler", (ErrorBodies,), {"body": body})
-    server = HTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        chat = OpenAICompatibleModel(TEST_MODEL, base_url)
-        events = list(agent_events(chat, RepoTools(repo), TASK))
-    finally:
-        server.shutdown()
-        server.server_close()
+    base_url, events = run_against(repo, type("Handler", (ErrorBodies,), {"body": body}))
     expected = openai_model.HTTP_ERROR.format(base_url=base_url, status=400, detail=detail)
     assert events[-1]["reason"] == MODEL_ERROR and events[-1]["error"] == expected
 
@@ -362,15 +367,7 @@ class UnframedStream(BaseHTTPRequestHandler):
 def test_a_stream_that_ends_with_its_connection_is_read_to_the_end(repo):
     # http.client forgets the connection's socket when the answer will close it; the reads'
     # timeouts are still set on that socket (a crash in model_error before it was kept).
-    server = HTTPServer(("127.0.0.1", 0), UnframedStream)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        chat = OpenAICompatibleModel(TEST_MODEL, base_url)
-        events = list(agent_events(chat, RepoTools(repo), TASK))
-    finally:
-        server.shutdown()
-        server.server_close()
+    _, events = run_against(repo, UnframedStream)
     assert events[-1]["reason"] == ASSISTANT_FINISHED, events[-1]
     assert of_type(events, MODEL_DONE)[0]["message"]["content"] == "Done."
 

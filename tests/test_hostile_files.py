@@ -210,6 +210,14 @@ def test_a_read_in_pieces_stops_at_its_limit(tmp_path):
         os.close(fd)
 
 
+def run_in_lab(child):
+    """Run the Python text `child` in the lab's folder, Ctrl-C reaching it (see helpers)."""
+    return subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, timeout=30,
+        cwd=Path(__file__).resolve().parent.parent, preexec_fn=sigint_default,
+    )  # fmt: skip
+
+
 def test_a_second_ctrl_c_during_cleanup_waits_until_the_folder_is_gone(tmp_path):
     # once in 13 double Ctrl-C runs an empty temporary folder was left behind
     child = (
@@ -228,10 +236,7 @@ def test_a_second_ctrl_c_during_cleanup_waits_until_the_folder_is_gone(tmp_path)
         "except KeyboardInterrupt:\n"
         "    sys.exit(130)\n"
     )
-    finished = subprocess.run(
-        [sys.executable, "-c", child], capture_output=True, text=True, timeout=30,
-        cwd=Path(__file__).resolve().parent.parent,
-    )  # fmt: skip
+    finished = run_in_lab(child)
     assert finished.returncode == 130, finished.stderr
     assert not os.path.exists(finished.stdout.strip())
 
@@ -250,10 +255,7 @@ def test_ctrl_c_works_again_once_a_scratch_folder_is_removed():
         "except KeyboardInterrupt:\n"
         "    print('interrupted')\n"
     )
-    finished = subprocess.run(
-        [sys.executable, "-c", child], capture_output=True, text=True, timeout=30,
-        cwd=Path(__file__).resolve().parent.parent, preexec_fn=sigint_default,
-    )  # fmt: skip
+    finished = run_in_lab(child)
     assert finished.stdout == "interrupted\n", finished.stdout + finished.stderr
 
 

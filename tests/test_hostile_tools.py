@@ -7,6 +7,7 @@ budget fails the test instead of hanging the suite. `ask.py` runs as a real subp
 against the Ollama-protocol test server on 127.0.0.1, through the real `ollama` SDK.
 """
 
+import contextlib
 import json
 import os
 import resource
@@ -361,15 +362,8 @@ def test_a_path_swapped_after_the_check_is_refused_by_the_search_child(tmp_path)
     (root / "real" / "a.txt").write_text("needle\n")
     (root / "link").symlink_to(outside)
     tools = ReadOnlyTools(root)
-    racer = subprocess.Popen(
-        [sys.executable, "-c", RACER, str(root), "10000000"], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert racer.stdout.readline() == "racing\n"
+    with racing(root):
         results = [tools.invoke("search", {"pattern": "needle", "path": "d"}) for _ in range(400)]
-    finally:
-        racer.kill()
-        racer.wait()
     errors = [result["error"] for result in results if "error" in result]
     # (The harness's own walk may meet the swap too: its refusals, or the file system's
     # errors, also come back as results.) Never a search crashed: no exception's name.
@@ -424,6 +418,20 @@ for _ in range(int(sys.argv[2])):  # bounded: the test also kills it when done
 """
 
 
+@contextlib.contextmanager
+def racing(root):
+    """RACER swapping `root`'s entries while the block runs; the calls start once it is."""
+    racer = subprocess.Popen(
+        [sys.executable, "-c", RACER, str(root), "10000000"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert racer.stdout.readline() == "racing\n"
+        yield racer
+    finally:
+        racer.kill()
+        racer.wait()
+
+
 def test_a_racing_writer_cannot_swap_a_folder_for_a_link_out_of_the_root(tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -433,18 +441,11 @@ def test_a_racing_writer_cannot_swap_a_folder_for_a_link_out_of_the_root(tmp_pat
     (root / "real" / "passwd").write_text("inside\n")
     (root / "link").symlink_to(outside)
     tools = ReadOnlyTools(root)
-    racer = subprocess.Popen(
-        [sys.executable, "-c", RACER, str(root), "10000000"], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert racer.stdout.readline() == "racing\n"  # the calls start once the swaps have
+    with racing(root) as racer:
         results = [tools.invoke("read_file", {"path": "d/passwd"}) for _ in range(10000)]
         results += [tools.invoke("list_dir", {"path": "d"}) for _ in range(1000)]
         # The whole tree: the walk lists `d` as a folder, then enters it (or not).
         results += [tools.invoke("search", {"pattern": "S", "path": "."}) for _ in range(60)]
-    finally:
-        racer.kill()
-        racer.wait()
     assert racer.returncode == -9  # it was still racing when the calls ended
     leaked = [result for result in results if SECRET in json.dumps(result)]
     assert leaked == []
@@ -467,11 +468,7 @@ def test_a_folder_renamed_while_a_link_climbs_back_through_it_leaks_no_descripto
     (tmp_path / "x.txt").write_text("x\n")
     (tmp_path / "link").symlink_to("real")
     tools = ReadOnlyTools(tmp_path)
-    racer = subprocess.Popen(
-        [sys.executable, "-c", RACER, str(tmp_path), "10000000"], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert racer.stdout.readline() == "racing\n"
+    with racing(tmp_path):
         before = len(os.listdir("/proc/self/fd"))
         results, swapped = [], {"error": f"'real/c/up' {CHANGED}"}
         changed = 0
@@ -479,9 +476,6 @@ def test_a_folder_renamed_while_a_link_climbs_back_through_it_leaks_no_descripto
             results.append(tools.invoke("read_file", {"path": "real/c/up"}))
             changed += results[-1] == swapped
         after = len(os.listdir("/proc/self/fd"))
-    finally:
-        racer.kill()
-        racer.wait()
     assert after == before
     assert changed == 20  # the race was real
     assert {"path": "x.txt", "text": "x\n"} in results

@@ -290,6 +290,14 @@ def test_a_fence_is_looked_for_within_80_characters_before_a_name_alone(padding,
     assert text_tool_call(text, RepoTools.schemas) == expected
 
 
+def test_a_fence_line_that_fills_the_80_character_window_is_still_found():
+    # The window before the name starts exactly at the newline that opens the fence's line
+    # (an indented fence): that line is whole inside the window, so it is a fence.
+    text = "Run:\n" + " " * 75 + '```\n{"name": "run_tests"}\n```'
+    assert text.index("{") - 80 == text.index("\n")  # the window's first character
+    assert text_tool_call(text, RepoTools.schemas) == {"name": "run_tests", "arguments": {}}
+
+
 @pytest.mark.parametrize(
     "text",
     [

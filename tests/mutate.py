@@ -372,6 +372,14 @@ def pytest_run(root, tests, timeout, log=None):
     return ("passed" if code == 0 else "failed"), time.monotonic() - started
 
 
+def failed_test(output):
+    """The first test pytest's output names as failed ("FAILED path::name"), or "?"."""
+    for line in output.splitlines():
+        if line.startswith(("FAILED ", "ERROR ")):
+            return line.split(" ", 2)[1]
+    return "?"
+
+
 def parse_tests(items):
     """--tests items: `MODULE=test_a.py,test_b.py` for one module, `test_a.py` for all."""
     per_module, everywhere = {}, []
@@ -512,14 +520,19 @@ def run_all(mutants, args):
             with lock:
                 root = free.pop()
             target = root / mutant.path
-            original = target.read_text()
+            original, how = target.read_text(), ""
             try:
                 target.write_text(mutant.apply(original))
                 first = per_module.get(mutant.path, []) + everywhere
                 outcome, took = pytest_run(root, first, args.timeout)
                 if outcome == "passed" and first and not args.no_confirm:
-                    outcome, more = pytest_run(root, [], args.timeout)
+                    log = workdir / f"confirm{index}.txt"
+                    outcome, more = pytest_run(root, [], args.timeout, log)
                     took += more
+                    if outcome == "failed":  # say which test: under load one can fail alone
+                        how = (
+                            f" (by the whole suite: {failed_test(log.read_text(errors='replace'))})"
+                        )
             finally:
                 target.write_text(original)
                 with lock:
@@ -529,7 +542,7 @@ def run_all(mutants, args):
                 results[index] = verdict
                 print(
                     f"[{len(results)}/{len(mutants)}] {verdict:8} {took:4.0f}s "
-                    f"{mutant.path}:{mutant.line} {mutant.what}",
+                    f"{mutant.path}:{mutant.line} {mutant.what}{how}",
                     flush=True,
                 )
 

@@ -8,7 +8,15 @@ different mutant.
 
 import pytest
 
-from tests.mutate import EQUIVALENTS, MODULES, Mutant, mutants_of, read_equivalents, summary
+from tests.mutate import (
+    EQUIVALENTS,
+    MODULES,
+    Mutant,
+    failed_test,
+    mutants_of,
+    read_equivalents,
+    summary,
+)
 
 
 def test_every_listed_equivalent_is_one_mutant_of_todays_code_with_its_reason():
@@ -82,3 +90,12 @@ def test_a_listed_mutant_that_was_killed_is_counted_killed_and_its_entry_called_
         "  survived: m.py:2 `x` -> `y`",
         "  warning: killed, yet listed as equivalent (fix its entry): m.py:1 `a` -> `b`",
     ]
+
+
+def test_a_kill_by_the_whole_suite_names_the_test_that_failed():
+    # Under load the whole suite can fail without the mutant's help (a listed equivalent
+    # was once "killed" so): the pass names the failed test, so such a kill can be judged.
+    output = "....F\n=== short test summary info ===\nFAILED tests/test_x.py::test_y - boom\n"
+    assert failed_test(output) == "tests/test_x.py::test_y"
+    assert failed_test("ERROR tests/test_z.py - ImportError\n") == "tests/test_z.py"
+    assert failed_test("no summary at all\n") == "?"

@@ -93,8 +93,8 @@ def test_a_listed_mutant_that_was_killed_is_counted_killed_and_its_entry_called_
 
 
 def test_a_kill_by_the_whole_suite_names_the_test_that_failed():
-    # Under load the whole suite can fail without the mutant's help (a listed equivalent
-    # was once "killed" so): the pass names the failed test, so such a kill can be judged.
+    # A kill seen only by the whole suite is named, so it can be judged (four reviewed
+    # equivalents were once "killed" there by this file's own check of the list).
     output = "....F\n=== short test summary info ===\nFAILED tests/test_x.py::test_y - boom\n"
     assert failed_test(output) == "tests/test_x.py::test_y"
     assert failed_test("ERROR tests/test_z.py - ImportError\n") == "tests/test_z.py"

@@ -384,9 +384,7 @@ def test_adapter_left_early_hangs_up_so_the_server_stops_sending():
         assert next(stream)["message"]["content"] == "a"
         stream.close()
         gate.set()  # the server now tries to send the other 501 lines
-        until = time.monotonic() + 5
-        while not server.hung_up and time.monotonic() < until:
-            time.sleep(0.05)
+        wait_for(lambda: server.hung_up, seconds=5)
     assert server.hung_up == 1
 
 
@@ -402,9 +400,7 @@ def test_a_chunk_the_adapter_cannot_convert_hangs_up_at_once_not_at_garbage_coll
         with OllamaTestServer([reply(bad, drip=(" ", 0.02))]) as server:
             with pytest.raises(ModelError):
                 list(LocalModel(host=server.host)([{"role": "user", "content": "hi"}], []))
-            until = time.monotonic() + 3
-            while not server.hung_up and time.monotonic() < until:
-                time.sleep(0.05)
+            wait_for(lambda: server.hung_up, seconds=3)
             assert server.hung_up == 1
     finally:
         gc.enable()

@@ -570,30 +570,41 @@ def test_a_file_is_not_a_folder_even_when_the_name_below_it_is_its_neighbour(tmp
     assert found == {"error": f"'README.md/app.py' {MISSING}"}
 
 
+def walked_in_child(root, setup):
+    """What Tree.files lists under `root`, printed by a fresh interpreter that runs the
+    Python lines `setup` first (they see `root_fd`, os and sys): for descriptor limits and
+    numbers a test must not impose on the suite's own process."""
+    child = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from plumbing.confined_tree import Tree\n"
+        "root_fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)\n"
+        + setup
+        + "counts = {'searched': 0, 'skipped': 0, 'deep': 0}\n"
+        "print([path for path, _ in Tree(Path(sys.argv[1]), root_fd).files([], counts)])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", child, str(root)], capture_output=True, text=True, timeout=60,
+        cwd=HERE,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def test_a_folder_that_cannot_be_listed_is_skipped_and_the_rest_still_searched(tmp_path):
     # Out of descriptors (the limit set so that the third level cannot be listed), the
     # listing of that folder fails: it is passed over, not a crash of the search.
     (tmp_path / "a" / "b").mkdir(parents=True)
     for path in ("top.txt", "a/in_a.txt", "a/b/in_b.txt"):
         (tmp_path / path).write_text("needle\n")
-    child = (
-        "import os, resource, sys\n"
-        "from pathlib import Path\n"
-        "from plumbing.confined_tree import Tree\n"
-        "root_fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)\n"
+    setup = (
+        "import resource\n"
         "free = os.dup(root_fd)\n"
         "os.close(free)  # the lowest free descriptor: the walk takes it and the next two\n"
         "_, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (free + 3, hard))\n"
-        "tree = Tree(Path(sys.argv[1]), root_fd)\n"
-        "print([path for path, _ in tree.files([], {'deep': 0})])\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", child, str(tmp_path.resolve())], capture_output=True, text=True,
-        timeout=60, cwd=HERE,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == "['top.txt', 'a/in_a.txt']\n"
+    assert walked_in_child(tmp_path.resolve(), setup) == "['top.txt', 'a/in_a.txt']\n"
 
 
 # --- 6. replace_text never half-writes ----------------------------------------------------------
@@ -704,20 +715,8 @@ def test_a_tree_whose_folder_gets_descriptor_0_still_walks_it(tmp_path):
     # A CLI started with stdin closed (under cron, or `<&-`) hands out descriptor 0 to the
     # next open: a folder opened as 0 is a folder like any other, not "nothing opened".
     (tmp_path / "a.py").write_text("x = 1\n")
-    child = (
-        "import os, sys\n"
-        "from pathlib import Path\n"
-        "from plumbing.confined_tree import Tree\n"
-        "root = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)\n"
-        "os.close(0)  # the walk's first descriptor is now 0\n"
-        "counts = {'searched': 0, 'skipped': 0, 'deep': 0}\n"
-        "print([shown for shown, _ in Tree(Path(sys.argv[1]), root).files([], counts)])\n"
-    )
-    finished = subprocess.run(
-        [sys.executable, "-c", child, str(tmp_path)], capture_output=True, text=True,
-        timeout=30, cwd=HERE,
-    )  # fmt: skip
-    assert finished.stdout == "['a.py']\n", finished.stderr
+    setup = "os.close(0)  # the walk's first descriptor is now 0\n"
+    assert walked_in_child(tmp_path, setup) == "['a.py']\n"
 
 
 def test_a_walk_left_early_closes_every_folder_it_holds(tmp_path):

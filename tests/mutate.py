@@ -34,7 +34,6 @@ the working tree.
 
 import argparse
 import ast
-import contextlib
 import os
 import random
 import shutil
@@ -346,18 +345,17 @@ def make_copy(root):
     (root / ".venv").symlink_to(HERE / ".venv")
 
 
-def pytest_run(root, tests, timeout, log=None):
+def pytest_run(root, tests, timeout, log):
     """'passed', 'failed' or 'timeout', and the seconds it took; pytest's output goes to the
-    file `log` if given (the unmutated run's, to say why it failed), else nowhere."""
+    file `log` (to say why a run failed: which test, or the end of the output)."""
     python = HERE / ".venv" / "bin" / "python"
     command = [str(python), "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
     # subtle: a mutant written back within the same second and with the same size as the
     # original would let Python run the stale bytecode; write none.
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     started = time.monotonic()
-    sink = open(log, "wb") if log else contextlib.nullcontext(subprocess.DEVNULL)  # noqa: SIM115
     with (
-        sink as output,
+        open(log, "wb") as output,
         subprocess.Popen(
             command,
             cwd=root,
@@ -528,9 +526,9 @@ def run_all(mutants, args):
             try:
                 target.write_text(mutant.apply(original))
                 first = per_module.get(mutant.path, []) + everywhere
-                outcome, took = pytest_run(root, first or WHOLE_SUITE, args.timeout)
+                log = workdir / f"mutant{index}.txt"
+                outcome, took = pytest_run(root, first or WHOLE_SUITE, args.timeout, log)
                 if outcome == "passed" and first and not args.no_confirm:
-                    log = workdir / f"confirm{index}.txt"
                     outcome, more = pytest_run(root, WHOLE_SUITE, args.timeout, log)
                     took += more
                     if outcome == "failed":  # say which test, to judge a kill seen only here

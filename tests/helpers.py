@@ -75,34 +75,36 @@ def altered(tmp_path, change, name="altered.json"):
 # --- processes and pipes, for the tests that run the CLIs as a user would ------------------
 
 
-def processes_under(directory):
-    """PIDs of live (not zombie) processes whose working directory is inside `directory`.
+def live_processes(matches):
+    """PIDs of live (not zombie) processes for which `matches(its /proc folder, the fields of
+    its stat after the command name)` holds; one that ends while it is looked at is left out.
 
     Read from the host's /proc, so it sees processes in bubblewrap's PID namespace too."""
     found = []
     for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():  # /proc/self and thread-self name this process again
+            continue
         try:
-            cwd = os.readlink(entry / "cwd")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if fields[0] != "Z" and matches(entry, fields):
+                found.append(int(entry.name))
         except (OSError, IndexError):
             continue
-        if cwd.startswith(str(directory)) and state != "Z":
-            found.append(int(entry.name))
     return found
+
+
+def processes_under(directory):
+    """PIDs of live processes whose working directory is inside `directory`."""
+    return live_processes(lambda entry, _: os.readlink(entry / "cwd").startswith(str(directory)))
 
 
 def search_children(parent):
     """PIDs of the live search children (readonly_tools' CHILD_CODE) that `parent` started."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            command = (entry / "cmdline").read_bytes()
-        except (OSError, IndexError):
-            continue
-        if fields[0] != "Z" and int(fields[1]) == parent and b"search_child" in command:
-            found.append(int(entry.name))
-    return found
+    return live_processes(
+        lambda entry, fields: (
+            int(fields[1]) == parent and b"search_child" in (entry / "cmdline").read_bytes()
+        )
+    )
 
 
 def start_cli(args, tmp_path, own_group=False):

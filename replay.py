@@ -184,10 +184,10 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
                 print("\n".join(chunk_lines(chunks, seen.calls)), file=out)
         # A run stopped while a model call had produced no event yet (the server was still
         # reading the prompt) did make that request: make it too, so that the requests match.
-        # The step that makes it cannot run a tool, and what it yields is past the cut.
-        while cut_short and len(chat.requests) < len(recording["model_calls"]):
-            if next(loop, None) is None:
-                break
+        # The step that makes it cannot run a tool, and what it yields is past the cut. One
+        # step only: a second could run the tools of a turn the recording never showed.
+        if cut_short and len(chat.requests) < len(recording["model_calls"]):
+            next(loop, None)
         loop.close()
         if cut_short:
             view.stop_line(recording["stop"])

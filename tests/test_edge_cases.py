@@ -247,6 +247,30 @@ def test_a_cut_short_recording_holding_a_call_the_run_never_makes_diverges_and_e
     assert "DIVERGED (1):\n  model calls: 2 recorded, 1 made\n" in finished.stdout
 
 
+def test_a_cut_short_recording_holding_two_calls_past_its_cut_runs_no_tool_past_it(tmp_path):
+    # At most the one request a run was waiting on is made after the cut: a second step
+    # would run the edit of turn 3, which the recording never shows, and the verdict would
+    # then pass on a change no event holds (it did, and the replay said "reproduced").
+    recording = load(RECORDINGS / "repair.json")
+    events = recording["events"]
+    end = max(i for i, e in enumerate(events) if e["type"] == "tool_result" and e["turn"] == 2)
+    recording["stop"] = {"type": "stopped", "turn": 2, "reason": "interrupted"}
+    recording["events"] = [*events[: end + 1], recording["stop"]]
+    recording["model_calls"] = recording["model_calls"][:4]  # turn 3 edits, turn 4 tests
+    save(tmp_path / "r.json", recording)
+    finished = subprocess.run(
+        [sys.executable, str(LAB / "replay.py"), str(tmp_path / "r.json")],
+        capture_output=True,
+        text=True,
+        cwd=LAB,
+        timeout=60,
+    )
+    assert finished.returncode == DIVERGED, finished.stdout + finished.stderr
+    assert "Independent verdict: failed" in finished.stdout
+    assert "What the run changed" not in finished.stdout
+    assert "  model calls: 4 recorded, 2 made\n" in finished.stdout
+
+
 def test_a_stream_our_deadline_cut_is_saved_as_closed_unless_its_done_chunk_came(tmp_path):
     # The adapter raises DeadlineExceeded when our own clock cuts a stream: the call is
     # saved as "closed", as when the loop closes it; one whose done chunk came stays "done"

@@ -684,3 +684,29 @@ def test_a_name_split_over_fragments_is_joined_and_a_repeated_one_kept_once():
     final = list(chunks_from_events(events))[-1]
     names = [c["function"]["name"] for c in final["message"]["tool_calls"]]
     assert names == ["read_file", "run_tests"]
+
+
+# --- part A: the request's options, the turn's caps and edges, malformed parts ------------------
+
+
+def test_default_base_url_is_openai_base_url_when_set_else_llama_servers(monkeypatch):
+    # The OpenAI SDK's own variable wins; unset or empty, the CLIs fall back to llama-server.
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://10.0.0.2:8000/v1")
+    assert openai_model.default_base_url() == "http://10.0.0.2:8000/v1"
+    monkeypatch.setenv("OPENAI_BASE_URL", "")
+    assert openai_model.default_base_url() == "http://127.0.0.1:8080/v1"
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    assert openai_model.default_base_url() == "http://127.0.0.1:8080/v1"
+
+
+def test_usage_on_the_finish_event_outlasts_a_later_event_without_counts(repo):
+    # llama-server and Ollama's /v1 send token counts only when the request asks for them;
+    # llama-server puts them on the finish event. A later event without counts ("usage":
+    # null, and no "choices" at all) must neither erase them nor be refused.
+    usage = {"prompt_tokens": 321, "completion_tokens": 12, "total_tokens": 333}
+    trailing = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "usage": None}
+    server, events = run_chat(repo, reply(content("Hi"), finish(usage=usage), trailing))
+    assert server.chat_bodies()[0]["stream_options"] == {"include_usage": True}
+    counters = of_type(events, MODEL_DONE)[0]["model_counters"]
+    assert counters == {"prompt_eval_count": 321, "eval_count": 12}
+    assert events[-1]["reason"] == ASSISTANT_FINISHED

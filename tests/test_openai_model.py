@@ -710,3 +710,14 @@ def test_usage_on_the_finish_event_outlasts_a_later_event_without_counts(repo):
     counters = of_type(events, MODEL_DONE)[0]["model_counters"]
     assert counters == {"prompt_eval_count": 321, "eval_count": 12}
     assert events[-1]["reason"] == ASSISTANT_FINISHED
+
+
+def test_arguments_of_exactly_the_cap_pass_and_one_character_more_is_refused():
+    # 1,000,000 characters, the README's figure, written out. A fragment that brings only a
+    # name adds nothing to the count.
+    at_cap = [tool_call(0, name="read_file"), tool_call(0, "x" * 1_000_000)]
+    final = list(chunks_from_events([*at_cap, finish("tool_calls")]))[-1]
+    assert final["message"]["tool_calls"][0]["function"]["arguments"] == "x" * 1_000_000
+    with pytest.raises(OpenAIModelError) as refused:
+        list(chunks_from_events([*at_cap, tool_call(0, "x"), finish("tool_calls")]))
+    assert str(refused.value) == ARGUMENTS_TOO_LONG

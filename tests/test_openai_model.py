@@ -721,3 +721,35 @@ def test_arguments_of_exactly_the_cap_pass_and_one_character_more_is_refused():
     with pytest.raises(OpenAIModelError) as refused:
         list(chunks_from_events([*at_cap, tool_call(0, "x"), finish("tool_calls")]))
     assert str(refused.value) == ARGUMENTS_TOO_LONG
+
+
+def test_index_less_fragments_start_a_call_without_an_id_and_continue_the_latest():
+    # A server that omits `index` (and may omit the id and the function part) still gets
+    # its calls whole: a first fragment starts a call even without an id, and fragments
+    # with neither id nor index continue the most recent call, never an earlier one.
+    def piece(**fragment):
+        return {"choices": [{"delta": {"tool_calls": [fragment]}}]}
+
+    events = [
+        piece(function={"name": "read_file", "arguments": '{"path": "a.py"}'}),
+        piece(id="call-b", type="function"),  # the id first; the function part follows
+        piece(function={"name": "read_file", "arguments": '{"path": '}),
+        piece(function={"arguments": '"b.py"}'}),
+        finish("tool_calls"),
+    ]
+    calls = list(chunks_from_events(events))[-1]["message"]["tool_calls"]
+    assert calls == [
+        {"function": {"name": "read_file", "arguments": {"path": "a.py"}}},
+        {"function": {"name": "read_file", "arguments": {"path": "b.py"}}},
+    ]
+
+
+def test_a_call_never_named_stays_nameless_and_goes_back_with_an_empty_name():
+    # An empty name is no name: the tools' guard then tells the model "a call without a
+    # name", and the call goes back to the server with "" (never null) as its name.
+    unnamed = {"index": 0, "id": "srv-call-0", "function": {"name": "", "arguments": "{}"}}
+    events = [{"choices": [{"delta": {"tool_calls": [unnamed]}}]}, finish("tool_calls")]
+    message = list(chunks_from_events(events))[-1]["message"]
+    assert message["tool_calls"] == [{"function": {"name": None, "arguments": {}}}]
+    sent = request_body("m", [{"role": "user", "content": "u"}, message], [])["messages"][1]
+    assert sent["tool_calls"][0]["function"] == {"name": "", "arguments": "{}"}

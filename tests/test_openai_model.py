@@ -753,3 +753,56 @@ def test_a_call_never_named_stays_nameless_and_goes_back_with_an_empty_name():
     assert message["tool_calls"] == [{"function": {"name": None, "arguments": {}}}]
     sent = request_body("m", [{"role": "user", "content": "u"}, message], [])["messages"][1]
     assert sent["tool_calls"][0]["function"] == {"name": "", "arguments": "{}"}
+
+
+def part_of(delta_or_choices):
+    """An event with `choices` as given, or one choice whose delta is the given dict."""
+    if isinstance(delta_or_choices, dict):
+        return {"choices": [{"index": 0, "delta": delta_or_choices}]}
+    return {"choices": delta_or_choices}
+
+
+def call_with(**fragment):
+    return part_of({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}, **fragment}]})
+
+
+@pytest.mark.parametrize(
+    "event, detail",
+    [
+        (
+            {"choices": {"delta": {"content": "x"}}},
+            "{'choices': {'delta': {'content': 'x'}}}",
+        ),
+        (
+            part_of({"tool_calls": {"index": 0, "function": {"name": "run_tests"}}}),
+            "tool_calls in {'choices': [{'index': 0, 'delta': {'tool_calls': "
+            "{'index': 0, 'function': {'name': 'run_tests'}}}}]}",
+        ),
+        (call_with(index=False), "tool call index False"),
+        (call_with(index=""), "tool call index ''"),
+        (call_with(function={"name": 5, "arguments": "{}"}), "tool call name 5"),
+    ],
+    ids=["choices-not-a-list", "tool-calls-not-a-list", "false-index", "empty-index", "name"],
+)
+def test_a_malformed_part_of_an_event_is_named_and_ends_the_turn(event, detail):
+    # Each wrong shape ends the turn with one message that names it, before any of the
+    # turn's calls can run; never a KeyError, and never a call built from the wrong parts.
+    with pytest.raises(OpenAIModelError) as refused:
+        list(chunks_from_events([event, finish("tool_calls")]))
+    assert str(refused.value) == openai_model.MALFORMED_EVENT.format(detail=detail)
+
+
+@pytest.mark.parametrize(
+    "error, detail",
+    [
+        ({"code": 500, "type": "server_error"}, '{"code": 500, "type": "server_error"}'),
+        ("out of memory", "out of memory"),
+    ],
+    ids=["object-without-message", "string"],
+)
+def test_an_error_event_without_a_message_field_is_reported_as_sent(error, detail):
+    # The user reads the server's own words: its message when there is one, else the error
+    # object as JSON, or the bare string some servers send.
+    with pytest.raises(OpenAIModelError) as reported:
+        list(chunks_from_events([content("Hi"), {"error": error}]))
+    assert str(reported.value) == openai_model.STREAM_ERROR.format(detail=detail)

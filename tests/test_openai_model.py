@@ -806,3 +806,32 @@ def test_an_error_event_without_a_message_field_is_reported_as_sent(error, detai
     with pytest.raises(OpenAIModelError) as reported:
         list(chunks_from_events([content("Hi"), {"error": error}]))
     assert str(reported.value) == openai_model.STREAM_ERROR.format(detail=detail)
+
+
+def deadline_in_stream(first):
+    """Read a stream whose first piece is `first` (held there by the server), then let the
+    deadline pass: the chunks of the turn, or the DeadlineExceeded that ended it."""
+    now, gate = [0.0], threading.Event()
+    with OpenAITestServer([reply(first, content("late"), finish(), gate=gate)]) as server:
+        deadline = openai_model.Deadline(10, clock=lambda: now[0])
+        chat = OpenAICompatibleModel(TEST_MODEL, server.base_url, deadline=deadline)
+        stream = chat([{"role": "user", "content": "hi"}], [])
+        try:
+            chunks = [next(stream)]  # the first piece's text: the server now holds the rest
+            now[0] = 11.0  # the deadline passes before the next read
+            return chunks + list(stream)
+        finally:
+            stream.close()
+            gate.set()
+
+
+def test_deadline_after_the_finish_reason_keeps_the_turn_and_before_it_stops_the_run():
+    # A turn whose finish_reason came is whole, even if the deadline cut the wait for
+    # [DONE]: it ends with its done chunk. Before the finish_reason, the deadline stops the
+    # run (reason `deadline`), never a quietly incomplete turn.
+    whole = f"data: {json.dumps(content('Hi'))}\n\ndata: {json.dumps(finish())}\n\n"
+    chunks = deadline_in_stream(whole)
+    assert [c["done"] for c in chunks] == [False, True]
+    assert chunks[-1]["done_reason"] == "stop" and chunks[-1]["finish_reason"] == "stop"
+    with pytest.raises(openai_model.DeadlineExceeded, match="the deadline of 10 s has passed"):
+        deadline_in_stream(content("Hi"))

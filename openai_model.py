@@ -169,8 +169,8 @@ def _add_fragment(calls, fragment):
     if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
         raise OpenAIModelError(MALFORMED_EVENT.format(detail=f"tool call index {index!r:.50}"))
     if index is None:
-        # A server that omits `index` can only mean: a fragment with a new id starts a call.
-        starts = fragment.get("id") is not None or not calls
+        # Without `index`, a fragment with a new id starts a call (some send "id": "" after).
+        starts = bool(fragment.get("id")) or not calls
         index = len(calls) if starts else max(calls)
     call = calls.setdefault(index, {"name": None, "pieces": []})
     function = fragment.get("function") or {}

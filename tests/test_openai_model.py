@@ -835,3 +835,17 @@ def test_deadline_after_the_finish_reason_keeps_the_turn_and_before_it_stops_the
     assert chunks[-1]["done_reason"] == "stop" and chunks[-1]["finish_reason"] == "stop"
     with pytest.raises(openai_model.DeadlineExceeded, match="the deadline of 10 s has passed"):
         deadline_in_stream(content("Hi"))
+
+
+def test_an_empty_id_on_an_index_less_fragment_continues_the_call():
+    # Some servers send "id": "" on the fragments that continue a call (Alibaba DashScope
+    # does); without an index, an empty id names no new call, so the pieces stay together.
+    def piece(function, call_id=""):
+        fragment = {"id": call_id, "type": "function", "function": function}
+        return {"choices": [{"delta": {"tool_calls": [fragment]}}]}
+
+    first = piece({"name": "read_file", "arguments": ""}, "call-a")
+    events = [first, piece({"arguments": '{"path": '}), piece({"arguments": '"a.py"}'})]
+    events.append(finish("tool_calls"))
+    calls = list(chunks_from_events(events))[-1]["message"]["tool_calls"]
+    assert calls == [{"function": {"name": "read_file", "arguments": {"path": "a.py"}}}]

@@ -128,6 +128,7 @@ class Equivalent:
     on: str  # the source line the mutant changes, stripped: an entry is tied to that code
     why: str
     at: int  # the entry's line in the list, for messages
+    lines: int = 1  # how many mutants it names: lines reading the same, each equivalent
 
     def covers(self, mutant):
         # The line number is left out: it moves with every edit above the line.
@@ -139,7 +140,9 @@ def read_equivalents(text):
 
     An entry is the mutant as a pass prints it (`path:line what`), then an indented `on:`
     line (the source line) and an indented `why:` (it may go on over more indented lines).
-    Lines starting with # are comments; blank lines end an entry.
+    An optional `lines: N` before `why:` says the module has N lines reading the same, and
+    the entry names the mutant of each (the why must hold for all N). Lines starting with
+    # are comments; blank lines end an entry.
     """
     entries, current = [], None
 
@@ -159,19 +162,21 @@ def read_equivalents(text):
             path, _, row = place.rpartition(":")
             if not (path and row.isdigit() and what):
                 raise ValueError(f"line {number}: expected `path:line what`, got {line!r}")
-            current = {"path": path, "what": what, "on": "", "why": "", "at": number}
+            current = {"path": path, "what": what, "on": "", "why": "", "at": number, "lines": 1}
         elif current is None:
             raise ValueError(f"line {number}: an indented line outside an entry")
         else:
             key, _, value = line.strip().partition(":")
             if key == "on" and not current["on"]:
                 current["on"] = value.strip()
+            elif key == "lines" and not current["why"] and value.strip().isdigit():
+                current["lines"] = int(value)
             elif key == "why" and not current["why"]:
                 current["why"] = value.strip()
             elif current["why"]:
                 current["why"] += " " + line.strip()
             else:
-                raise ValueError(f"line {number}: expected `on:` or `why:`, got {line!r}")
+                raise ValueError(f"line {number}: expected `on:`, `lines:` or `why:`, got {line!r}")
     close()
     return entries
 

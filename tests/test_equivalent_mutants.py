@@ -19,14 +19,14 @@ from tests.mutate import (
 )
 
 
-def test_every_listed_equivalent_is_one_mutant_of_todays_code_with_its_reason():
+def test_every_listed_equivalent_is_as_many_mutants_of_todays_code_as_it_says_with_a_reason():
     entries = read_equivalents(EQUIVALENTS.read_text(encoding="utf-8"))
     assert entries, "the list is read"
     assert {e.path for e in entries} <= set(MODULES), "only modules a pass mutates"
     everything = [m for path in sorted({e.path for e in entries}) for m in mutants_of(path)]
     for entry in entries:
         matched = [m for m in everything if entry.covers(m)]
-        assert len(matched) == 1, f"line {entry.at}: {entry.path} {entry.what} matches {matched}"
+        assert len(matched) == entry.lines, f"line {entry.at}: {entry.what} matches {matched}"
         assert len(entry.why.split()) >= 10, f"line {entry.at}: say why, in a sentence"
 
 
@@ -37,7 +37,8 @@ def test_every_listed_equivalent_is_one_mutant_of_todays_code_with_its_reason():
         ("a.py:3 `x` -> `y`\n    why: z\n", "line 1: an entry needs `on:` and `why:`"),
         ("a.py:3 `x` -> `y`\n    on: x\n", "line 1: an entry needs `on:` and `why:`"),
         ("# note\n    on: x\n", "line 2: an indented line outside an entry"),
-        ("a.py:3 `x` -> `y`\n    because: z\n", "line 2: expected `on:` or `why:`"),
+        ("a.py:3 `x` -> `y`\n    because: z\n", "line 2: expected `on:`, `lines:` or `why:`"),
+        ("a.py:3 `x` -> `y`\n    on: x\n    lines: two\n", "line 3: expected `on:`, `lines:`"),
     ],
 )
 def test_a_malformed_entry_is_refused_naming_its_line(text, problem):
@@ -61,6 +62,17 @@ def test_a_reason_may_go_on_over_more_lines():
         ("m.py", "`a` -> `b`", "a = 1", "never seen, for a reason.", 3),
         ("m.py", "`c` -> `d`", "c = 2", "neither.", 8),
     ]
+
+
+def test_an_entry_may_name_the_mutant_of_each_line_reading_the_same():
+    # Two lines of one module may read the same, and the same reason may hold for both: one
+    # entry names both (`lines: 2`), where a list keyed by line text could name neither.
+    text = "m.py:4 `a` -> `b`\n    on: a += 1\n    lines: 2\n    why: read as true or false.\n"
+    (entry,) = read_equivalents(text)
+    assert (entry.lines, entry.why) == (2, "read as true or false.")
+    assert [e.lines for e in LISTED] == [1, 1]
+    twins = [mutant(4, "`a` -> `b`", "a += 1"), mutant(9, "`a` -> `b`", "a += 1")]
+    assert all(entry.covers(m) for m in twins)
 
 
 def test_the_score_leaves_out_only_listed_mutants_that_survived():

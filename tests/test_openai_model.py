@@ -29,7 +29,7 @@ from agent_loop import (
     agent_events,
 )
 from openai_model import OpenAICompatibleModel, OpenAIModelError, chunks_from_events, request_body
-from plumbing.limits import ARGUMENTS_TOO_LONG, LineTooLong
+from plumbing.limits import ARGUMENTS_TOO_LONG, MAX_LINE_BYTES, LineTooLong
 from plumbing.recording import RecordingChat
 from repo_tools import RepoTools
 from tests.helpers import FAULTY_LINE, FIXED_LINE, wait_for
@@ -849,3 +849,93 @@ def test_an_empty_id_on_an_index_less_fragment_continues_the_call():
     events.append(finish("tool_calls"))
     calls = list(chunks_from_events(events))[-1]["message"]["tool_calls"]
     assert calls == [{"function": {"name": "read_file", "arguments": {"path": "a.py"}}}]
+
+
+# --- part B: request details, the SSE reader, the line cap, and the wire's waits ---------------
+
+
+def test_request_body_never_sends_null_content_and_keeps_non_ascii_arguments_as_they_are():
+    # Some servers refuse "content": null on any message, not only an assistant's; and the
+    # arguments sent back are the model's own text, not \u escapes it never wrote.
+    call = {"function": {"name": "read_file", "arguments": {"path": "café.py"}}}
+    messages = [
+        {"role": "system", "content": None},
+        {"role": "user", "content": None},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+    ]
+    sent = request_body("m", messages, [])["messages"]
+    assert sent[:2] == [{"role": "system", "content": ""}, {"role": "user", "content": ""}]
+    assert sent[2]["tool_calls"][0]["function"]["arguments"] == '{"path": "café.py"}'
+
+
+def test_an_events_data_lines_are_joined_across_comments_and_other_fields():
+    # Only a blank line ends an event: a comment or an `id:` between two `data:` lines of
+    # one event must not cut it in half, and a blank line with no data pending is nothing.
+    lines = [b'data: {"a":\n', b": keep-alive\n", b"id: 7\n", b"data: 1}\n", b"\n", b"\n"]
+    lines += [b"data: [DONE]\n", b"\n", b'data: {"after": "done"}\n', b"\n"]
+    assert list(openai_model.sse_events(lines)) == [{"a": 1}]
+
+
+def test_an_event_that_is_not_json_is_named_by_its_first_200_characters():
+    # The message quotes the bad event, but a huge one only up to a bound.
+    with pytest.raises(ValueError) as refused:
+        list(openai_model.sse_events([b"data: " + b"x" * 300 + b"\n", b"\n"]))
+    assert str(refused.value) == f"an event is not JSON: {'x' * 200!r}"
+
+
+def test_the_line_cap_holds_for_each_line_on_its_own_and_for_a_line_that_never_ends():
+    # A line after another in the same read starts from nothing: a short line first must
+    # not count against the next. A line with no end is refused as soon as a read takes it
+    # past the cap, in reads of 64 KiB, not once the whole body has been read into memory.
+    at_cap = b"x" * (8 * 1024 * 1024) + b"\n"
+    assert list(openai_model._lines(io.BytesIO(b"data: 1\n" + at_cap))) == [b"data: 1\n", at_cap]
+    endless = io.BytesIO(b"x" * (MAX_LINE_BYTES + 3 * 65536))  # no newline at all
+    with pytest.raises(LineTooLong):
+        list(openai_model._lines(endless))
+    assert endless.tell() == MAX_LINE_BYTES + 65536  # the first read past the cap
+
+
+@pytest.mark.parametrize("base_url", ["ftp://127.0.0.1:8080/v1", "http:///v1"])
+def test_a_base_url_that_is_not_http_or_has_no_host_is_refused_at_once(base_url):
+    # Refused when the model is made, with the text the user typed, not at the first turn
+    # as a connection error that names neither the scheme nor the missing host.
+    with pytest.raises(ValueError) as refused:
+        OpenAICompatibleModel(TEST_MODEL, base_url)
+    assert str(refused.value) == f"base URL must be http(s)://host[:port][/path], got {base_url!r}"
+
+
+def test_a_stream_without_content_type_is_read_and_an_html_page_is_not(repo):
+    # A server that names no type is trusted to stream; one that names another type (a
+    # proxy's HTML page) is reported as such, not read as a stream with no events.
+    _, events = run_chat(repo, reply(content("Done."), finish(), content_type=""))
+    assert events[-1]["reason"] == ASSISTANT_FINISHED, events[-1]
+    html = "text/html; charset=utf-8"
+    server, events = run_chat(repo, reply(content("Done."), finish(), content_type=html))
+    assert events[-1]["reason"] == MODEL_ERROR
+    detail = f"HTTP 200 with Content-Type {html}"
+    assert events[-1]["error"] == openai_model.NOT_A_STREAM.format(
+        base_url=server.base_url, detail=detail
+    )
+
+
+# An error body of exactly 64,001 bytes that would be JSON if read whole.
+PADDED = '{"error": {"message": "m"}, "pad": "'
+LONG_ERROR = PADDED + "y" * (64_001 - len(PADDED) - 2) + '"}'
+
+
+@pytest.mark.parametrize(
+    "body, detail",
+    [
+        (b"", "Bad Request"),  # no body: the status line's reason
+        (b"x" * 1000, "x" * 300),  # text: its first 300 characters
+        (LONG_ERROR.encode(), LONG_ERROR[:300]),  # read up to 64,000 bytes, then cut: text
+    ],
+    ids=["empty", "long-text", "past-64000-bytes"],
+)
+def test_http_error_body_without_a_message_is_shown_bounded_or_as_the_reason(repo, body, detail):
+    # An error page can be empty or huge: the message always says something, and never
+    # more than a bounded piece of what the server sent.
+    assert len(LONG_ERROR) == 64_001 and json.loads(LONG_ERROR)["error"] == {"message": "m"}
+    base_url, events = run_against(repo, type("Handler", (ErrorBodies,), {"body": body}))
+    expected = openai_model.HTTP_ERROR.format(base_url=base_url, status=400, detail=detail)
+    assert events[-1]["reason"] == MODEL_ERROR and events[-1]["error"] == expected

@@ -8,8 +8,10 @@ also tested directly, since replay runs recorded events through them without any
 
 import io
 import json
+import socket
 import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
+import time
+from http.server import BaseHTTPRequestHandler, HTTPServer, ThreadingHTTPServer
 
 import pytest
 
@@ -17,6 +19,7 @@ import local_model
 import openai_model
 from agent_loop import (
     ASSISTANT_FINISHED,
+    DEADLINE,
     INCOMPLETE_MODEL_TURN,
     MODEL_DONE,
     MODEL_ERROR,
@@ -29,7 +32,7 @@ from agent_loop import (
     agent_events,
 )
 from openai_model import OpenAICompatibleModel, OpenAIModelError, chunks_from_events, request_body
-from plumbing.limits import ARGUMENTS_TOO_LONG, MAX_LINE_BYTES, LineTooLong
+from plumbing.limits import ARGUMENTS_TOO_LONG, MAX_LINE_BYTES, Deadline, LineTooLong
 from plumbing.recording import RecordingChat
 from repo_tools import RepoTools
 from tests.helpers import FAULTY_LINE, FIXED_LINE, wait_for
@@ -939,3 +942,128 @@ def test_http_error_body_without_a_message_is_shown_bounded_or_as_the_reason(rep
     base_url, events = run_against(repo, type("Handler", (ErrorBodies,), {"body": body}))
     expected = openai_model.HTTP_ERROR.format(base_url=base_url, status=400, detail=detail)
     assert events[-1]["reason"] == MODEL_ERROR and events[-1]["error"] == expected
+
+
+def run_served(repo, handler, **options):
+    """(base URL, the loop's events) of one task against an http.server `handler` class,
+    with `options` for the model (a timeout, a deadline that the loop shares)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        chat = OpenAICompatibleModel(TEST_MODEL, base_url, **options)
+        deadline = options.get("deadline")
+        return base_url, list(agent_events(chat, RepoTools(repo), TASK, deadline=deadline))
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class SlowHeaders(BaseHTTPRequestHandler):
+    """Answers a whole stream, but only after holding back its headers for 0.6 s."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        time.sleep(0.6)
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            for event in (content("Done."), finish()):
+                self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+        except OSError:
+            pass  # the client gave up first, as it should
+
+
+@pytest.mark.parametrize("stall", ["before-the-headers", "between-events"])
+def test_a_read_timeout_under_a_second_is_kept_as_given(repo, stall):
+    # --timeout 0.1 waits 0.1 s, for the answer's headers as for each event after them;
+    # the floor under it only keeps a timeout of 0 from meaning "do not wait at all".
+    if stall == "before-the-headers":
+        _, events = run_served(repo, SlowHeaders, timeout=0.1)
+    else:
+        late = reply(content("Thinking"), content("..."), finish(), pause_after_first=0.6)
+        _, events = run_chat(repo, late, timeout=0.1)
+    assert events[-1]["reason"] == MODEL_ERROR, events[-1]
+    assert "sent nothing for 0.1 s" in events[-1]["error"]
+
+
+class DrippingUnframedStream(BaseHTTPRequestHandler):
+    """HTTP/1.0, neither a length nor chunks: one event, then a keep-alive comment every
+    0.1 s until the client hangs up (at most 10 s), so no read ever times out."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        try:
+            self.wfile.write(f"data: {json.dumps(content('Let me'))}\n\n".encode())
+            for _ in range(100):
+                self.wfile.write(b": still here\n\n")
+                self.wfile.flush()
+                time.sleep(0.1)
+        except OSError:
+            pass  # the client hung up
+
+
+def test_an_unframed_stream_ended_by_the_watchdog_is_the_deadline_not_an_unfinished_turn(repo):
+    # The watchdog's shutdown reads as a clean end of a body that only the connection's
+    # end frames; the turn was cut by the deadline, not left unfinished by the server.
+    # subtle: the deadline's clock never moves, so no read's timeout is cut short by it and
+    # only the watchdog's (real) timer can end the drip.
+    deadline = Deadline(0.5, clock=lambda: 0.0)
+    _, events = run_served(repo, DrippingUnframedStream, deadline=deadline)
+    assert events[-1]["reason"] == DEADLINE, events[-1]
+    assert of_type(events, TEXT_DELTA)[0]["text"] == "Let me"
+
+
+def test_a_connect_that_hangs_is_held_until_the_deadline_then_the_run_stops_there(repo):
+    # A server whose queue of new connections is full never completes a connect: the
+    # adapter waits for it until the deadline (not a moment less), so the run stops with
+    # `deadline` rather than a "cannot reach" that the deadline did not cause.
+    with socket.create_server(("127.0.0.1", 0), backlog=0) as listener:
+        # subtle: with a backlog of 0, Linux queues one connection; the next one hangs.
+        with socket.create_connection(listener.getsockname()):
+            base_url = "http://{}:{}/v1".format(*listener.getsockname())
+            deadline = Deadline(0.5)
+            chat = OpenAICompatibleModel(TEST_MODEL, base_url, deadline=deadline)
+            events = list(agent_events(chat, RepoTools(repo), TASK, deadline=deadline))
+    assert events[-1]["reason"] == DEADLINE, events[-1]
+
+
+class KeptAliveModelList(ModelLists):
+    """ModelLists over HTTP/1.1: the connection stays open for another request until the
+    client closes it, which `closed` then tells."""
+
+    protocol_version = "HTTP/1.1"
+    body = json.dumps({"object": "list", "data": [{"id": "other-7b"}]}).encode()
+    closed = None  # a threading.Event, set per test
+
+    def finish(self):
+        super().finish()
+        self.closed.set()
+
+
+def test_preflight_hangs_up_even_while_its_error_is_kept():
+    # A server slot held open by a failed preflight is a server slot lost (llama-server
+    # has few); the caller keeping the error (and so the adapter's frames) must not hold it.
+    closed = threading.Event()
+    handler = type("Handler", (KeptAliveModelList,), {"closed": closed})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        chat = OpenAICompatibleModel(TEST_MODEL, f"http://127.0.0.1:{server.server_address[1]}/v1")
+        with pytest.raises(OpenAIModelError, match="which lists: other-7b") as kept:
+            chat.describe()
+        assert wait_for(closed.is_set)
+        assert kept.value  # still held while the server waited
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -295,9 +295,9 @@ def sse_events(lines):
         line = raw.decode("utf-8").rstrip("\r\n")
         field, _, value = line.partition(":")
         value = value[1:] if value.startswith(" ") else value
-        if line and field == "data":
+        if field == "data":  # an empty line's field is "", so this is never a blank line
             data.append(value)
-        elif line and field == "error":
+        elif field == "error":
             # subtle: older llama-server builds send a mid-stream error as an `error:` field.
             yield {"error": _json(value)}
         elif not line and data:

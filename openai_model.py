@@ -471,7 +471,8 @@ class OpenAICompatibleModel:
         connection = kind(parts.hostname, parts.port, timeout=timeout)
         try:
             connection.connect()
-        except OSError as error:  # refused, unknown host, connect timeout, TLS failure
+        # UnicodeError: a host name IDNA cannot encode ("a..b"), refused before any lookup
+        except (OSError, UnicodeError) as error:  # refused, unknown host, timeout, TLS failure
             connection.close()
             failure = OpenAIModelError(CANNOT_CONNECT.format(base_url=self.base_url, detail=error))
             raise wire_errors.translated(error, self.deadline, failure) from error

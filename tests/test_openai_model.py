@@ -398,6 +398,18 @@ def test_error_event_mid_stream_is_reported_and_runs_no_tool(repo, error):
     assert of_type(events, TOOL_START) == []
 
 
+def test_a_host_name_that_cannot_be_encoded_is_a_server_it_cannot_reach():
+    # "a..b" fails IDNA encoding before any lookup (no packet leaves): a UnicodeError, which
+    # reached the user as the codec's own words instead of the "cannot reach" sentence.
+    chat = OpenAICompatibleModel(TEST_MODEL, "http://a..b:8080/v1")
+    with pytest.raises(OpenAIModelError) as refused:
+        chat.describe()
+    assert str(refused.value).startswith(
+        "cannot reach an OpenAI-compatible server at http://a..b:8080/v1: is the server running"
+    )
+    assert "idna" in str(refused.value)
+
+
 def test_refused_connection_says_to_start_the_server(repo, unused_port):
     base_url = f"http://127.0.0.1:{unused_port}/v1"
     chat = OpenAICompatibleModel(TEST_MODEL, base_url)

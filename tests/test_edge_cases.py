@@ -439,6 +439,16 @@ def test_a_request_the_sdk_refuses_before_any_stream_is_a_model_error():
         assert server.chat_bodies() == []
 
 
+def test_a_host_name_that_cannot_be_encoded_is_an_ollama_it_cannot_reach():
+    # "a..b" fails IDNA encoding inside httpx, before any lookup (no packet leaves): a bare
+    # UnicodeError, which is a ValueError, and was called "a response the SDK could not read".
+    with pytest.raises(ModelError) as refused:
+        LocalModel(host="http://a..b:11434").describe()
+    assert str(refused.value).startswith(
+        "cannot reach Ollama at http://a..b:11434: is `ollama serve` running there? (encoding "
+    )
+
+
 # --- bugs the mutation pass found (fixed) -----------------------------------------------------
 
 

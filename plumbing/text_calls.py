@@ -68,7 +68,8 @@ def _offered(schemas):
     for schema in schemas or ():
         function = schema.get("function") if isinstance(schema, dict) else None
         if isinstance(function, dict) and isinstance(function.get("name"), str):
-            properties = (function.get("parameters") or {}).get("properties") or {}
+            parameters = function.get("parameters")
+            properties = parameters.get("properties") if isinstance(parameters, dict) else None
             tools[function["name"]] = list(properties) if isinstance(properties, dict) else []
     return tools
 

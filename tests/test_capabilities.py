@@ -449,6 +449,26 @@ def test_only_text_is_searched_and_only_a_named_function_schema_offers_a_tool():
     assert text_tool_call(text, odd + RepoTools.schemas) == READ
 
 
+@pytest.mark.parametrize(
+    "function",
+    [
+        {"name": "run"},  # no parameters at all
+        {"name": "run", "parameters": None},
+        {"name": "run", "parameters": {"type": "object"}},  # no properties
+        {"name": "run", "parameters": {"properties": ["path"]}},  # properties not an object
+        {"name": "run", "parameters": ["path"]},  # parameters not an object
+        {"name": "run", "parameters": "path"},
+    ],
+)
+def test_a_tool_whose_schema_names_no_parameters_is_offered_and_takes_keywords_only(function):
+    # A schema that names no parameters, however it fails to, still offers its tool: a
+    # written call of it is flagged, not a crash. Only a keyword argument has a name to be
+    # kept under; a positional one has none.
+    text = '```tool_code\nrun("a", path="b")\n```'
+    schemas = [{"type": "function", "function": function}]
+    assert text_tool_call(text, schemas) == {"name": "run", "arguments": {"path": "b"}}
+
+
 def test_with_no_tool_offered_a_written_call_is_not_even_parsed():
     # No tool, no call to find: the text is not scanned, so Python's parser (which warns of
     # an invalid escape such as \d in a tool_code block) never sees it. With a tool

@@ -276,6 +276,9 @@ def test_braces_far_from_any_name_key_cost_no_attempt_and_hide_no_call(text):
         '```tool_code\nread_file(path="path_rules.py")\n```',
         '```tool_code\nprint(default_api.read_file(path="path_rules.py"))\n```',
         '```tool_code\nread_file("path_rules.py")\n```',  # positional, by the schema's order
+        # doubled braces, as a template writes them: the brace that fails to parse is
+        # passed over one character at a time, so the object right after it is still tried
+        '{{"name": "read_file", "arguments": {"path": "path_rules.py"}}}',
     ],
 )
 def test_each_written_form_of_an_offered_call_is_found(text):
@@ -304,10 +307,40 @@ def test_a_fence_line_that_fills_the_80_character_window_is_still_found():
         "z" * 10 + "```" + " " * 77 + '{"name": "run_tests"}```',  # ``` not at its line's start
         'Try\n{"name": "run_tests"}\n```',  # the line before is no fence at all
         "```tool_code\nx = run_tests\n```",  # a statement, not a call
+        '{"name": "run_tests"}</tool_call> done',  # a closing tag, but no opening one
+        '<tool_call>{"name": "run_tests"} done',  # an opening tag, but no closing one
+        '````\n{"name": "run_tests"}\n```',  # four backticks open a fence ``` cannot close
     ],
 )
 def test_what_only_looks_like_a_fenced_call_is_not_one(text):
     assert text_tool_call(text, RepoTools.schemas) is None
+
+
+NAME_ALONE = '{"name": "run_tests"}'
+
+
+@pytest.mark.parametrize(
+    "text, found",
+    [
+        # the newline that opens the fence's line is 81 characters before the name, one past
+        # the window: what starts that line is out of sight, so it is taken for prose
+        ("Run:\n" + " " * 76 + "```\n" + NAME_ALONE + "\n```", False),
+        # no line starts in the window (the name is at 81): the "x" before the ``` is out of
+        # sight, and so the line is taken for prose
+        ("x```" + " " * 77 + NAME_ALONE + "```", False),
+        # the closing ``` within 80 characters after the name, or just past them
+        ("```\n" + NAME_ALONE + " " * 77 + "```", True),
+        ("```\n" + NAME_ALONE + " " * 78 + "```", False),
+        # the whole opening <tool_call> within the 80 characters before the name, or cut
+        ("<tool_call>" + " " * 69 + NAME_ALONE + "</tool_call>", True),
+        ("<tool_call>" + " " * 70 + NAME_ALONE + "</tool_call>", False),
+    ],
+)
+def test_a_fence_or_tag_around_a_name_alone_is_looked_for_80_characters_either_side(text, found):
+    # A name alone is a call only when a fence or tag holds it: each is looked for in a
+    # bounded window, so that hostile text costs no more than the window per object.
+    expected = {"name": "run_tests", "arguments": {}} if found else None
+    assert text_tool_call(text, RepoTools.schemas) == expected
 
 
 @pytest.mark.parametrize(
@@ -397,6 +430,8 @@ def detect_in_child(text):
         '  {"name": "run_tests"}\n',
         'Running them now.\n```json\n{"name": "run_tests"}\n```',
         '```\n{"name": "run_tests"}\n```\nThen I will look.',
+        # what follows the fence is no part of the window before the name, however long
+        '```\n{"name": "run_tests"}\n```\n' + "Then I will look at the failure. " * 4,
         '<tool_call>\n{"name": "run_tests"}\n</tool_call>',
     ],
 )
@@ -416,6 +451,13 @@ def test_a_bare_name_is_a_call_when_it_is_the_whole_message_or_fenced(text):
         ("{1: 2}", "{1: 2}"),  # and an int key as a string
         ("1e400", "1e309"),  # infinity, as ast writes it back
         ("[" * 20 + "]" * 20, "[" * 20 + "]" * 20),  # deeper than MAX_DEPTH
+        ("[" * 16 + "]" * 16, json.loads("[" * 16 + "]" * 16)),  # MAX_DEPTH (16): kept
+        ("[" * 17 + "]" * 17, "[" * 17 + "]" * 17),  # one level more: its text
+        ("0x" + "f" * 2500, 2**10_000 - 1),  # MAX_INT_BITS (10,000 bits): kept
+        ("0x1" + "0" * 2500, str(2**10_000)),  # one bit more: its text, in decimal
+        ("()", "()"),  # empty, so falsy, and still no JSON value
+        ("b''", "b''"),
+        ("0j", "0j"),
         ("0x" + "f" * 4000, UNREADABLE),  # too long to write back as decimal digits
     ],
 )
@@ -435,6 +477,61 @@ def test_written_json_arguments_too_deep_or_not_finite_are_kept_as_the_calls_tex
 def test_a_call_after_a_long_message_is_still_found_at_its_end():
     text = "x" * (3 * MAX_SCAN) + '{"name": "run_tests", "arguments": {}}'
     assert text_tool_call(text, RepoTools.schemas) == {"name": "run_tests", "arguments": {}}
+
+
+@pytest.mark.parametrize(
+    "length, at, found",
+    [
+        (64_000, 31_990, True),  # a message of 64,000 characters is looked at whole
+        (64_001, 31_990, False),  # one more: its first and last 32,000, not the middle one
+        (192_000, 32_000 - len(RUN), True),  # ends with the first 32,000 characters
+        (192_000, 32_001 - len(RUN), False),  # one past them
+        (192_000, 192_000 - 32_000, True),  # starts with the last 32,000
+        (192_000, 192_000 - 32_001, False),  # one before them
+    ],
+)
+def test_a_long_message_is_looked_at_only_in_its_first_and_last_32000_characters(length, at, found):
+    # MAX_SCAN (64,000) bounds the work on untrusted text; a model writes its call at the
+    # start or the end of a message. At the exact limits: the call (at `at`) whole, or cut.
+    text = "x" * at + RUN + "x" * (length - at - len(RUN))
+    assert len(text) == length
+    expected = {"name": "run_tests", "arguments": {}} if found else None
+    assert text_tool_call(text, RepoTools.schemas) == expected
+
+
+@pytest.mark.parametrize("span, found", [(8_000, True), (8_001, False)])
+def test_a_written_call_may_span_8000_characters(span, found):
+    # MAX_SPAN bounds each parse: a call one character longer is never read whole.
+    head, tail = '{"name": "read_file", "arguments": {"path": "', '"}}'
+    path = "p" * (span - len(head) - len(tail))
+    text = head + path + tail
+    assert len(text) == span
+    expected = {"name": "read_file", "arguments": {"path": path}} if found else None
+    assert text_tool_call(text, RepoTools.schemas) == expected
+
+
+def test_a_tool_code_block_never_closed_is_read_to_the_end_of_its_span():
+    # A model cut off by its token limit leaves the block open: the call in it is still one.
+    text = '```tool_code\nread_file(path="path_rules.py")'
+    assert text_tool_call(text, RepoTools.schemas) == READ
+
+
+JSON_DECOY, JSON_CALL = '{"name": "x"} ', RUN
+CODE_DECOY, CODE_CALL = "```tool_code\nx = 1\n```\n", "```tool_code\nrun_tests()\n```"
+
+
+@pytest.mark.parametrize(
+    "decoy, call",
+    [(JSON_DECOY, JSON_CALL), (CODE_DECOY, CODE_CALL), (JSON_DECOY, CODE_CALL)],
+    ids=["json", "tool_code", "shared"],
+)
+@pytest.mark.parametrize("decoys, found", [(63, True), (64, False)])
+def test_a_message_gets_64_parses_for_both_forms_together(decoy, call, decoys, found):
+    # MAX_ATTEMPTS (64) bounds the parses of one message: after 63 objects or blocks that
+    # are no call, the 64th is still parsed; after 64, nothing more is.
+    text = decoy * decoys + call
+    expected = {"name": "run_tests", "arguments": {}} if found else None
+    assert text_tool_call(text, RepoTools.schemas) == expected
 
 
 def test_only_text_is_searched_and_only_a_named_function_schema_offers_a_tool():
@@ -477,6 +574,7 @@ def test_with_no_tool_offered_a_written_call_is_not_even_parsed():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert text_tool_call(text, []) is None
+        assert text_tool_call(text, None) is None
         assert caught == []
         text_tool_call(text, RepoTools.schemas)
         assert caught, "the parser warns once the block is parsed"

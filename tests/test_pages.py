@@ -364,3 +364,80 @@ def test_a_test_run_without_its_seconds_adds_nothing_to_the_independent_tests_ti
     del recording["starting_tests"]["seconds"]
     recording["final_tests"]["seconds"] = 2.5
     assert "independent tests 2.50s" in recording_page(recording, "repair.json")
+
+
+# --- the page's limits and fallbacks, each pinned at its edge (mutation survivors) ----------------
+
+
+def _whole_request_turns(first_length):
+    """The page of a three-turn run whose first request's whole JSON (as the page cuts it,
+    indent=1) is `first_length` characters long; each later request adds one short message."""
+    recording = load(RECORDINGS / "repair.json")
+    empty = len(json.dumps([{"role": "user", "content": ""}], ensure_ascii=False, indent=1))
+    short = {"role": "user", "content": "ok"}
+    recording["messages"] = [
+        {"role": "user", "content": "y" * (first_length - empty)},
+        short,
+        short,
+    ]
+    recording["model_calls"] = [
+        {"request_length": n, "chunks": [], "ended": "done", "arrived": []} for n in (1, 2, 3)
+    ]
+    recording["events"] = []
+    return recording_page(recording, "budget.json")
+
+
+@pytest.mark.parametrize(
+    "first_length, whole_in_turns, cut_note",
+    [
+        (1_999_999, [1, 2], "... and 1,979,999 more characters"),  # 1 left: turn 2 gets "[\n"
+        (2_000_000, [1], "... and 1,980,000 more characters"),  # the budget spent exactly
+        (2_000_002, [1], "... and 1,980,001 more characters"),  # cut one past the budget
+    ],
+    ids=["one-left", "spent-exactly", "cut"],
+)
+def test_whole_requests_fill_a_budget_of_two_million_characters(
+    first_length, whole_in_turns, cut_note
+):
+    # Each request repeats the one before, so whole requests would grow a long run's page
+    # with the square of its turns: WHOLE_REQUESTS (2,000,000) bounds them. Mutants: the
+    # bound 2,000,001, `budget > 0` -> `>= 0` or `> 1`, the cut `budget + 1` -> `- 1`.
+    html = _whole_request_turns(first_length)
+    shown = [n for n in (1, 2, 3) if f"request {n} whole, as the loop passed it" in html]
+    assert shown == whole_in_turns
+    assert html.count(cut_note) == 1  # turn 1's whole request, past the 20,000 a block shows
+    note = (
+        '<p class="muted">(no more whole requests on this page: it holds 2,000,000 '
+        "characters of them at most)</p>"
+    )
+    assert html.count(note) == 3 - len(whole_in_turns)
+    if 2 in whole_in_turns:  # the one character left, and the one past it
+        assert '<pre class="">[\n</pre>' in html.split('id="turn-2"')[1]
+
+
+@pytest.mark.parametrize(
+    "length, cut", [(20_000, ""), (20_001, "\n... and 1 more characters")], ids=["whole", "cut"]
+)
+def test_a_block_of_20000_characters_is_shown_whole_and_a_longer_one_cut(length, cut):
+    # TEXT_SHOWN bounds every block of text; mutation: `len(value) > TEXT_SHOWN` -> `>=`
+    # cut a block of exactly 20,000 characters and said "0 more characters"
+    recording = load(RECORDINGS / "repair.json")
+    recording["description"] = "d" * length
+    html = recording_page(recording, "repair.json")
+    about = "<summary>About this recording (read it last)</summary>"
+    assert f'{about}<pre class="">{"d" * 20_000}{cut}</pre></details>' in html
+
+
+def test_values_that_are_not_text_are_shown_as_json_with_their_own_characters():
+    # load() takes a tool event's name and a result's error of any JSON type: the page shows
+    # them as JSON, and "é" as itself, not "\u00e9". Mutations: `ensure_ascii=False` -> True
+    # in text() (the call's heading) and in pre() (the error's block).
+    recording = load(RECORDINGS / "repair.json")
+    start = next(e for e in recording["events"] if e["type"] == "tool_start")
+    result = next(e for e in recording["events"] if e["type"] == "tool_result")
+    start["name"] = result["name"] = ["lire", "é"]
+    result["result"] = {"error": {"raison": "déjà lu"}}
+    html = recording_page(recording, "repair.json")
+    assert "<h3>Call 1: [&quot;lire&quot;, &quot;é&quot;]</h3>" in html
+    error = '<p class="failed">Error returned to the model:</p><pre class="">'
+    assert f"{error}{{&quot;raison&quot;: &quot;déjà lu&quot;}}</pre>" in html

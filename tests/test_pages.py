@@ -441,3 +441,27 @@ def test_values_that_are_not_text_are_shown_as_json_with_their_own_characters():
     assert "<h3>Call 1: [&quot;lire&quot;, &quot;é&quot;]</h3>" in html
     error = '<p class="failed">Error returned to the model:</p><pre class="">'
     assert f"{error}{{&quot;raison&quot;: &quot;déjà lu&quot;}}</pre>" in html
+
+
+def test_a_run_stopped_before_its_first_model_call_has_a_page_with_no_bars():
+    # Ctrl-C before the model answered leaves no model call, and load() accepts that: the
+    # growth chart is then empty, not an error. Mutations: `if not sizes` dropped or its
+    # body made `pass` (max() of nothing), `return ""` -> None (a page of "None").
+    recording = load(RECORDINGS / "repair.json")
+    recording.update(interrupted=True, final_tests=None, model_calls=[], events=[])
+    recording["stop"] = {"type": "stopped", "turn": 1, "reason": "interrupted"}
+    html = recording_page(recording, "early.json")
+    grew = '<h2>How the conversation grew</h2>\n\n<pre class="stop">Stop: interrupted</pre>'
+    assert grew in html and "<svg" not in html
+
+
+def test_a_request_of_no_characters_still_gets_a_bar_of_2_units():
+    # A bar is at least 2 units long, so a request of nothing is still drawn beside the
+    # others; mutation: `max(2, ...)` -> 3.
+    recording = load(RECORDINGS / "repair.json")
+    recording["model_calls"][0]["request_length"] = 0
+    html = recording_page(recording, "repair.json")
+    assert (
+        '<rect x="90" y="3" width="2" height="14" fill="currentColor" opacity=".45"></rect>'
+        '<text x="0" y="15">request 1</text><text x="98" y="15">0 messages, 0 characters</text>'
+    ) in html

@@ -7,6 +7,7 @@ arrow keys step through the turns. The size bounds need no browser.
 """
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from plumbing.page import CHUNKS_SHOWN, recording_page
+from plumbing.page import CHUNKS_SHOWN, recording_page, stream_chart
 from plumbing.recording import ENDED_WITHOUT_DONE, RECORDINGS, load, save
 from tests.helpers import altered
 
@@ -465,3 +466,28 @@ def test_a_request_of_no_characters_still_gets_a_bar_of_2_units():
         '<rect x="90" y="3" width="2" height="14" fill="currentColor" opacity=".45"></rect>'
         '<text x="0" y="15">request 1</text><text x="98" y="15">0 messages, 0 characters</text>'
     ) in html
+
+
+def marks(chart):
+    """The colour of each chunk mark a stream chart draws, in order."""
+    return re.findall(r'<line x1="\d+" x2="\d+" y1="8" y2="34" stroke="var\(--(\w+)\)">', chart)
+
+
+@pytest.mark.parametrize(
+    "count, drawn, note",
+    [(799, 799, "the last after 0.798 s. Colours"),
+     (800, 400, "the last after 0.799 s; 800 chunks, every 2th drawn. Colours")],
+)  # fmt: skip
+def test_a_stream_of_800_chunks_draws_every_other_one_and_says_so(count, drawn, note):
+    # POINTS_DRAWN (400) marks at most a turn: from twice that, every step-th chunk is
+    # drawn. Mutations: 400 -> 401 drew all 800; the note's `step > 1` -> `> 2` hid it.
+    chart = stream_chart({"arrived": [n / 1000 for n in range(count)], "chunks": []})
+    assert len(marks(chart)) == drawn and note in chart
+
+
+def test_arrival_times_past_the_last_chunk_are_drawn_as_text():
+    # load() does not match a call's arrival times to its chunks: a time with no chunk is
+    # drawn as a text mark, not an IndexError; mutation: `index < len(items)` -> `<=`.
+    chunk = {"message": {"role": "assistant", "content": "a"}, "done": True}
+    chart = stream_chart({"arrived": [0.0, 0.5, 1.0], "chunks": [chunk]})
+    assert marks(chart) == ["done", "text", "text"]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from plumbing.page import CHUNKS_SHOWN, recording_page, stream_chart
+from plumbing.page import CHUNKS_SHOWN, chunk_list, recording_page, stream_chart
 from plumbing.recording import ENDED_WITHOUT_DONE, RECORDINGS, load, save
 from tests.helpers import altered
 
@@ -491,3 +491,15 @@ def test_arrival_times_past_the_last_chunk_are_drawn_as_text():
     chunk = {"message": {"role": "assistant", "content": "a"}, "done": True}
     chart = stream_chart({"arrived": [0.0, 0.5, 1.0], "chunks": [chunk]})
     assert marks(chart) == ["done", "text", "text"]
+
+
+@pytest.mark.parametrize(
+    "count, end",
+    [(200, '{"n": 199}</pre></details>'),
+     (201, '{"n": 199}\n... and 1 more, not shown (a page lists 200 a turn)</pre></details>')],
+)  # fmt: skip
+def test_a_turn_lists_200_chunks_and_counts_the_rest(count, end):
+    # CHUNKS_SHOWN bounds a turn's list; mutation: `more > 0` -> `> 1` left the 201st unsaid
+    listed = chunk_list({"chunks": [{"n": n} for n in range(count)]})
+    assert listed.startswith(f"<details><summary>its {count} chunks, as recorded</summary>")
+    assert listed.endswith(end.replace('"', "&quot;"))

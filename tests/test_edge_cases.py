@@ -815,22 +815,27 @@ def test_a_request_that_adds_no_message_says_so_on_its_page(tmp_path):
     assert 'Request 2: 2 messages, 0 new</h3>\n<pre class="">(nothing new)</pre>' in page
 
 
-def test_a_page_draws_100_calls_of_a_turn_and_counts_the_rest(tmp_path):
+@pytest.mark.parametrize(
+    "calls, note",
+    [(100, ""), (101, "... and 1 more calls of this turn, not shown (a page shows 100 a turn)")],
+)
+def test_a_page_draws_100_calls_of_a_turn_and_counts_the_rest(tmp_path, calls, note):
     # mutations: the cap's guard dropped, or its closing line made `pass`, drew all 101 or
-    # left the 101st unsaid; the loop caps a turn at 32 calls, a hand-made file need not
+    # left the 101st unsaid; the note's `shown > CALLS_SHOWN` -> `>=` said "... and 0 more"
+    # of exactly 100; the loop caps a turn at 32 calls, a hand-made file need not
     from plumbing.page import recording_page
 
     def change(recording):
         events = recording["events"]
         at = next(i for i, e in enumerate(events) if e["type"] == TOOL_START)
         start, result = events[at], events[at + 1]
-        more = [dict(e, index=n) for n in range(1, 101) for e in (start, result)]
+        more = [dict(e, index=n) for n in range(1, calls) for e in (start, result)]
         events[at + 2 : at + 2] = more
 
-    page = recording_page(load(altered(tmp_path, change)), "101 calls")
+    page = recording_page(load(altered(tmp_path, change)), f"{calls} calls")
     turn_1 = page.split('id="turn-1"')[1].split('id="turn-2"')[0]
     assert turn_1.count("<h3>Call ") == 100 and "<h3>Call 101:" not in turn_1
-    assert "... and 1 more calls of this turn, not shown (a page shows 100 a turn)" in turn_1
+    assert ("more calls of this turn" in turn_1) == bool(note) and note in turn_1
 
 
 def test_a_series_page_shows_a_count_of_0_as_0_and_only_a_missing_one_as_n_a():

@@ -818,6 +818,7 @@ def test_a_request_that_adds_no_message_says_so_on_its_page(tmp_path):
 @pytest.mark.parametrize(
     "calls, note",
     [(100, ""), (101, "... and 1 more calls of this turn, not shown (a page shows 100 a turn)")],
+    ids=["100", "101"],
 )
 def test_a_page_draws_100_calls_of_a_turn_and_counts_the_rest(tmp_path, calls, note):
     # mutations: the cap's guard dropped, or its closing line made `pass`, drew all 101 or

@@ -335,11 +335,20 @@ def test_each_turn_shows_its_own_stream_and_the_request_it_answered():
     assert f"{first} messages, {chars:,} characters" in html  # the growth chart's first bar
 
 
-def test_a_run_of_exactly_the_turns_a_page_shows_has_no_note_of_more():
+@pytest.mark.parametrize(
+    "turns, note",
+    [(200, ""), (201, '<p class="muted">... and 1 more turns, not shown (a page shows 200)</p>')],
+    ids=["200", "201"],
+)
+def test_a_page_draws_200_turns_and_counts_the_rest(turns, note):
+    # TURNS_SHOWN (200, written out here) bounds a page; mutations: 201, the note's
+    # `turns > TURNS_SHOWN` -> `>=` ("... and 0 more") or dropped
     recording = load(RECORDINGS / "repair.json")
     call = {"request_length": 2, "chunks": [], "ended": "done", "arrived": []}
-    recording["model_calls"], recording["events"] = [call] * 200, []  # TURNS_SHOWN, written out
-    assert "more turns, not shown" not in recording_page(recording, "two-hundred.json")
+    recording["model_calls"], recording["events"] = [call] * turns, []
+    html = recording_page(recording, "many.json")
+    assert html.count('<section class="turn"') == 200
+    assert ("more turns, not shown" in html) == bool(note) and note in html
 
 
 @pytest.mark.parametrize("name", ["repair.json", "smollm2-135m-live.json"])
@@ -477,6 +486,7 @@ def marks(chart):
     "count, drawn, note",
     [(799, 799, "the last after 0.798 s. Colours"),
      (800, 400, "the last after 0.799 s; 800 chunks, every 2th drawn. Colours")],
+    ids=["799", "800"],
 )  # fmt: skip
 def test_a_stream_of_800_chunks_draws_every_other_one_and_says_so(count, drawn, note):
     # POINTS_DRAWN (400) marks at most a turn: from twice that, every step-th chunk is
@@ -497,6 +507,7 @@ def test_arrival_times_past_the_last_chunk_are_drawn_as_text():
     "count, end",
     [(200, '{"n": 199}</pre></details>'),
      (201, '{"n": 199}\n... and 1 more, not shown (a page lists 200 a turn)</pre></details>')],
+    ids=["200", "201"],
 )  # fmt: skip
 def test_a_turn_lists_200_chunks_and_counts_the_rest(count, end):
     # CHUNKS_SHOWN bounds a turn's list; mutation: `more > 0` -> `> 1` left the 201st unsaid

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from plumbing.page import CHUNKS_SHOWN, chunk_list, recording_page, stream_chart
+from plumbing.page import CHUNKS_SHOWN, chunk_list, index_page, recording_page, stream_chart
 from plumbing.recording import ENDED_WITHOUT_DONE, RECORDINGS, load, save
 from tests.helpers import altered
 
@@ -514,3 +514,13 @@ def test_a_turn_lists_200_chunks_and_counts_the_rest(count, end):
     listed = chunk_list({"chunks": [{"n": n} for n in range(count)]})
     assert listed.startswith(f"<details><summary>its {count} chunks, as recorded</summary>")
     assert listed.endswith(end.replace('"', "&quot;"))
+
+
+def test_the_index_shows_a_run_of_0_0_seconds_and_leaves_an_unmeasured_one_blank():
+    # A recording keeps loop_seconds only when the loop was timed: 0.0 is a time, a missing
+    # one is not. Mutation: `seconds is None` read as truthiness left 0.0 s blank.
+    timed, untimed = load(RECORDINGS / "repair.json"), load(RECORDINGS / "repair.json")
+    timed["loop_seconds"] = 0.0
+    del untimed["loop_seconds"]
+    html = index_page([("fast.html", timed), ("old.html", untimed)])
+    assert re.findall(r"<td>5</td><td>([^<]*)</td></tr>", html) == ["0.0", ""]  # 5 turns

@@ -202,7 +202,7 @@ def stream_chart(call):
         x = 10 + round(680 * arrived[index] / end)
         marks.append(f'<line x1="{x}" x2="{x}" y1="8" y2="34" stroke="var(--{kind})"></line>')
     first = f"first chunk after {arrived[0]:.3f} s" if arrived else ""
-    note = f"; {len(arrived)} chunks, every {step}th drawn" if step > 1 else ""
+    note = f"; {len(arrived):,} chunks, one in {step:,} drawn" if step > 1 else ""
     return (
         f'<svg role="img" aria-label="chunk arrival times" width="100%" viewBox="0 0 720 52" '
         f'style="max-width:720px"><line x1="10" x2="690" y1="34" y2="34" stroke="var(--line)">'

@@ -164,7 +164,7 @@ def test_a_million_chunks_render_a_bounded_page():
         )
         in html
     )
-    assert "every 2500th drawn" in html
+    assert "; 1,000,006 chunks, one in 2,500 drawn" in html
 
 
 def test_view_refuses_an_unreadable_recording_in_one_line_and_writes_the_rest(tmp_path):
@@ -485,7 +485,7 @@ def marks(chart):
 @pytest.mark.parametrize(
     "count, drawn, note",
     [(799, 799, "the last after 0.798 s. Colours"),
-     (800, 400, "the last after 0.799 s; 800 chunks, every 2th drawn. Colours")],
+     (800, 400, "the last after 0.799 s; 800 chunks, one in 2 drawn. Colours")],
     ids=["799", "800"],
 )  # fmt: skip
 def test_a_stream_of_800_chunks_draws_every_other_one_and_says_so(count, drawn, note):

@@ -1,0 +1,58 @@
+"""How a replay's differences are worded, from plumbing/divergence.py's own functions: the
+parts the replays in test_recorded.py and test_edge_cases.py reach only slowly or not at all
+(no recording there lacks a final source, or holds a value beyond ASCII that differs)."""
+
+from plumbing.divergence import comparable, divergences, normalise, short, tool_divergences
+
+READ = {"type": "tool_start", "turn": 1, "index": 0, "name": "read_file", "arguments": {}}
+TESTS = {"type": "tool_start", "turn": 1, "index": 1, "name": "run_tests", "arguments": {}}
+
+
+def result(name, text, seconds=0.1):
+    return {"type": "tool_result", "turn": 1, "name": name, "result": text, "seconds": seconds}
+
+
+def test_a_recording_without_a_final_source_compares_everything_else():
+    # Recordings older than the final source have no "final_source": that is no divergence,
+    # and no KeyError, while the other comparisons still run.
+    recording = {"model_calls": [], "messages": [], "final_tests": None}
+    assert divergences(recording, [], [], [], "today's source", None, None) == []
+    recording["model_calls"] = [{"request_length": 0}]
+    assert divergences(recording, [], [], [], "x", None, None) == [
+        "model calls: 1 recorded, 0 made"
+    ]
+
+
+def test_without_a_temporary_folder_no_text_is_taken_for_one():
+    # A recording made before the lab saved its folder has none: nothing is replaced, not
+    # even the text "None" that str(None) would give.
+    assert normalise("None passed in 0.03s", None) == "None passed in <t>s"
+    assert normalise("/tmp/x/a.py None", "/tmp/x") == "<repo>/a.py None"
+
+
+def test_timings_are_dropped_inside_lists_too():
+    # Events and requests are lists of objects: a timing inside one must not count.
+    want = [{"name": "a", "seconds": 0.1}, ["4 passed in 0.5s"]]
+    have = [{"name": "a", "seconds": 9.0}, ["4 passed in 2.0s"]]
+    assert comparable(want, None) == comparable(have, None) == [{"name": "a"}, ["4 passed in <t>s"]]
+
+
+def test_a_value_is_shown_as_its_text_and_cut_past_160_characters():
+    # Text beyond ASCII is shown as itself (a learner compares it with the file), and a
+    # value of exactly 160 characters as JSON is whole; one more is cut with "...".
+    assert short("é ✓") == '"é ✓"'
+    assert short("x" * 158) == '"' + "x" * 158 + '"'
+    assert short("x" * 159) == '"' + "x" * 156 + "..."
+
+
+def test_a_differing_result_is_numbered_by_its_own_call_when_the_runs_differ_in_length():
+    # The second call's start follows the first's result: numbering the result by the events
+    # after it would call it tool call 2. A replay with fewer tool events than its recording
+    # compares the ones both have, and never fails on the rest.
+    expected = [READ, result("read_file", "old"), TESTS, result("run_tests", "ok")]
+    got = [READ, result("read_file", "new", seconds=5.0)]
+    assert tool_divergences(expected, got, None, None) == [
+        'tool call 1 (model call 0, read_file) result: result: the recording says "old", '
+        'today\'s run did "new"'
+    ]
+    assert tool_divergences(expected, expected[:1], None, None) == []

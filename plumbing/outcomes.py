@@ -53,7 +53,7 @@ def _final_chunks(recording):
     subtle: read from the model calls, not from the `model_done` events: a turn cut short
     (`done_reason: "length"`) has no `model_done`, but its tokens were spent and counted."""
     for saved in recording["model_calls"]:
-        chunks = saved.get("chunks") or []
+        chunks = saved.get("chunks")  # may be missing: then `chunks and ...` below is false
         if recording.get("api") == "openai":
             try:
                 chunks = list(chunks_from_events(iter(saved.get("events") or [])))

@@ -1,7 +1,11 @@
 """Tests of the per-turn metrics in events and recordings, and of the timeline's shape."""
 
 import io
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +17,8 @@ from plumbing.timeline import timeline
 from repo_tools import RepoTools
 from tests.ollama_test_server import call, chunk
 from tests.scripted_model import ScriptedChat
+
+HERE = Path(__file__).resolve().parent.parent
 
 
 def turn(turn_number, model, tools=(), names=()):
@@ -114,3 +120,116 @@ def test_the_first_chunk_is_timed_when_it_arrives_not_later(repo):
     events = agent_events(chat, RepoTools(repo), TASK, 1, clock=lambda: now[0])
     done = next(e for e in events if e["type"] == MODEL_DONE)
     assert (done["first_chunk_seconds"], done["seconds"]) == (1.0, 5.0)
+
+
+# One line per turn needs 53 columns besides the bars, and at least 16 for two bars of 8:
+# 69 columns is the narrowest one-line layout, 68 the widest two-line one; at 81 each bar
+# gets (81 - 53) // 2 = 14 columns, where one column more of overhead would leave 13.
+@pytest.mark.parametrize(
+    "width, expected",
+    [
+        (
+            68,
+            [
+                "turn 1  model ################................   2.00s",
+                "        tools ####............................   0.50s  read_file",
+                "turn 2  model ########........................   1.00s",
+                "        tools ################################   4.00s  run_tests",
+                "turn 3  model ................................   (incomplete)",
+                "        tools ................................   0.00s",
+            ],
+        ),
+        (
+            69,
+            [
+                "turn 1  model ####....   2.00s | tools #.......   0.50s  read_file",
+                "turn 2  model ##......   1.00s | tools ########   4.00s  run_tests",
+                "turn 3  model ........   (incomplete) | tools ........   0.00s",
+            ],
+        ),
+        (
+            81,
+            [
+                "turn 1  model #######.......   2.00s | tools ##............   0.50s  read_file",
+                "turn 2  model ####..........   1.00s | tools ##############   4.00s  run_tests",
+                "turn 3  model ..............   (incomplete) | tools ..............   0.00s",
+            ],
+        ),
+    ],
+)
+def test_a_turn_goes_on_two_lines_only_below_the_width_one_line_needs(width, expected):
+    lines = timeline(EVENTS, width=width)
+    assert lines[1:-1] == expected
+    assert lines[-1] == "total   model 3.00s · tools 4.50s"
+
+
+def test_a_replay_timeline_needs_twelve_columns_more_for_one_line_per_turn():
+    # today/recorded figures are 6 columns wider each: one line from 81 columns, not 69
+    assert timeline(EVENTS, EVENTS, width=81)[1] == (
+        "turn 1  model ####....   2.00s/2.00s | tools #.......   0.50s/0.50s  read_file"
+    )
+    assert timeline(EVENTS, EVENTS, width=80)[1:3] == [
+        "turn 1  model ###################...................   2.00s/2.00s",
+        "        tools #####.................................   0.50s/0.50s  read_file",
+    ]
+
+
+def test_a_stop_that_cut_a_turn_off_at_zero_seconds_is_still_shown():
+    # 0.0 seconds is a measured time, not a missing one: the cut-off turn is named
+    events = turn(1, None) + [{"type": "stopped", "turn": 1, "reason": "deadline", "seconds": 0.0}]
+    assert timeline(events, width=100)[1] == (
+        "turn 1  model   0.00s | tools   0.00s  (model turn cut off: deadline)"
+    )
+
+
+def test_spans_recorded_without_seconds_count_as_zero():
+    # recordings made before the loop timed its turns have no "seconds": nothing is invented
+    events = [
+        {"type": "model_start", "turn": 1},
+        {"type": MODEL_DONE, "turn": 1},
+        {"type": TOOL_RESULT, "turn": 1, "name": "read_file"},
+    ]
+    assert timeline(events, width=100)[1:] == [
+        "turn 1  model   0.00s | tools   0.00s  read_file",
+        "total   model 0.00s · tools 0.00s",
+    ]
+
+
+def test_a_longest_span_of_exactly_the_threshold_gets_bars():
+    # 0.01 s is the shortest longest span that is drawn; below it, only figures
+    lines = timeline(turn(1, 0.01, [0.005], ["read_file"]), width=100)
+    assert lines[1] == (
+        "turn 1  model #######################   0.01s | tools ############...........   0.01s"
+        "  read_file"
+    )
+
+
+def run_timeline(columns):
+    """The timeline of EVENTS printed by a fresh Python whose stdout is a pipe, not a tty."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    if columns is not None:
+        env["COLUMNS"] = str(columns)
+    code = "from plumbing.timeline import timeline; from tests.test_timeline import EVENTS; "
+    code += "print(timeline(EVENTS)[1])"
+    finished = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=HERE, env=env
+    )
+    assert finished.returncode == 0, finished.stderr
+    return finished.stdout.rstrip("\n")
+
+
+@pytest.mark.parametrize(
+    "columns, expected",
+    [
+        # no terminal to ask (a pipe, a log): 80 columns, so bars of (80 - 53) // 2 = 13
+        (None, "turn 1  model ######.......   2.00s | tools ##...........   0.50s  read_file"),
+        # a wider terminal: the timeline stops at 100 columns, bars of 23, not 24
+        (
+            101,
+            "turn 1  model ############...........   2.00s | tools ###....................   0.50s"
+            "  read_file",
+        ),
+    ],
+)
+def test_the_timeline_fits_the_terminal_up_to_100_columns(columns, expected):
+    assert run_timeline(columns) == expected

@@ -233,3 +233,13 @@ def run_timeline(columns):
 )
 def test_the_timeline_fits_the_terminal_up_to_100_columns(columns, expected):
     assert run_timeline(columns) == expected
+
+
+def test_only_turn_starts_and_timed_events_make_a_turn():
+    # A delta is not a span of time; load() does not check the order of events, so a
+    # recording cut by hand can hold deltas of a turn whose start was cut away.
+    events = turn(1, 1.0) + [{"type": "text_delta", "turn": 2, "text": "hi"}]
+    assert timeline(events, width=100)[1:] == [
+        "turn 1  model #######################   1.00s | tools .......................   0.00s",
+        "total   model 1.00s · tools 0.00s",
+    ]

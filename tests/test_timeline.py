@@ -13,7 +13,7 @@ import record_run
 from agent_loop import MODEL_DONE, TASK, TOOL_RESULT, agent_events
 from plumbing.recording import RecordingChat, load
 from plumbing.sample import copy_sample
-from plumbing.timeline import timeline
+from plumbing.timeline import context_lines, context_window, timeline
 from repo_tools import RepoTools
 from tests.ollama_test_server import call, chunk
 from tests.scripted_model import ScriptedChat
@@ -242,4 +242,34 @@ def test_only_turn_starts_and_timed_events_make_a_turn():
     assert timeline(events, width=100)[1:] == [
         "turn 1  model #######################   1.00s | tools .......................   0.00s",
         "total   model 1.00s · tools 0.00s",
+    ]
+
+
+def test_independent_tests_of_zero_seconds_are_still_shown():
+    # 0.0 is a measured time (a run with nothing to test), not "no independent run"
+    assert timeline(EVENTS, tests_seconds=0.0, width=100)[-1] == "        independent tests 0.00s"
+
+
+@pytest.mark.parametrize(
+    "model, window",
+    [
+        ({"options": {"num_ctx": 1}}, (1, "num_ctx")),  # the smallest window is a window
+        # a zero window is no window (every request would be infinitely full): the next source
+        (
+            {"options": {"num_ctx": 0}, "server_model": {"max_model_len": 4096}},
+            (4096, "max_model_len"),
+        ),
+        ({"options": {"num_ctx": 0}}, None),
+    ],
+)
+def test_the_context_window_is_a_positive_number_of_tokens(model, window):
+    assert context_window(model) == window
+
+
+def test_context_bars_leave_27_columns_for_the_turn_and_the_figures():
+    # at 50 columns the bar is 23 long, so the line is 44 columns and fits
+    events = [{"type": MODEL_DONE, "turn": 1, "model_counters": {"prompt_eval_count": 2048}}]
+    assert context_lines(events, (8192, "num_ctx"), width=50) == [
+        "Context (prompt tokens of each request; num_ctx 8,192):",
+        "turn 1  ######.................   2,048  25%",
     ]

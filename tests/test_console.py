@@ -1,7 +1,9 @@
 """Tests of the terminal printer's lines: test counts, verdicts and what a run printed."""
 
+import io
+
 from plumbing import console  # not `import test_line`: pytest would collect it as a test
-from plumbing.console import verdict_lines
+from plumbing.console import RunPrinter, verdict_lines
 
 
 def test_tests_that_ran_and_failed_read_as_their_counts_not_as_a_reason():
@@ -19,3 +21,81 @@ def test_only_the_held_out_label_gains_a_colon_not_a_failure_that_says_checks():
     assert verdict_lines("Independent verdict", result)[2] == (
         "  held-out checks: 9 of 10 passed (first failure: two checks disagree on checks x)"
     )
+
+
+def shown(events, root=None):
+    """What a RunPrinter prints for `events`."""
+    out = io.StringIO()
+    printer = RunPrinter(out, root)
+    for event in events:
+        printer.show(event)
+    return out.getvalue()
+
+
+def tool(index, name, arguments, result, turn=1):
+    return [
+        {"type": "tool_start", "turn": turn, "index": index, "name": name, "arguments": arguments},
+        {"type": "tool_result", "turn": turn, "index": index, "name": name, "result": result},
+    ]
+
+
+def test_a_run_prints_each_stream_call_result_and_the_stop_on_lines_of_their_own():
+    # the learner reads a run from this: every kind of result has its own short line, the
+    # calls past the cap are one line, and the stop counts the calls actually shown
+    tests = {"exit_code": 1, "verdict": "failed", "reason": "not every test passed", "failed": 1}
+    events = [
+        {"type": "model_start", "turn": 1},
+        {"type": "thinking_delta", "turn": 1, "text": "hm"},
+        {"type": "thinking_delta", "turn": 1, "text": " more\nnext"},
+        {"type": "text_delta", "turn": 1, "text": "I will"},
+        *tool(
+            0, "read_file", {"path": "path_rules.py"}, {"path": "path_rules.py", "text": "a\nb\n"}
+        ),
+        *tool(1, "replace_text", {"old": "a"}, {"replaced": 1}),
+        *tool(2, "run_tests", {}, {**tests, "passed": 3}),
+        *tool(3, "list_files", {}, {"files": ["x" * 120]}),
+        *tool(4, "read_file", {"path": "../x"}, {"error": "outside the repo"}),
+        *tool(32, "read_file", {}, {"error": "too many"}),
+        *tool(33, "read_file", {}, {"error": "too many"}),
+        {"type": "model_done", "turn": 1},
+        {"type": "model_start", "turn": 2},
+        {"type": "text_delta", "turn": 2, "text": "read_file(path)"},
+        {
+            "type": "stopped",
+            "turn": 2,
+            "reason": "model_error",
+            "error": "boom",
+            "text_tool_call": {"name": "read_file"},
+        },
+    ]
+    assert shown(events).splitlines() == [
+        "turn 1 thinking: hm more",
+        "  next",
+        "turn 1 says: I will",
+        'turn 1: read_file {"path": "path_rules.py"}',
+        "  -> 2 lines of path_rules.py",
+        'turn 1: replace_text {"old": "a"}',
+        "  -> replaced 1 occurrence in ?",
+        "turn 1: run_tests {}",
+        "  -> exit 1 (1 failed · 3 passed)",
+        "turn 1: list_files {}",
+        '  -> {"files": ["' + "x" * 88,  # a result of any other shape: its first 100 characters
+        'turn 1: read_file {"path": "../x"}',
+        "  -> error: outside the repo",
+        "turn 1: the calls after the first 32 of this turn are not run; each is answered with "
+        "an error (not shown)",
+        "turn 2 says: read_file(path)",
+        "Stop: model_error after 2 model calls, 7 tool calls",
+        "  model error: boom",
+        "  note: the model wrote a read_file call as text; only calls sent as tool calls run — "
+        "try a model with better tool support, or a lower temperature",
+    ]
+
+
+def test_one_call_of_each_kind_is_counted_in_the_singular():
+    events = [
+        {"type": "model_start", "turn": 1},
+        *tool(0, "run_tests", {}, {"exit_code": 0, "verdict": "passed", "passed": 4}),
+        {"type": "stopped", "turn": 1, "reason": "max_turns"},
+    ]
+    assert shown(events).splitlines()[-1] == "Stop: max_turns after 1 model call, 1 tool call"

@@ -2,6 +2,8 @@
 
 import io
 
+import pytest
+
 from plumbing import console  # not `import test_line`: pytest would collect it as a test
 from plumbing.console import RunPrinter, verdict_lines
 
@@ -99,3 +101,23 @@ def test_one_call_of_each_kind_is_counted_in_the_singular():
         {"type": "stopped", "turn": 1, "reason": "max_turns"},
     ]
     assert shown(events).splitlines()[-1] == "Stop: max_turns after 1 model call, 1 tool call"
+
+
+@pytest.mark.parametrize(
+    "name, result, line",
+    [
+        # subtle: a recording's result is any object; only the shape a tool returns gets its
+        # short line, anything else is shown as JSON rather than misread or a crash
+        ("read_file", {"text": "a\nb"}, "2 lines of ?"),
+        ("read_file", {"path": "p", "text": 3}, '{"path": "p", "text": 3}'),
+        ("run_tests", {"text": "a\nb"}, '{"text": "a\\nb"}'),
+        ("replace_text", {"replaced": 2}, "replaced 2 occurrence in ?"),
+        ("replace_text", {"path": "p"}, '{"path": "p"}'),
+        ("read_file", {"replaced": 1}, '{"replaced": 1}'),
+        ("run_tests", {"verdict": "passed"}, '{"verdict": "passed"}'),
+        ("read_file", {"exit_code": 0}, '{"exit_code": 0}'),
+        ("list_files", {"error": "x", "text": "a"}, "error: x"),
+    ],
+)
+def test_a_result_gets_its_tools_short_line_only_in_that_tools_shape(name, result, line):
+    assert console.result_line(name, result) == line

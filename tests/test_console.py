@@ -6,6 +6,9 @@ import pytest
 
 from plumbing import console  # not `import test_line`: pytest would collect it as a test
 from plumbing.console import RunPrinter, verdict_lines
+from plumbing.sample import SAMPLE_REPO, copy_sample
+
+SOURCE = "path_rules.py"  # the sample's one source file
 
 
 def test_tests_that_ran_and_failed_read_as_their_counts_not_as_a_reason():
@@ -121,3 +124,95 @@ def test_one_call_of_each_kind_is_counted_in_the_singular():
 )
 def test_a_result_gets_its_tools_short_line_only_in_that_tools_shape(name, result, line):
     assert console.result_line(name, result) == line
+
+
+def test_each_turns_text_starts_a_line_of_its_own():
+    # model_done closes the streamed line: the next turn's text is not glued onto it
+    events = [
+        {"type": "model_start", "turn": 1},
+        {"type": "text_delta", "turn": 1, "text": "one"},
+        {"type": "model_done", "turn": 1},
+        {"type": "model_start", "turn": 2},
+        {"type": "text_delta", "turn": 2, "text": "two"},
+        {"type": "model_done", "turn": 2},
+    ]
+    assert shown(events) == "turn 1 says: one\nturn 2 says: two\n"
+
+
+def test_a_call_past_the_cap_is_said_and_counted_when_it_starts():
+    # a run stopped before the call's result (Ctrl-C, the deadline) still shows the call
+    events = [
+        {"type": "model_start", "turn": 1},
+        {"type": "tool_start", "turn": 1, "index": 32, "name": "read_file", "arguments": {}},
+        {"type": "stopped", "turn": 1, "reason": "interrupted"},
+    ]
+    assert shown(events).splitlines() == [
+        "turn 1: the calls after the first 32 of this turn are not run; each is answered with "
+        "an error (not shown)",
+        "Stop: interrupted after 1 model call, 1 tool call",
+    ]
+
+
+def test_arguments_are_shown_as_written_not_as_ascii_escapes():
+    start = {"type": "tool_start", "turn": 1, "index": 0, "name": "read_file"}
+    assert shown([{**start, "arguments": {"path": "é.py"}}]) == (
+        'turn 1: read_file {"path": "é.py"}\n'
+    )
+
+
+def test_the_printer_writes_to_stdout_when_given_no_stream(capsys):
+    RunPrinter().show({"type": "text_delta", "turn": 1, "text": "hi"})
+    assert capsys.readouterr().out == "turn 1 says: hi"
+
+
+def edit(tmp_path, before, after, result, name="replace_text", root=True):
+    """What the printer shows of one call that changes the source from `before` to `after`
+    while it runs (as replace_text does, between its start and its result)."""
+    repo = copy_sample(tmp_path)
+    source = repo / SOURCE
+    source.write_text(before)
+    out = io.StringIO()
+    printer = RunPrinter(out, repo if root else None)
+    call = {"turn": 1, "index": 0, "name": name}
+    printer.show({"type": "tool_start", **call, "arguments": {}})
+    source.write_text(after)
+    printer.show({"type": "tool_result", **call, "result": result})
+    return out.getvalue().splitlines()[1:]
+
+
+def test_an_edit_that_succeeded_is_followed_by_its_diff(tmp_path):
+    # even from an empty file: replace_text's old "" occurs once in "" and the edit works
+    assert edit(tmp_path, "", "x = 1\n", {"replaced": 1}) == [
+        "  -> replaced 1 occurrence in ?",
+        f"    --- {SOURCE} before",
+        "    +++ after this edit",
+        "    @@ -0,0 +1 @@",
+        "    +x = 1",
+    ]
+
+
+@pytest.mark.parametrize(
+    "name, result, root",
+    [
+        ("replace_text", {"error": "old text not found"}, True),  # a refused edit: no diff
+        ("replace_text", {"replaced": 1}, False),  # no copy to read: the result line only
+        ("run_tests", {"replaced": 1}, True),  # only replace_text edits
+    ],
+)
+def test_no_diff_follows_a_call_that_made_no_edit_or_a_printer_without_a_copy(
+    tmp_path, name, result, root
+):
+    assert len(edit(tmp_path, "a\n", "b\n", result, name, root)) == 1
+
+
+def test_the_runs_changes_are_shown_only_when_there_are_some():
+    sample = (SAMPLE_REPO / SOURCE).read_text(encoding="utf-8")
+    out = io.StringIO()
+    RunPrinter(out).changes(sample)
+    assert out.getvalue() == ""
+    RunPrinter(out).changes(sample + "x = 1\n")
+    assert out.getvalue().splitlines()[:3] == [
+        f"What the run changed in {SOURCE}:",
+        f"    --- sample_repo/{SOURCE}",
+        "    +++ after the run",
+    ]

@@ -1,0 +1,23 @@
+"""The user and password written into a server address (plumbing/redact.py's
+credentials_of), from addresses written here."""
+
+import pytest
+
+from plumbing.redact import credentials_of
+
+
+@pytest.mark.parametrize(
+    ("address", "found"),
+    [
+        ("http://127.0.0.1:11434", []),  # nothing written in: nothing to redact
+        ("http://[::1", []),  # an address urlsplit refuses: nothing, not a crash
+        ("http://ann@127.0.0.1:1", ["ann"]),  # a user alone is still a credential
+        ("http://:longpassword@h:1", [":longpassword", "longpassword"]),
+        ("ann:hunter22@h:1", ["ann:hunter22", "hunter22"]),  # no scheme: http:// assumed
+        ("http://a:b@c@h:1", ["a:b@c"]),  # the last @ ends the credentials
+        ("http://ann:1234567@h:1", ["ann:1234567"]),  # a password of 7 alone is too short
+        ("http://ann:12345678@h:1", ["ann:12345678", "12345678"]),
+    ],
+)
+def test_the_credentials_written_into_an_address_are_found_as_written(address, found):
+    assert credentials_of(address) == found

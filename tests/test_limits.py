@@ -83,6 +83,8 @@ def assert_stopped_by_the_deadline(events, elapsed):
     assert events[-1]["reason"] == DEADLINE, events[-1]
     # A wide margin: the deadline is 1 s, the timeout that used to end these runs is 30 s.
     assert elapsed < STALL / 2
+    # The turn the deadline cut says how long it ran: never more than the whole run.
+    assert 0 <= events[-1].get("seconds", 0) <= elapsed, events[-1]
 
 
 def test_a_deadline_of_0_seconds_has_already_passed_not_no_deadline(repo):

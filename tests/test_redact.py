@@ -3,7 +3,7 @@ credentials_of), from addresses written here."""
 
 import pytest
 
-from plumbing.redact import credentials_of
+from plumbing.redact import credentials_of, secret_values
 
 
 @pytest.mark.parametrize(
@@ -21,3 +21,11 @@ from plumbing.redact import credentials_of
 )
 def test_the_credentials_written_into_an_address_are_found_as_written(address, found):
     assert credentials_of(address) == found
+
+
+def test_an_empty_environment_given_is_that_environment_not_the_harnesss(monkeypatch):
+    # secret_values(environ) reads the environment it is given (the lab's callers give
+    # none: os.environ): an empty one holds no secret, whatever os.environ holds.
+    monkeypatch.setenv("LAB_TEST_TOKEN", "not-in-an-empty-environment")
+    assert "not-in-an-empty-environment" in secret_values()
+    assert "not-in-an-empty-environment" not in secret_values({})

@@ -227,6 +227,17 @@ def test_sha256sums_is_what_write_shipped_hashes_writes_for_the_shipped_recordin
     assert written == (RECORDINGS / "SHA256SUMS").read_text()
 
 
+def replay_in_child(path):
+    """replay.py on `path` in a child: a replay that never ends fails the test, not the suite."""
+    return subprocess.run(
+        [sys.executable, str(LAB / "replay.py"), str(path)],
+        capture_output=True,
+        text=True,
+        cwd=LAB,
+        timeout=60,
+    )
+
+
 def test_a_cut_short_recording_holding_a_call_the_run_never_makes_diverges_and_ends(tmp_path):
     # After the cut, replay makes the request a run was still waiting on while the loop
     # runs; a recording holding one more model call than the loop can make (an edited file)
@@ -235,13 +246,7 @@ def test_a_cut_short_recording_holding_a_call_the_run_never_makes_diverges_and_e
     recording["stop"]["reason"] = recording["events"][-1]["reason"] = "interrupted"
     recording["model_calls"].append(copy.deepcopy(recording["model_calls"][-1]))
     save(tmp_path / "r.json", recording)
-    finished = subprocess.run(  # a child: a replay that never ends fails the test, not the suite
-        [sys.executable, str(LAB / "replay.py"), str(tmp_path / "r.json")],
-        capture_output=True,
-        text=True,
-        cwd=LAB,
-        timeout=60,
-    )
+    finished = replay_in_child(tmp_path / "r.json")
     assert finished.returncode == DIVERGED, finished.stdout + finished.stderr
     assert "Stop: interrupted after 1 model call, 0 tool calls" in finished.stdout
     assert "DIVERGED (1):\n  model calls: 2 recorded, 1 made\n" in finished.stdout
@@ -258,13 +263,7 @@ def test_a_cut_short_recording_holding_two_calls_past_its_cut_runs_no_tool_past_
     recording["events"] = [*events[: end + 1], recording["stop"]]
     recording["model_calls"] = recording["model_calls"][:4]  # turn 3 edits, turn 4 tests
     save(tmp_path / "r.json", recording)
-    finished = subprocess.run(
-        [sys.executable, str(LAB / "replay.py"), str(tmp_path / "r.json")],
-        capture_output=True,
-        text=True,
-        cwd=LAB,
-        timeout=60,
-    )
+    finished = replay_in_child(tmp_path / "r.json")
     assert finished.returncode == DIVERGED, finished.stdout + finished.stderr
     assert "Independent verdict: failed" in finished.stdout
     assert "What the run changed" not in finished.stdout

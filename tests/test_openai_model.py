@@ -357,11 +357,15 @@ class UnframedStream(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def do_POST(self):
+    def start_stream(self):
+        """Read the request, then send the headers of an event stream without framing."""
         self.rfile.read(int(self.headers["Content-Length"]))
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
+
+    def do_POST(self):
+        self.start_stream()
         for event in (content("Done."), finish()):
             self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
         self.wfile.write(b"data: [DONE]\n\n")
@@ -1003,18 +1007,12 @@ def test_a_read_timeout_under_a_second_is_kept_as_given(repo, stall):
     assert "sent nothing for 0.1 s" in events[-1]["error"]
 
 
-class DrippingUnframedStream(BaseHTTPRequestHandler):
+class DrippingUnframedStream(UnframedStream):
     """HTTP/1.0, neither a length nor chunks: one event, then a keep-alive comment every
     0.1 s until the client hangs up (at most 10 s), so no read ever times out."""
 
-    def log_message(self, *args):
-        pass
-
     def do_POST(self):
-        self.rfile.read(int(self.headers["Content-Length"]))
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.end_headers()
+        self.start_stream()
         try:
             self.wfile.write(f"data: {json.dumps(content('Let me'))}\n\n".encode())
             for _ in range(100):

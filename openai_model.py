@@ -471,7 +471,7 @@ class OpenAICompatibleModel:
         connection = kind(parts.hostname, parts.port, timeout=timeout)
         try:
             connection.connect()
-        # UnicodeError: a host name IDNA cannot encode ("a..b"), refused before any lookup
+        # UnicodeError: a host name IDNA cannot encode ("a..b"), refused before any query is sent
         except (OSError, UnicodeError) as error:  # refused, unknown host, timeout, TLS failure
             connection.close()
             failure = OpenAIModelError(CANNOT_CONNECT.format(base_url=self.base_url, detail=error))

@@ -181,7 +181,8 @@ def edit(tmp_path, before, after, result, name="replace_text", root=True):
 
 
 def test_an_edit_that_succeeded_is_followed_by_its_diff(tmp_path):
-    # even from an empty file: replace_text's old "" occurs once in "" and the edit works
+    # even from an empty file (made up here: replace_text refuses an empty `old`, but the
+    # printer shows whatever edit the file underwent)
     assert edit(tmp_path, "", "x = 1\n", {"replaced": 1}) == [
         "  -> replaced 1 occurrence in ?",
         f"    --- {SOURCE} before",

@@ -439,8 +439,8 @@ def test_a_request_the_sdk_refuses_before_any_stream_is_a_model_error():
 
 
 def test_a_host_name_that_cannot_be_encoded_is_an_ollama_it_cannot_reach():
-    # "a..b" fails IDNA encoding inside httpx, before any lookup (no packet leaves): a bare
-    # UnicodeError, which is a ValueError, and was called "a response the SDK could not read".
+    # "a..b" fails IDNA encoding in the socket's address lookup, before any packet leaves: a
+    # bare UnicodeError, a ValueError, once called "a response the SDK could not read".
     with pytest.raises(ModelError) as refused:
         LocalModel(host="http://a..b:11434").describe()
     assert str(refused.value).startswith(

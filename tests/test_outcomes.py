@@ -100,7 +100,7 @@ def test_a_median_is_shown_whole_unless_it_has_a_fraction(value, shown):
 
 
 def test_an_outcome_cannot_be_changed_once_read():
-    # compare.py groups outcomes and sorts them; one edited in place would change a group.
+    # compare.py keeps outcomes in groups; one edited in place would change its group.
     got = outcome(recording())
     with pytest.raises(dataclasses.FrozenInstanceError):
         got.passed = False

@@ -651,6 +651,8 @@ def test_a_recording_is_saved_as_readable_utf8_even_when_it_holds_a_non_finite_n
         save(path, {"text": "é ✓ 漢", **extra})
         raw = path.read_bytes()
         assert "é ✓ 漢".encode() in raw and b"\\u" not in raw, extra
+        # indented by 2, as the shipped recordings (whose hashes SHA256SUMS holds) are
+        assert raw.startswith(b'{\n  "text": "'), raw[:20]
         strict = json.loads(raw, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
         assert strict.get("non_finite_numbers", []) == [{"at": k, "text": "NaN"} for k in extra]
 

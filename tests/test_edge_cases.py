@@ -716,16 +716,6 @@ def test_a_stream_whose_chunks_all_arrived_at_once_is_drawn_on_a_scale_of_a_mill
     assert chart.count('x1="10" x2="10"') == 2  # both marks at the start
 
 
-def test_the_page_cuts_whole_requests_one_character_past_its_budget(monkeypatch):
-    # mutation: `[: budget + 1]` -> `+ 2` showed one character more than the page holds
-    from plumbing import page
-
-    monkeypatch.setattr(page, "WHOLE_REQUESTS", 10)
-    html = page.recording_page(load(RECORDINGS / "repair.json"), "r")
-    assert '<pre class="">[\n {\n  &quot;rol</pre>' in html  # 11 characters of the JSON
-    assert html.count("no more whole requests on this page") == 4  # turns 2-5 get none
-
-
 def test_a_result_of_up_to_1200_characters_is_shown_open_a_longer_one_folded():
     # mutations: `len(shown) <= FOLD_AFTER` -> `<`, and FOLD_AFTER 1200 -> 1201 (the figure
     # docs/recordings.md gives)

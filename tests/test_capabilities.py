@@ -433,6 +433,7 @@ def detect_in_child(text):
         # what follows the fence is no part of the window before the name, however long
         '```\n{"name": "run_tests"}\n```\n' + "Then I will look at the failure. " * 4,
         '<tool_call>\n{"name": "run_tests"}\n</tool_call>',
+        '``` json\n{"name": "run_tests"}\n```',  # Markdown allows spaces before the language
     ],
 )
 def test_a_bare_name_is_a_call_when_it_is_the_whole_message_or_fenced(text):

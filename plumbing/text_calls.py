@@ -128,9 +128,10 @@ def _alone(text, start, end, whole):
     if newline < 0 and start > 80:
         return False  # the line before is longer than any fence's opening line
     opening = before[newline + 1 :].strip()  # "```" or "```json", on a line of its own
-    language = opening[3:].strip()  # Markdown allows "``` json"
-    fence = opening.startswith("```") and (language == "" or language.isalnum())
-    return fence and after.startswith("```")
+    ticks = len(opening) - len(opening.lstrip("`"))  # 3 or more; only as many close it
+    language = opening[ticks:].strip()  # Markdown allows "``` json"
+    fence = ticks >= 3 and (language == "" or language.isalnum())
+    return fence and after.startswith("`" * ticks)
 
 
 def _as_call(value, source):

@@ -434,6 +434,7 @@ def detect_in_child(text):
         '```\n{"name": "run_tests"}\n```\n' + "Then I will look at the failure. " * 4,
         '<tool_call>\n{"name": "run_tests"}\n</tool_call>',
         '``` json\n{"name": "run_tests"}\n```',  # Markdown allows spaces before the language
+        '````json\n{"name": "run_tests"}\n````',  # a longer fence, closed by as many
     ],
 )
 def test_a_bare_name_is_a_call_when_it_is_the_whole_message_or_fenced(text):

@@ -322,15 +322,17 @@ class ErrorBodies(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-def run_against(repo, handler):
-    """(base URL, the loop's events) of one task against an http.server `handler` class:
-    for answers the stand-in server does not give (other error bodies, HTTP/1.0 streams)."""
-    server = HTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+def run_against(repo, handler, **options):
+    """(base URL, the loop's events) of one task against an http.server `handler` class, for
+    answers the stand-in server does not give (other error bodies, HTTP/1.0 streams, stalls),
+    with `options` for the model (a timeout, a deadline that the loop shares)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     try:
         base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        chat = OpenAICompatibleModel(TEST_MODEL, base_url)
-        return base_url, list(agent_events(chat, RepoTools(repo), TASK))
+        chat = OpenAICompatibleModel(TEST_MODEL, base_url, **options)
+        deadline = options.get("deadline")
+        return base_url, list(agent_events(chat, RepoTools(repo), TASK, deadline=deadline))
     finally:
         server.shutdown()
         server.server_close()
@@ -960,21 +962,6 @@ def test_http_error_body_without_a_message_is_shown_bounded_or_as_the_reason(rep
     assert events[-1]["reason"] == MODEL_ERROR and events[-1]["error"] == expected
 
 
-def run_served(repo, handler, **options):
-    """(base URL, the loop's events) of one task against an http.server `handler` class,
-    with `options` for the model (a timeout, a deadline that the loop shares)."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-    try:
-        base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        chat = OpenAICompatibleModel(TEST_MODEL, base_url, **options)
-        deadline = options.get("deadline")
-        return base_url, list(agent_events(chat, RepoTools(repo), TASK, deadline=deadline))
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 class SlowHeaders(BaseHTTPRequestHandler):
     """Answers a whole stream, but only after holding back its headers for 2 s."""
 
@@ -999,7 +986,7 @@ def test_a_read_timeout_under_a_second_is_kept_as_given(repo, stall):
     # --timeout 0.1 waits 0.1 s, for the answer's headers as for each event after them;
     # the floor under it only keeps a timeout of 0 from meaning "do not wait at all".
     if stall == "before-the-headers":
-        _, events = run_served(repo, SlowHeaders, timeout=0.1)
+        _, events = run_against(repo, SlowHeaders, timeout=0.1)
     else:
         late = reply(content("Thinking"), content("..."), finish(), pause_after_first=2.0)
         _, events = run_chat(repo, late, timeout=0.1)
@@ -1030,7 +1017,7 @@ def test_an_unframed_stream_ended_by_the_watchdog_is_the_deadline_not_an_unfinis
     # at most its 2 s (longer than the drip's 0.1 s), and only the watchdog's real timer,
     # 2 s after the start (time for the first event even on a loaded machine), ends the drip.
     deadline = Deadline(2.0, clock=lambda: 0.0)
-    _, events = run_served(repo, DrippingUnframedStream, deadline=deadline)
+    _, events = run_against(repo, DrippingUnframedStream, deadline=deadline)
     assert events[-1]["reason"] == DEADLINE, events[-1]
     assert of_type(events, TEXT_DELTA)[0]["text"] == "Let me"
 

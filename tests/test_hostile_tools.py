@@ -340,8 +340,9 @@ def test_a_search_child_that_dies_is_a_failed_search_naming_its_last_words(tmp_p
         return [pid for pid in search_children(harness.pid) if sig_caught(pid) & 2]
 
     try:
-        assert wait_for(started)
-        os.kill(started()[0], how)
+        found = []  # the pid seen, kept: asking /proc again could find the child gone
+        assert wait_for(lambda: found.extend(started()) or found)
+        os.kill(found[0], how)
         out, _ = harness.communicate(timeout=CHILD_TIMEOUT)
     finally:
         harness.kill()

@@ -159,7 +159,8 @@ def parse_args(argv):
         dest="isolate",
         action="store_false",
         help="run the tests with your permissions (default: isolated with bubblewrap where it "
-        "works, else with the network cut by unshare, else unisolated, said at the start)",
+        "works, else with only the network cut by unshare, which protects nothing else, else "
+        "unisolated; either of those two is said at the start)",
     )
     isolation.add_argument(
         "--isolate", action="store_true", help="the default; kept so older commands still work"

@@ -26,7 +26,7 @@ from plumbing import quiet_interrupt  # first: Ctrl-C during the slow imports be
 from agent_loop import DEADLINE, INTERRUPTED, MODEL_DONE, MODEL_START, STOPPED, AgentLoop
 from plumbing.console import RunPrinter, made_by, tolerant_output, verdict_lines
 from plumbing.divergence import divergences
-from plumbing.isolation import NONE, chosen, notice
+from plumbing.isolation import BUBBLEWRAP, NETWORK_ONLY, chosen, notice
 from plumbing.limits import positive_int
 from plumbing.recording import (
     RECORDINGS,
@@ -68,8 +68,9 @@ def parse_args(argv):
         dest="isolate",
         action="store_false",
         help="run the recording's edits and the tests with your permissions (default: "
-        "isolated with bubblewrap where it works, else with the network cut by unshare, else "
-        "unisolated, said at the start; whatever the recording was made with)",
+        "isolated with bubblewrap where it works; else with only the network cut by unshare, "
+        "which protects nothing else, or unisolated, either said at the start, and then only "
+        "the lab's own recordings are replayed; whatever the recording was made with)",
     )
     isolation.add_argument(
         "--isolate", action="store_true", help="the default; kept so older commands still work"
@@ -144,11 +145,15 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
     try:
         recording = load(path)
         check_sample(recording, path)
-        if isolate and chosen(isolate) == NONE and not shipped(path):
+        kind = chosen(isolate)
+        if isolate and kind != BUBBLEWRAP and not shipped(path):
+            # network-only cuts the network and nothing else: the code could still plant
+            # what it likes in the lab's own files, so it counts as no isolation here
+            here = "only the network would be cut" if kind == NETWORK_ONLY else "no isolation works"
             raise RecordingError(
-                f"{path}: replaying a recording runs the code it holds, and no isolation "
-                "works here; install bubblewrap (apt-get install bubblewrap), or add "
-                "--no-isolate if you trust where it came from"
+                f"{path}: replaying a recording runs the code it holds, and {here} here; "
+                "install bubblewrap (apt-get install bubblewrap), or add --no-isolate if you "
+                "trust where it came from"
             )
     except RecordingError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -3,19 +3,24 @@ the disk and the harness.
 
 `isolation_kind()` names the best mechanism that works on this machine (probed once:
 installed is not enough), in this order:
-- "bubblewrap" (`bwrap`): no capability (even when the harness runs as root), a new user
-  namespace where the kernel allows one, new network, PID and IPC namespaces; a file
+- "bubblewrap" (`bwrap`): no capability and no root. A harness that is not root gets a
+  new user namespace where the kernel allows one; a harness that is root runs the tests as
+  the user `nobody` (uid 65534, through `setpriv`), since uid 0 in any namespace of its own
+  is still the machine's root to the kernel: it could write kernel settings in /proc/sys
+  and read /etc/shadow. New network, PID and IPC namespaces; a file
   system made of the system folders and the Python installation, read-only, an empty
   private /tmp, and the folders bound writable (the temporary copy and the fresh folder
-  the test report goes to); a new session; it dies with the harness. Nothing else of the
+  the test report goes to; as root, these folders are handed to `nobody`); a new session;
+  it dies with the harness. Nothing else of the
   machine is there: no home folder, no /run, no Unix socket of another program (a new
   network namespace does not stop a connect() to a socket file: D-Bus or Docker's would
   reach outside). In its own PID namespace the test process sees none of the harness's
   processes (so not their `/proc/<pid>/environ`), and everything it starts dies when the
   run ends, `setsid` or not.
 - "network-only" (`unshare --net`, where it works: root, or user namespaces allowed): no
-  network, nothing else; the code can still write wherever you can and read your processes
-  (as root: anywhere, the lab's own Python installation included).
+  network, and nothing else: the code can still read and write whatever you can and read
+  your processes (as root: anything, the lab's own files and kernel settings included).
+  It protects the network only, so a recording from elsewhere is not replayed under it.
 - "none": neither works; the tests run with your permissions.
 `isolation_prefix(kind, writable)` is the command prefix `run_pytest` puts before
 `python -m pytest`, and `notice(isolate)` the one line a CLI prints at the start when the
@@ -28,8 +33,10 @@ buggy or hostile edit can reach, on Linux, with tools that are usually already t
 import functools
 import os
 import shutil
+import stat
 import subprocess
 import sys
+from pathlib import Path
 
 BUBBLEWRAP, NETWORK_ONLY, NONE = "bubblewrap", "network-only", "none"
 KINDS = (BUBBLEWRAP, NETWORK_ONLY, NONE)
@@ -49,6 +56,20 @@ BWRAP_UNSHARE = [
     "--die-with-parent",
     "--new-session",  # subtle: without it, the tests could push keystrokes into your terminal
 ]
+# subtle: as root, a user namespace maps uid 0 inside to uid 0 outside, and a write to
+# /proc/sys checks only for that uid, capabilities or not. So root keeps no user namespace
+# and runs the command as `nobody` instead: bwrap keeps the three capabilities setpriv needs
+# to change user and empty the bounding set, and setpriv drops them all before the exec.
+SANDBOX_USER = 65534  # nobody
+AS_ROOT = ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
+BECOME_NOBODY = [
+    f"--reuid={SANDBOX_USER}",
+    f"--regid={SANDBOX_USER}",
+    "--clear-groups",
+    "--inh-caps=-all",
+    "--bounding-set=-all",
+    "--",
+]
 
 
 def isolation_prefix(kind, writable=(), readable=()):
@@ -63,14 +84,43 @@ def isolation_prefix(kind, writable=(), readable=()):
         return []
     if kind == NETWORK_ONLY:
         return [shutil.which("unshare"), "--net", "--"]
+    if _as_root():
+        for folder in [*writable, *readable]:
+            _hand_to_sandbox_user(folder)
     binds = []
     for folder in map(str, writable):
-        binds += ["--bind", folder, folder]
+        binds += [*_way_to(folder), "--bind", folder, folder]
     for folder in map(str, readable):
-        binds += ["--ro-bind", folder, folder]
+        binds += [*_way_to(folder), "--ro-bind", folder, folder]
     folders = [*writable, *readable]
     chdir = ["--chdir", str(folders[0])] if folders else []
-    return [shutil.which("bwrap"), *bwrap_mounts(), *binds, *chdir, *BWRAP_UNSHARE, "--"]
+    return [shutil.which("bwrap"), *bwrap_mounts(), *binds, *chdir, *_unshare_and_user()]
+
+
+def _as_root():
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _unshare_and_user():
+    """What follows the mounts: the namespaces, and as root the step down to `nobody`."""
+    if not _as_root():
+        return [*BWRAP_UNSHARE, "--"]
+    unshared = [flag for flag in BWRAP_UNSHARE if flag != "--unshare-user-try"]
+    return [*unshared, *AS_ROOT, "--", shutil.which("setpriv") or "setpriv", *BECOME_NOBODY]
+
+
+def _hand_to_sandbox_user(folder):
+    """Make `folder` itself `nobody`'s, so the tests may create files in it (what it holds
+    stays as it is: readable, not writable, unless the tests made it).
+
+    subtle: the folder only, never what it holds: a hard link that an unisolated run left
+    in the copy may be /etc/shadow, and handing that to `nobody` would give it away.
+    """
+    info = os.lstat(folder)
+    if stat.S_ISDIR(info.st_mode) and info.st_uid != SANDBOX_USER:
+        # group root: bwrap itself, uid 0 without its capabilities, must still enter it
+        os.chown(folder, SANDBOX_USER, 0, follow_symlinks=False)
+        os.chmod(folder, 0o770, follow_symlinks=False)
 
 
 def bwrap_mounts():
@@ -82,10 +132,29 @@ def bwrap_mounts():
     mounts = []
     for folder in SYSTEM_FOLDERS:
         mounts += ["--ro-bind-try", folder, folder]
-    mounts += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    # /tmp as on any machine (1777): the tests may run as `nobody` (see BECOME_NOBODY)
+    mounts += ["--dev", "/dev", "--proc", "/proc", "--perms", "01777", "--tmpfs", "/tmp"]
     for folder in _python_folders():  # after /tmp: a checkout may live under /tmp
-        mounts += ["--ro-bind", folder, folder]
+        mounts += [*_way_to(folder), "--ro-bind", folder, folder]
     return mounts
+
+
+def _way_to(folder):
+    """Folders the sandbox makes, open to all, on the way down to where `folder` is bound.
+
+    subtle: bwrap gives a folder it makes on the way the mode of the machine's own, and
+    /root or a pytest temporary folder is 0700: `nobody` could not reach a Python installed
+    under /root, nor a copy under /tmp/pytest-of-root. The sandbox's own are empty but for
+    the mount points, so nothing of the machine's is opened by this.
+    """
+    made = ("/", "/tmp", "/dev", "/proc", *SYSTEM_FOLDERS)
+    ancestors = [str(parent) for parent in reversed(Path(folder).parents)]
+    inside = tuple(f"{system}/" for system in SYSTEM_FOLDERS)
+    way = []
+    for ancestor in ancestors:
+        if ancestor not in made and not f"{ancestor}/".startswith(inside):
+            way += ["--perms", "0755", "--dir", ancestor]
+    return way
 
 
 def _python_folders():
@@ -108,7 +177,10 @@ def notice(isolate):
         return "tests run unisolated (--no-isolate): the edited code runs with your permissions"
     kind = isolation_kind()
     if kind == NETWORK_ONLY:
-        return "tests run with only the network cut: install bubblewrap to isolate them"
+        return (
+            "tests run with only the network cut (the edited code can read and write what you "
+            "can): install bubblewrap to isolate them"
+        )
     if kind == NONE:
         return "tests run unisolated: install bubblewrap to isolate them"
     return None
@@ -118,7 +190,7 @@ def notice(isolate):
 def isolation_kind():
     """ "bubblewrap", "network-only" or "none": the first mechanism that works here."""
     bwrap, unshare = shutil.which("bwrap"), shutil.which("unshare")
-    if bwrap and _works([bwrap, *bwrap_mounts(), *BWRAP_UNSHARE, "--"]):
+    if bwrap and _works([bwrap, *bwrap_mounts(), *_unshare_and_user()]):
         return BUBBLEWRAP
     if unshare and _works([unshare, "--net", "--"]):
         return NETWORK_ONLY

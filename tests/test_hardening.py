@@ -319,7 +319,17 @@ def test_network_only_isolation_cuts_the_network_but_not_writes(escape_attempts,
     finished = cli("replay.py", RECORDINGS / "bounded-max-turns-1.json", env=env)
     assert finished.returncode == 0, finished.stdout + finished.stderr
     assert finished.stdout.splitlines()[0] == (
-        "tests run with only the network cut: install bubblewrap to isolate them"
+        "tests run with only the network cut (the edited code can read and write what you "
+        "can): install bubblewrap to isolate them"
+    )
+    foreign = tmp_path / "from-elsewhere.json"  # network-only refuses it as none does
+    foreign.write_bytes((RECORDINGS / "bounded-max-turns-1.json").read_bytes()[:-1] + b" \n")
+    refused = cli("replay.py", foreign, env=env)
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        f"error: {foreign}: replaying a recording runs the code it holds, and only the "
+        "network would be cut here; install bubblewrap (apt-get install bubblewrap), or add "
+        "--no-isolate if you trust where it came from\n"
     )
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PATH", str(tmp_path / "bin"))

@@ -16,7 +16,7 @@ import pytest
 
 from plumbing import isolation
 from plumbing.sample import SOURCE_FILE
-from verdict import run_pytest
+from verdict import independent_verdict, run_pytest
 
 PROBE = """\
 import ctypes, json, os, pathlib, stat, sys
@@ -242,3 +242,99 @@ def test_an_installation_lab_py_did_not_build_is_judged_against_what_it_held_at_
     before, after = in_lab(python, plant_then_ask).split(" | ")
     assert before == "None"
     assert "(zz-late.pth, in " in after, after
+
+
+# --- as root, no root: kernel settings and root's own files are out of reach ----------------
+# The edited code tries, at import and again when called, to open each kernel setting for
+# writing (it never writes) and to read what only root may read. In the tests' run it
+# writes what it found into the copy; in the held-out child (a read-only folder) it answers
+# with it. Unisolated, the same probe opens them, so a refusal is the sandbox's.
+
+KERNEL_SETTINGS = (
+    "/proc/sys/kernel/core_pattern",
+    "/proc/sys/vm/swappiness",
+    "/proc/sysrq-trigger",
+    "/sys/kernel/mm/transparent_hugepage/enabled",
+)
+ROOTS_OWN = ("/etc/shadow", "/root")  # /root: what it lists, if it is there at all
+REACH_PROBE = f"""\
+import json as _json, os as _os
+def _reach():
+    found = []
+    for path in {KERNEL_SETTINGS!r}:
+        try:
+            _os.close(_os.open(path, _os.O_WRONLY))
+            found.append("writable " + path)
+        except OSError:
+            pass
+    for path in {ROOTS_OWN!r}:
+        try:
+            if _os.path.isdir(path):
+                found.append(f"{{path}} lists " + ",".join(sorted(_os.listdir(path))))
+            else:
+                open(path, "rb").close()
+                found.append("readable " + path)
+        except OSError:
+            pass
+    return found
+def _keep(when, found):
+    try:
+        with open(f"reach-{{when}}.json", "w") as kept:
+            _json.dump(found, kept)
+    except OSError:
+        pass  # the held-out child's folder is read-only: it answers instead
+_keep("import", _reach())
+def python_sources(changed_paths):
+    found = _reach()
+    _keep("call", found)
+    return ["probe", *found]
+"""
+
+
+def reach(repo, isolate=True):
+    """What the edited code reached: in the tests' run at import and when called, and in
+    the held-out child (its answer to the first case, as the verdict reports it)."""
+    (repo / SOURCE_FILE).write_text(REACH_PROBE)
+    verdict = independent_verdict(repo) if isolate else independent_verdict(repo, isolate=False)
+    run_pytest(repo, isolate=isolate)  # the tests' run in the copy itself: its files stay
+    found = {
+        when: json.loads((repo / f"reach-{when}.json").read_text()) for when in ("import", "call")
+    }
+    found["held-out"] = verdict["held_out"]["first_failure"]
+    return found
+
+
+def test_as_root_the_edited_code_reaches_no_kernel_setting_and_nothing_only_root_reads(
+    repo, as_root_under_bubblewrap
+):
+    found = reach(repo)
+    # Where Python itself is installed under /root, the sandbox makes an empty /root on the
+    # way to it: it lists that way down, nothing of root's own.
+    way = sorted({Path(f).relative_to("/root").parts[0] for f in isolation._python_folders()
+                  if f.startswith("/root/")})  # fmt: skip
+    allowed = [f"/root lists {','.join(way)}"] if way else []
+    assert found["import"] == allowed and found["call"] == allowed, found
+    assert found["held-out"].startswith('["lib/src/tool.py", "source/app.py", "srcs/cli.py"] '
+                                        'gave ["probe"'), found  # fmt: skip
+    assert "writable" not in found["held-out"] and "shadow" not in found["held-out"]
+
+
+def test_as_root_the_tests_run_as_nobody_and_may_still_write_their_copy(
+    repo, as_root_under_bubblewrap
+):
+    probe = (
+        'import os\nopen("who.txt", "w").write(f"{os.getuid()} {os.getgid()} {os.getgroups()}")\n'
+    )
+    (repo / SOURCE_FILE).write_text(probe + (repo / SOURCE_FILE).read_text())
+    assert run_pytest(repo)["collected"] == 4
+    assert (repo / "who.txt").read_text() == "65534 65534 []"
+
+
+def test_the_reach_probe_finds_kernel_settings_and_roots_files_where_nothing_isolates(
+    repo, as_root
+):
+    found = reach(repo, isolate=False)
+    for when in ("import", "call"):
+        assert "writable /proc/sys/kernel/core_pattern" in found[when]
+        assert "readable /etc/shadow" in found[when]
+    assert "writable /proc/sys/kernel/core_pattern" in found["held-out"]

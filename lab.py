@@ -37,8 +37,20 @@ def venv_python(root=VENV):
     return root / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
+# A start-up file for the new installation: it runs plumbing/fresh_sources.py, so that every
+# interpreter of .venv/ compiles the lab's own modules from source and never loads bytecode
+# an unisolated test run may have left in __pycache__/. Inside a sandbox the file is absent.
+FRESH_SOURCES = "lab-fresh-sources.pth"
+FRESH_SOURCES_LINE = (
+    "import os, sys; _f = os.path.join(sys.prefix, os.pardir, 'plumbing', 'fresh_sources.py'); "
+    "os.path.isfile(_f) and exec(compile(open(_f, 'rb').read(), _f, 'exec'), "
+    "{'__name__': 'lab_fresh_sources'})\n"
+)
+
+
 def ensure_venv():
-    wanted = hashlib.sha256(LOCK.read_bytes()).hexdigest()
+    # the environment is rebuilt when the lock, or the start-up file it gets, changes
+    wanted = hashlib.sha256(LOCK.read_bytes() + FRESH_SOURCES_LINE.encode()).hexdigest()
     if STAMP.exists() and STAMP.read_text().strip() == wanted and venv_python().exists():
         return venv_python()
     print(
@@ -47,6 +59,11 @@ def ensure_venv():
     venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
     pip = [str(venv_python()), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
     subprocess.run([*pip, "-r", str(LOCK)], check=True)
+    where = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    site_packages = subprocess.run(
+        [str(venv_python()), "-c", where], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    (Path(site_packages) / FRESH_SOURCES).write_text(FRESH_SOURCES_LINE)
     # What Python runs at start-up in the new installation: a test run that plants more is
     # then noticed, and no verdict given until .venv/ is rebuilt (plumbing/startup_guard.py).
     baseline = "from plumbing.startup_guard import write_baseline; write_baseline()"

@@ -19,6 +19,7 @@ import argparse
 import datetime
 import os
 import re
+import secrets
 import stat
 import sys
 import tempfile
@@ -46,6 +47,7 @@ from openai_model import (
 )
 from plumbing.attempts import run_series, series_paths
 from plumbing.console import RunPrinter, tolerant_output, verdict_lines
+from plumbing.generated_cases import SEED_LIMIT
 from plumbing.isolation import chosen, notice
 from plumbing.limits import Deadline, positive_int, positive_seconds
 from plumbing.live_model import open_model
@@ -190,7 +192,10 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
     with scratch_folder(prefix="agent-lab-") as scratch:
         repo = copy_sample(scratch)
         tests_sha256, source_sha256 = sha256_file(repo / TEST_FILE), sha256_file(repo / SOURCE_FILE)
-        starting = independent_verdict(repo, isolate)
+        # one seed for the attempt: both verdicts ask the same generated inputs, and a
+        # replay asks them again (the seed is in the recording)
+        seed = secrets.randbelow(SEED_LIMIT)
+        starting = independent_verdict(repo, isolate, seed=seed)
         print("\n".join(verdict_lines("Starting verdict", starting)), file=out, flush=True)
         events, view = [], RunPrinter(out, repo)
         tools = RepoTools(repo, isolate=isolate, deadline=deadline)
@@ -202,7 +207,7 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
                 events.append(event)
                 view.show(event)
             loop_seconds = time.monotonic() - started
-            final = independent_verdict(repo, isolate)
+            final = independent_verdict(repo, isolate, seed=seed)
         except KeyboardInterrupt:
             loop.close()  # closes the model stream; a running test group was killed already
             loop_seconds = time.monotonic() - started

@@ -32,6 +32,7 @@ from plumbing.recording import (
     RECORDINGS,
     RecordingError,
     ReplayChat,
+    held_out_asked,
     load,
     sha256_file,
     shipped_hashes,
@@ -196,7 +197,10 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
         loop.close()
         if cut_short:
             view.stop_line(recording["stop"])
-        final = independent_verdict(repo, isolate) if recording["final_tests"] is not None else None
+        asked = held_out_asked(recording)  # the same generated inputs as when recorded
+        final = None
+        if recording["final_tests"] is not None:
+            final = independent_verdict(repo, isolate, **asked)
         source = final_source(repo)
     print("\n".join(verdict_lines("Independent verdict", final)), file=out)
     view.changes(source)

@@ -3,29 +3,42 @@
 1. **The visible tests**: a fresh pytest run of the sample's own tests on the edited
    path_rules.py, counted from pytest's machine-readable report (`judge`). An exit code
    of 0 alone is never a pass.
-2. **The held-out checks**: cases for `python_sources` that the model never sees (below,
-   outside `sample_repo/`, never in a tool result or a request). The edited function runs
-   in a child process under the same isolation as the tests, gets the inputs, and sends
-   its answers back as plain JSON; they are compared here, in the harness's own process.
-   The edited code runs inside pytest, so it can forge what pytest reports; nothing it
-   does inside its own process can change this comparison. It passes only by computing
-   the right answers.
+2. **The held-out checks**: inputs for `python_sources` that the model never sees: ten
+   fixed cases (below) and hundreds generated from a seed, answered by a reference kept in
+   the harness (plumbing/generated_cases.py; outside `sample_repo/`, never in a tool
+   result or a request). The edited function runs in a child process under the same
+   isolation as the tests, gets the inputs, and sends its answers back as plain JSON; they
+   are compared here, in the harness's own process. Beside the answers, the contract the
+   docstring implies: the caller's list is left as it was, no later call changes an
+   earlier answer, and the fixed cases asked again after all the others (call 511 and on)
+   get the same answers. The edited code runs inside pytest, so it can forge what pytest
+   reports; nothing it does inside its own process can change this comparison, and a table
+   of inputs it has seen does not fit hundreds it has not.
 
-`independent_verdict(root)` runs both on the source the run left in `root`: "passed" needs
-both. `run_pytest(root)` is the visible part alone, which is also all the model's own
+A source that declares an encoding other than UTF-8 is not judged: with a UTF-7 coding
+line, `+AAo-` is a newline to Python, so code that every page shows inside a comment runs.
+
+`independent_verdict(root, seed=...)` runs both on the source the run left in `root`:
+"passed" needs both. A new run draws a seed; a replay passes the recorded one, so it asks
+the same inputs. `run_pytest(root)` is the visible part alone, which is also all the model's own
 `run_tests` tool returns.
 
 Not here: the tools (repo_tools.py), how a child is bounded (plumbing/child_process.py) or
 isolated (plumbing/isolation.py), how pytest's report is read (plumbing/pytest_report.py).
 """
 
+import codecs
+import io
 import json
+import secrets
 import subprocess
 import sys
 import time
+import tokenize
 from pathlib import Path
 
 from plumbing.child_process import run_bounded, tail
+from plumbing.generated_cases import DEFAULT_COUNT, SEED_LIMIT, generated, reference
 from plumbing.isolation import chosen, isolation_prefix
 from plumbing.pytest_report import BadReport, expected_tests, read_report
 from plumbing.redact import redact
@@ -65,16 +78,22 @@ HELD_OUT = (
     ([], []),  # nothing for nothing
 )
 HELD_OUT_TIMEOUT = 10.0  # seconds for all the cases together
-ANSWER_LIMIT = 2000  # characters of one answer line read at most
+ANSWER_LIMIT = 100_000  # characters of one answer line read at most (a long list's answer)
+ANSWERS_KEPT = 16 * 1024 * 1024  # bytes of the child's output held: every answer, with room
+CASES_FILE = "cases.json"  # the inputs, beside path_rules.py: too many for a command line
 
 # The child that asks the edited function. It reads its inputs before importing the edited
 # module, and answers on its own copy of stdout: what the edited code prints goes to stderr.
-# Each answer is labelled with its case, so a stray line cannot shift the others. Its names
-# live inside a function, so the edited code finds little in __main__ to tell it is checked.
+# Each answer is labelled with its case, so a stray line cannot shift the others; it says
+# when the list it was given came back changed. Once every case is asked, it checks that
+# no later call changed an earlier answer, and says it has ended: without that line, no
+# case passes. Its names live inside a function, so the edited code finds little in
+# __main__ to tell it is checked.
 CHILD = """\
 def ask():
     import json, os, sys
-    cases = json.loads(sys.argv[1])
+    with open("cases.json", encoding="utf-8") as given:
+        cases = json.load(given)
     answers = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.path.insert(0, os.getcwd())
@@ -89,21 +108,38 @@ def ask():
         for number in range(len(cases)):
             send(number, error=f"importing path_rules failed: {problem(error)}")
         return
+    kept = {}
     for number, changed in enumerate(cases):
+        given = list(changed)
         try:
-            send(number, answer=json.loads(json.dumps(python_sources(list(changed)))))
+            result = python_sources(given)
+            text = json.dumps(result)
+            after = json.dumps(given)
         except BaseException as error:
             send(number, error=problem(error))
+            continue
+        kept[number] = (result, text)
+        changed_argument = {} if after == json.dumps(changed) else {"argument": json.loads(after)}
+        send(number, answer=json.loads(text), **changed_argument)
+    for number, (result, text) in kept.items():
+        try:
+            later = json.dumps(result)
+        except BaseException as error:
+            later = json.dumps(problem(error))
+        if later != text:
+            send(number, later=json.loads(later))
+    send(len(cases), end=True)
 ask()
 """
 
 
-def independent_verdict(root, isolate=True):
+def independent_verdict(root, isolate=True, seed=None, count=DEFAULT_COUNT):
     """The verdict from outside the loop, on the path_rules.py the run left in `root`.
 
     The visible tests' run and counts (see `run_pytest`), `held_out` (see
-    `held_out_checks`), `verdict` ("passed" only when both parts pass) with a `reason`
-    when failed, and how long it took.
+    `held_out_checks`: `count` generated inputs from `seed`, a new one when None),
+    `verdict` ("passed" only when both parts pass) with a `reason` when failed, and how
+    long it took.
 
     subtle: not run in `root`. The edited code ran there, and may have left things behind
     that change what the next run does without touching path_rules.py (a conftest.py, a
@@ -113,21 +149,27 @@ def independent_verdict(root, isolate=True):
     print the harness's secrets.
     """
     started = time.monotonic()
+    seed = secrets.randbelow(SEED_LIMIT) if seed is None else seed
+    asked = {"seed": seed, "count": count}
     poisoned = planted()  # start-up code an unisolated run left in the Python installation
     if poisoned:
-        return _unjudged(poisoned, started)
+        return _unjudged(poisoned, started, **asked)
     try:
         source = read_regular_file(Path(root) / SOURCE_FILE, SOURCE_LIMIT)
     except OSError as error:
-        return _unjudged(f"{SOURCE_FILE} cannot be read ({error.strerror or error})", started)
+        reason = f"{SOURCE_FILE} cannot be read ({error.strerror or error})"
+        return _unjudged(reason, started, **asked)
     if len(source) > SOURCE_LIMIT:
-        return _unjudged(f"{SOURCE_FILE} is larger than {SOURCE_LIMIT} bytes", started)
+        return _unjudged(f"{SOURCE_FILE} is larger than {SOURCE_LIMIT} bytes", started, **asked)
+    declared = declared_encoding(source)
+    if declared:
+        return _unjudged(declared, started, **asked)
     with scratch_folder(prefix="agent-lab-verdict-") as scratch:
         fresh = copy_sample(scratch, source)
         result = run_pytest(fresh, isolate=isolate)
         # the run's own paths read as the copy's, so a replay normalises them alike
         result["output"] = result["output"].replace(str(fresh), str(Path(root).resolve()))
-    result["held_out"] = held_out = held_out_checks(source, isolate)
+    result["held_out"] = held_out = held_out_checks(source, isolate, **asked)
     poisoned = planted()  # ... or that this verdict's own unisolated run just left there
     if poisoned:
         result.update(verdict=FAILED, reason=poisoned)
@@ -138,66 +180,129 @@ def independent_verdict(root, isolate=True):
     return {**redact(result), "seconds": time.monotonic() - started}
 
 
-def _unjudged(reason, started):
+def declared_encoding(source):
+    """Why `source` (bytes) is not judged for the encoding it declares, or None for UTF-8.
+
+    subtle: what runs must be what is shown. Every page, diff and terminal line shows the
+    file as UTF-8; under another declared encoding Python runs other code (in UTF-7, the
+    comment `# +AAo-x = 1` is a newline and then `x = 1`).
+    """
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    except SyntaxError as error:  # a declaration of no encoding Python knows, or bad bytes
+        return f"{SOURCE_FILE} is not judged: its encoding cannot be read ({error})"[:300]
+    if codecs.lookup(encoding).name in ("utf-8", "utf-8-sig"):  # by any of its names
+        return None
+    return (
+        f"{SOURCE_FILE} is not judged: it declares the encoding {encoding!r}, so the code "
+        "Python runs is not the code shown as UTF-8"
+    )
+
+
+def _unjudged(reason, started, seed, count):
     counts = {"passed": 0, "failed": 0, "errors": 0, "collected": 0}
-    held_out = {"passed": 0, "total": len(HELD_OUT), "first_failure": reason}
+    held_out = {"passed": 0, "total": len(cases_for(seed, count)), "first_failure": reason}
+    held_out.update({"seed": seed, "generated": count} if count else {})
     result = {"exit_code": None, "output": "", **counts, "held_out": held_out}
     return {**result, "verdict": FAILED, "reason": reason, "seconds": time.monotonic() - started}
 
 
-def held_out_checks(source, isolate=True, cases=HELD_OUT, timeout=HELD_OUT_TIMEOUT):
-    """{"passed", "total", "first_failure"}: how many cases the edited `source` (bytes of
-    path_rules.py) answers right, asked in an isolated child, judged here.
+def cases_for(seed, count):
+    """(input, expected, what it is) for each case asked: the fixed cases; with `count`,
+    then the generated ones against the reference, then the fixed ones again."""
+    fixed = [(changed, expected, None) for changed, expected in HELD_OUT]
+    if not count:
+        return fixed  # a recording of format /2 asked the fixed cases alone
+    # shortest first, so the first failure reported is one a person can read at a glance
+    inputs = sorted(generated(seed, count), key=lambda changed: len(_json(changed)))
+    drawn = [
+        (changed, reference(changed), f"generated input {number} of {count}")
+        for number, changed in enumerate(inputs, start=1)
+    ]
+    again = [
+        (changed, expected, "asked again after all the others") for changed, expected, _ in fixed
+    ]
+    return fixed + drawn + again
 
-    A case passes only if its answer is a list of strings equal to the expected one. No
-    answer (an exit, a crash, a timeout), an error, or anything that is not plain JSON
-    fails it.
+
+def held_out_checks(
+    source, isolate=True, seed=0, count=DEFAULT_COUNT, timeout=HELD_OUT_TIMEOUT, cases=None
+):
+    """{"passed", "total", "first_failure", "seed", "generated"}: how many cases (see
+    `cases_for`) the edited `source` (bytes of path_rules.py) answers right, asked in an
+    isolated child, judged here. `seed` and `generated` are left out when `count` is 0.
+
+    A case passes only if its answer is a list of strings equal to the expected one, the
+    list it was given came back unchanged, no later call changed the answer, and the child
+    reached its end. No answer (an exit, a crash, a timeout), an error, or anything that
+    is not plain JSON fails it. `cases`, (input, expected) pairs, asks those alone.
     """
+    if cases is not None:
+        cases, count = [(changed, expected, None) for changed, expected in cases], 0
+    else:
+        cases = cases_for(seed, count)
     with scratch_folder(prefix="agent-lab-") as scratch:
         folder = Path(scratch)
         (folder / SOURCE_FILE).write_bytes(source)
-        inputs = json.dumps([changed for changed, _ in cases])
+        (folder / CASES_FILE).write_text(json.dumps([changed for changed, _, _ in cases]))
         prefix = isolation_prefix(chosen(isolate), readable=(folder.resolve(),))
-        command = [*prefix, sys.executable, "-I", "-c", CHILD, inputs]
-        exit_code, output = run_bounded(command, folder, timeout, stderr=subprocess.DEVNULL)
-    answers = _answers(output, len(cases))
+        command = [*prefix, sys.executable, "-I", "-c", CHILD]
+        exit_code, output = run_bounded(
+            command, folder, timeout, stderr=subprocess.DEVNULL, keep=ANSWERS_KEPT
+        )
+    answers, later, ended = _answers(output, len(cases))
+    ending = f"timed out after {timeout:g} s" if exit_code is None else f"exit {exit_code}"
     passed, first_failure = 0, None
-    for number, (changed, expected) in enumerate(cases):
+    for number, (changed, expected, what) in enumerate(cases):
         answer = answers.get(number)
         if answer is None:
-            ended = f"timed out after {timeout:g} s" if exit_code is None else f"exit {exit_code}"
-            failure = f"{_json(changed)} gave no answer ({ended})"
+            failure = f"{_json(changed)} gave no answer ({ending})"
         elif "error" in answer:
             failure = f"{_json(changed)} raised {answer['error']}"
-        elif _plain_list_of_text(answer.get("answer")) and answer["answer"] == expected:
+        elif not (_plain_list_of_text(answer.get("answer")) and answer["answer"] == expected):
+            failure = f"{_json(changed)} gave {_json(answer.get('answer'))}"
+        elif "argument" in answer:
+            failure = f"{_json(changed)} changed the caller's list to {_json(answer['argument'])}"
+        elif number in later:
+            failure = (
+                f"{_json(changed)} gave an answer a later call changed to {_json(later[number])}"
+            )
+        elif not ended:
+            failure = f"{_json(changed)}: the checks after the last call never ended ({ending})"
+        else:
             passed += 1
             continue
-        else:
-            failure = f"{_json(changed)} gave {_json(answer.get('answer'))}"
-        first_failure = first_failure or f"{failure}, not {_json(expected)}"[:300]
-    return {"passed": passed, "total": len(cases), "first_failure": first_failure}
+        said = f"{what}: " if what else ""
+        first_failure = first_failure or f"{said}{failure}, not {_json(expected)}"[:300]
+    result = {"passed": passed, "total": len(cases), "first_failure": first_failure}
+    return {**result, **({"seed": seed, "generated": count} if count else {})}
 
 
 def _answers(output, count):
-    """{case number: {"answer": ...} or {"error": text}} from the child's lines; the first
-    well-formed line for a case counts, anything else is ignored."""
-    found = {}
+    """({case: {"answer": ..., maybe "argument": ...} or {"error": text}}, {case: the
+    answer as a later call left it}, whether the child said it ended) from its lines. The
+    first well-formed line of each kind for a case counts; anything else is ignored."""
+    found, later, ended = {}, {}, False
     for line in output.splitlines():
         if len(line) > ANSWER_LIMIT:
-            continue  # a real answer is short; a long line is only work to parse
+            continue  # an answer fits; a longer line is only work to parse
         try:
             answer = json.loads(line)
         except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
             continue
         if not isinstance(answer, dict) or type(answer.get("case")) is not int:
             continue
-        if ("answer" in answer) == ("error" in answer) or not isinstance(
+        if answer.get("end") is True and answer["case"] == count:
+            ended = True
+        elif answer["case"] not in range(count):
+            continue
+        elif "later" in answer:
+            later.setdefault(answer["case"], answer["later"])
+        elif ("answer" in answer) != ("error" in answer) and isinstance(
             answer.get("error", ""), str
-        ):
-            continue  # exactly one of the two, and an error is text
-        if answer["case"] in range(count):
+        ):  # exactly one of the two, and an error is text
             found.setdefault(answer["case"], answer)
-    return found
+    return found, later, ended
 
 
 def _plain_list_of_text(value):

@@ -43,10 +43,10 @@ def _kill_group(process):
         pass  # the whole group is already gone
 
 
-def run_bounded(command, cwd, timeout, stderr=subprocess.STDOUT):
+def run_bounded(command, cwd, timeout, stderr=subprocess.STDOUT, keep=OUTPUT_KEPT):
     """(exit code or None on a timeout, the output's tail as text) of one child run.
 
-    subtle: only the last OUTPUT_KEPT bytes are ever held: the edited code can write
+    subtle: only the last `keep` bytes (OUTPUT_KEPT) are ever held: the edited code can write
     gigabytes to its output in 15 s, and the harness must not hold them all to keep 4,000
     characters.
     """
@@ -71,9 +71,9 @@ def run_bounded(command, cwd, timeout, stderr=subprocess.STDOUT):
                 exit_code = process.wait(timeout=max(end - time.monotonic(), 0.01))
                 break
             kept += data
-            if len(kept) > OUTPUT_KEPT:
-                dropped += len(kept) - OUTPUT_KEPT
-                del kept[: len(kept) - OUTPUT_KEPT]
+            if len(kept) > keep:
+                dropped += len(kept) - keep
+                del kept[: len(kept) - keep]
     except subprocess.TimeoutExpired:
         pass  # the output ended but the process did not: a timeout like any other
     finally:

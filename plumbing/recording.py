@@ -35,13 +35,16 @@ from agent_loop import (
     TOOL_RESULT,
     TOOL_START,
 )
+from plumbing.generated_cases import COUNT_LIMIT, SEED_LIMIT
 from plumbing.isolation import KINDS
 from plumbing.limits import DeadlineExceeded
 from plumbing.redact import redact
 
-# A new name for every change of what a recording holds. /2: each independent verdict
-# keeps its held-out checks (verdict.py); /1 recordings held the visible tests only.
-FORMAT = "agent-loop-recording/2"
+# A new name for every change of what a recording holds. /3: the held-out checks name the
+# seed and count of their generated inputs; /2 asked the ten fixed cases alone, and is
+# replayed by that rule; /1 recordings held the visible tests only.
+FORMAT = "agent-loop-recording/3"
+FIXED_CASES_ONLY = "agent-loop-recording/2"
 EARLIER_FORMATS = {
     "agent-loop-recording/1": "was made by the lab before the held-out checks, so its "
     "verdicts cannot be compared with today's: record the attempt again, or replay it with "
@@ -247,7 +250,7 @@ def load(path):
     earlier = data.get("format")
     if isinstance(earlier, str) and earlier in EARLIER_FORMATS:  # a list is unhashable
         raise RecordingError(f"{path}: format {earlier!r} {EARLIER_FORMATS[earlier]}")
-    if data.get("format") != FORMAT:
+    if data.get("format") not in (FORMAT, FIXED_CASES_ONLY):
         raise RecordingError(f"{path}: field 'format' must be {FORMAT!r}, got {earlier!r:.100}")
     for field, kind in REQUIRED.items():
         if field not in data:
@@ -314,7 +317,7 @@ def _shape_problem(data):
             return f"'{field}.exit_code' must be an int or null"
         if not isinstance(tests.get("output"), str):
             return f"'{field}.output' must be text"
-        problem = _verdict_problem(tests)
+        problem = _verdict_problem(tests, generated_too=data["format"] == FORMAT)
         if problem:
             return f"'{field}.{problem}"
     if not isinstance(data.get("final_source", ""), str):
@@ -354,8 +357,9 @@ def _shape_problem(data):
     return None
 
 
-def _verdict_problem(tests):
-    """What is wrong with a test run's counts, verdict and held-out checks, or None."""
+def _verdict_problem(tests, generated_too=True):
+    """What is wrong with a test run's counts, verdict and held-out checks, or None;
+    `generated_too`: the held-out checks must name the seed and count of their inputs."""
     for count in ("passed", "failed", "errors", "collected"):
         if not _is_int(tests.get(count)):
             return f"{count}' must be an int of at least 0"
@@ -373,7 +377,23 @@ def _verdict_problem(tests):
         and isinstance(held_out.get("first_failure", 0), (str, type(None)))
     ):
         return "held_out' must be {passed, total, first_failure}"
+    if generated_too and not (
+        _is_int(held_out.get("seed"))
+        and held_out["seed"] < SEED_LIMIT
+        and _is_int(held_out.get("generated"), 1)
+        and held_out["generated"] <= COUNT_LIMIT
+    ):
+        return (
+            f"held_out' must name its seed (below 2**63) and generated count (1 to {COUNT_LIMIT})"
+        )
     return None
+
+
+def held_out_asked(recording):
+    """{"seed", "count"}: the generated inputs a replay asks, as the recording's final
+    verdict asked them (none for a recording of format /2)."""
+    held_out = (recording["final_tests"] or {}).get("held_out", {})
+    return {"seed": held_out.get("seed", 0), "count": held_out.get("generated", 0)}
 
 
 def _event_problem(event):

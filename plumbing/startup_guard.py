@@ -57,11 +57,18 @@ AT_START = startup_files()  # for an installation lab.py did not build
 
 
 def planted():
-    """The start-up files new or changed since the baseline, as a sentence, or None."""
-    baseline = _baseline()
-    changed = sorted(
-        path for path, digest in startup_files().items() if baseline.get(path) != digest
-    )
+    """The start-up files new, changed or gone since the baseline, as a sentence, or None."""
+    baseline, now = _baseline(), startup_files()
+    changed = sorted(path for path, digest in now.items() if baseline.get(path) != digest)
+    # ... or gone: lab-fresh-sources.pth removed lets planted bytecode load (fresh_sources.py)
+    gone = sorted(path for path in baseline if path not in now)
+    if gone:
+        return (
+            f"the lab's Python installation lacks start-up code it was built with "
+            f"({Path(gone[0]).name}, in {Path(gone[0]).parent}); an unisolated test run may "
+            f"have removed it: rebuild it (delete {Path(sys.prefix).name}/ and run python3 "
+            "lab.py test) before trusting a verdict"
+        )
     if not changed:
         return None
     shown = ", ".join(Path(path).name for path in changed[:3])

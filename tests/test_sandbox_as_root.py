@@ -8,6 +8,7 @@ outcome is written to a file in the copy (the one folder it may write), and read
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -338,3 +339,56 @@ def test_the_reach_probe_finds_kernel_settings_and_roots_files_where_nothing_iso
         assert "writable /proc/sys/kernel/core_pattern" in found[when]
         assert "readable /etc/shadow" in found[when]
     assert "writable /proc/sys/kernel/core_pattern" in found["held-out"]
+
+
+# --- bytecode planted in the lab's own __pycache__ is never loaded ----------------------------
+
+FORGE = """\
+import importlib._bootstrap_external as external, importlib.util, os, sys
+source = os.path.abspath(sys.argv[1])
+info = os.stat(source)
+forged = open(source).read() + "\\nTEST_TIMEOUT = 'forged'\\n"
+code = compile(forged, source, "exec")
+cached = importlib.util.cache_from_source(source)
+os.makedirs(os.path.dirname(cached), exist_ok=True)
+# stamped with the real file's modification time and size: Python's own check passes
+with open(cached, "wb") as pyc:
+    pyc.write(external._code_to_timestamp_pyc(code, int(info.st_mtime), info.st_size))
+"""
+ASK_TIMEOUT = "import verdict\nprint(verdict.TEST_TIMEOUT)\n"
+
+
+def test_bytecode_planted_beside_the_labs_own_modules_is_never_loaded(tmp_path):
+    lab = Path(__file__).resolve().parent.parent
+    if not (Path(sys.prefix) / "lab-startup-files.json").exists():
+        pytest.skip("run with the lab's own .venv (python3 lab.py test): it holds the guard")
+    copy = tmp_path / "lab"  # a copy of the lab: its __pycache__ is this test's to plant in
+    copy.mkdir()
+    shutil.copy2(lab / "verdict.py", copy / "verdict.py")
+    shutil.copytree(
+        lab / "plumbing", copy / "plumbing", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copytree(lab / "sample_repo", copy / "sample_repo")
+    (copy / "ask_timeout.py").write_text(ASK_TIMEOUT)
+    subprocess.run([sys.executable, "-c", FORGE, "verdict.py"], cwd=copy, check=True)
+    assert (copy / "__pycache__").is_dir()
+
+    def ask(*flags):
+        done = subprocess.run([sys.executable, *flags, "ask_timeout.py"], cwd=copy,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        return done.stdout.strip() or done.stderr
+
+    assert ask() == "15.0"  # the source's, as a script of the lab's .venv starts it
+    # The same plant without the lab's start-up file (-S: no site-packages at all, so the
+    # standard library alone, which verdict.py's imports need no more than): it loads.
+    assert ask("-S") == "forged"
+
+
+def test_a_start_up_file_gone_from_the_installation_is_named(throwaway_python):
+    python, site_packages = throwaway_python
+    (site_packages / "zz-kept.pth").write_text("import os\n")
+    in_lab(python, WRITE_BASELINE)
+    (site_packages / "zz-kept.pth").unlink()
+    said = in_lab(python, ASK_PLANTED)
+    assert said.startswith("the lab's Python installation lacks start-up code it was built "
+                           "with (zz-kept.pth, in "), said  # fmt: skip

@@ -44,9 +44,7 @@ def sources_only(entry):
     folder = os.path.realpath(entry or os.getcwd())
     if not os.path.isdir(folder) or os.path.join(folder, "").startswith(INSTALLED):
         raise ImportError("not one of the lab's folders")  # the usual finder takes it
-    return importlib.machinery.FileFinder(
-        entry, (FromSource, importlib.machinery.SOURCE_SUFFIXES)
-    )
+    return importlib.machinery.FileFinder(entry, (FromSource, importlib.machinery.SOURCE_SUFFIXES))
 
 
 def install():

@@ -550,7 +550,7 @@ def test_recorder_writes_a_recording_that_replays_to_the_same_outcome(tmp_path):
     assert "turn 2: replace_text" in finished.stdout
     assert (
         "Independent verdict: passed\n  visible tests: 4 of 4 passed\n"
-        "  held-out checks: 10 of 10 passed" in finished.stdout
+        "  held-out checks: 520 of 520 passed" in finished.stdout
     )
     assert "What the run changed in path_rules.py:" in finished.stdout
     assert '    +        parts = path.replace("\\\\", "/").split("/")' in finished.stdout
@@ -723,7 +723,7 @@ def test_openai_recording_replays_through_the_adapters_normaliser(tmp_path):
     assert outcome == REPRODUCED, output
     assert (
         "Independent verdict: passed\n  visible tests: 4 of 4 passed\n"
-        "  held-out checks: 10 of 10 passed" in output
+        "  held-out checks: 520 of 520 passed" in output
     )
     assert "--- request 2: the body of POST /chat/completions ---" in output
     assert '"tool_call_id": "t0001c000"' in output  # the wire's own shape, not the loop's

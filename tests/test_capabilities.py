@@ -107,7 +107,7 @@ def test_model_without_thinking_records_and_replays_without_think(tmp_path):
     assert finished.returncode == 1, finished.stdout + finished.stderr
     assert (
         "Independent verdict: failed\n  visible tests: 3 of 4 passed, 1 failed\n"
-        "  held-out checks: 7 of 10 passed" in finished.stdout
+        "  held-out checks: " in finished.stdout  # how many of 520: the run's seed says
     )
     first = stand_in.chat_bodies()[0]
     recording = load(output)

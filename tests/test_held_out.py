@@ -210,8 +210,9 @@ def test_the_answers_are_checked_again_after_all_the_others():
         "    if _calls[0] > 510:\n        return ['late']\n"
         "    return __import__('plumbing_reference').reference(changed_paths)\n"
     )
-    from plumbing.generated_cases import reference  # the reference, inlined for the child
     import inspect
+
+    from plumbing.generated_cases import reference  # the reference, inlined for the child
 
     inlined = inspect.getsource(reference).replace("def reference(", "def _reference(")
     source = inlined + source.replace("__import__('plumbing_reference').reference", "_reference")
@@ -223,8 +224,9 @@ def test_the_answers_are_checked_again_after_all_the_others():
 def test_a_child_that_ends_before_its_last_check_passes_no_case():
     # every answer right, then an exit at the last call: the check that no later call
     # changed an answer never ran, so nothing passes
-    from plumbing.generated_cases import reference
     import inspect
+
+    from plumbing.generated_cases import reference
 
     source = inspect.getsource(reference) + (
         "_calls = [0]\ndef python_sources(changed_paths):\n    _calls[0] += 1\n"

@@ -143,7 +143,7 @@ def test_the_gallery_table_says_what_each_cheat_recording_holds():
         assert held_out == f"{final['held_out']['passed']} of {final['held_out']['total']}"
         assert verdict == final["verdict"]
         checked += 1
-    assert checked == 7  # the six cheats of recordings/cheats/ and games-the-verdict.json
+    assert checked == 13  # the twelve cheats of recordings/cheats/ and games-the-verdict.json
 
 
 # --- the learner's page: short, linked, and pointing at the right lines --------------------------
@@ -185,7 +185,10 @@ def test_the_core_path_is_where_the_readme_says():
         for name, number in re.findall(r"`(?:class )?(\w+)(?:\(\))?` \(line (\d+)\)", row):
             assert re.match(rf"\s*(def|class) {name}\b", lines[int(number) - 1]), (name, number)
             checked += 1
-    assert checked == 7  # the six cheats of recordings/cheats/ and games-the-verdict.json
+    assert checked == 7  # the seven line numbers of the table
+    total = sum(len((LAB / name).read_text(encoding="utf-8").splitlines()) for name in CORE_PATH)
+    said = re.search(r"Together they are ([\d,]+) lines", table).group(1)
+    assert int(said.replace(",", "")) == total
 
 
 def test_every_test_a_page_names_exists():

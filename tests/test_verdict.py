@@ -222,7 +222,7 @@ def test_a_deleted_test_file_is_not_a_pass(repo):
     edit(repo, FAULTY_LINE, FIXED_LINE)
     (repo / TEST_FILE).unlink()
     assert sample.tests_unchanged(repo) is False  # via the module: pytest collects test*
-    result = independent_verdict(repo)
+    result = independent_verdict(repo, seed=3)
     assert result["verdict"] == "failed" and result["reason"].startswith("tests changed")
 
 
@@ -397,8 +397,11 @@ def test_a_recording_with_a_bad_verdict_field_is_refused(tmp_path, capsys, chang
 
 PROC_SNOOP = (
     "import os\n"
-    "_env = open(f'/proc/{os.getppid()}/environ', 'rb').read().split(b'\\0')\n"
-    "_found = [v.decode() for v in _env if v.startswith(b'OPENAI_API_KEY=')]\n"
+    "try:\n"
+    "    _env = open(f'/proc/{os.getppid()}/environ', 'rb').read().split(b'\\0')\n"
+    "    _found = [v.decode() for v in _env if v.startswith(b'OPENAI_API_KEY=')]\n"
+    "except OSError as _error:\n"
+    "    _found = f'refused ({_error.strerror})'\n"
     "raise RuntimeError(f'found in the parent: {_found}')\n"
 )
 
@@ -430,7 +433,10 @@ def test_the_harness_key_in_proc_is_out_of_reach_or_redacted(tmp_path, isolate):
     recording = load(output)
     tool_output = [e for e in recording["events"] if e["type"] == "tool_result"][1]["result"]
     if isolate:  # the parent is bubblewrap's init, started with the minimal environment
-        assert "found in the parent: []" in tool_output["output"]
+        # (as root the tests run as nobody, who may not read root's init at all)
+        as_root = os.geteuid() == 0
+        seen = "refused (Permission denied)" if as_root else "[]"
+        assert f"found in the parent: {seen}" in tool_output["output"]
         assert recording["isolation"] == "bubblewrap"
     else:  # the parent is the harness: the key was read, and redacted on the way out
         assert f"found in the parent: ['OPENAI_API_KEY={REDACTED}']" in tool_output["output"]
@@ -599,12 +605,13 @@ def test_a_source_that_cannot_be_read_is_a_failed_verdict_that_says_why(repo, le
         (repo / SOURCE_FILE).mkdir()
     elif left == "too much":
         (repo / SOURCE_FILE).write_text("#" * (SOURCE_LIMIT + 1))
-    result = independent_verdict(repo)
+    result = independent_verdict(repo, seed=3)
     why = "is larger than" if left == "too much" else "cannot be read ("
     assert result["verdict"] == "failed" and result["reason"].startswith(f"{SOURCE_FILE} {why}")
     assert result["exit_code"] is None and result["output"] == ""
     assert [result[k] for k in ("passed", "failed", "errors", "collected")] == [0, 0, 0, 0]
-    assert result["held_out"] == {"passed": 0, "total": 10, "first_failure": result["reason"]}
+    held_out = {"passed": 0, "total": 520, "first_failure": result["reason"]}
+    assert result["held_out"] == {**held_out, "seed": 3, "generated": 500}
 
 
 def test_a_password_holding_an_at_sign_is_redacted_whole():

@@ -322,15 +322,7 @@ def test_network_only_isolation_cuts_the_network_but_not_writes(escape_attempts,
         "tests run with only the network cut (the edited code can read and write what you "
         "can): install bubblewrap to isolate them"
     )
-    foreign = tmp_path / "from-elsewhere.json"  # network-only refuses it as none does
-    foreign.write_bytes((RECORDINGS / "bounded-max-turns-1.json").read_bytes()[:-1] + b" \n")
-    refused = cli("replay.py", foreign, env=env)
-    assert refused.returncode == 2
-    assert refused.stderr == (
-        f"error: {foreign}: replaying a recording runs the code it holds, and only the "
-        "network would be cut here; install bubblewrap (apt-get install bubblewrap), or add "
-        "--no-isolate if you trust where it came from\n"
-    )
+    refused_from_elsewhere(tmp_path, env, "only the network would be cut")  # as none does
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PATH", str(tmp_path / "bin"))
         isolation.isolation_kind.cache_clear()
@@ -448,20 +440,26 @@ def test_test_output_keeps_its_last_4000_characters():
     assert tail("y" + "x" * 4_000) == "[... 1 earlier characters cut]\n" + "x" * 4_000
 
 
-def test_where_nothing_isolates_replay_runs_only_the_labs_own_recordings(tmp_path):
-    # a recording from elsewhere holds code; with no isolation it would run with your
-    # permissions, so it needs --no-isolate said out loud (issue 23: a shared recording once
-    # planted a .pth file this way)
-    env = {**os.environ, "PATH": str(tmp_path)}  # neither bwrap nor unshare can be found
+def refused_from_elsewhere(tmp_path, env, here):
+    """A recording that is not one of the lab's own, refused by replay in its one line."""
     foreign = tmp_path / "from-elsewhere.json"
     foreign.write_bytes((RECORDINGS / "bounded-max-turns-1.json").read_bytes()[:-1] + b" \n")
     refused = cli("replay.py", foreign, env=env)
     assert refused.returncode == 2
     assert refused.stderr == (
-        f"error: {foreign}: replaying a recording runs the code it holds, and no isolation "
-        "works here; install bubblewrap (apt-get install bubblewrap), or add --no-isolate if "
-        "you trust where it came from\n"
+        f"error: {foreign}: replaying a recording runs the code it holds, and {here} here; "
+        "install bubblewrap (apt-get install bubblewrap), or add --no-isolate if you trust "
+        "where it came from\n"
     )
+    return foreign
+
+
+def test_where_nothing_isolates_replay_runs_only_the_labs_own_recordings(tmp_path):
+    # a recording from elsewhere holds code; with no isolation it would run with your
+    # permissions, so it needs --no-isolate said out loud (issue 23: a shared recording once
+    # planted a .pth file this way)
+    env = {**os.environ, "PATH": str(tmp_path)}  # neither bwrap nor unshare can be found
+    foreign = refused_from_elsewhere(tmp_path, env, "no isolation works")
     assert cli("replay.py", RECORDINGS / "bounded-max-turns-1.json", env=env).returncode == 0
     assert cli("replay.py", "--no-isolate", foreign, env=env).returncode == 0
 

@@ -5,11 +5,12 @@
     python3 lab.py view [RECORDING ...]     a page per recording (default: the shipped ones)
     python3 lab.py run SCRIPT [ARGS ...]    any lab script, e.g. record_run.py --help
     python3 lab.py lint                     ruff check and ruff format --check
-    python3 lab.py lock [PYTHON3.10]        regenerate requirements-lock.txt
+    python3 lab.py lock [PYTHON3.10]        regenerate both lock files
 
 Only the standard library is used here, so a machine with nothing but python3 (3.10 or
 newer) can run it. The environment lives in `.venv/` and is installed from
-`requirements-lock.txt`; it is rebuilt when the lock file changes.
+`requirements-lock.txt`; `test` and `lint` add `requirements-test-lock.txt` the first time
+they run. It is rebuilt when either lock file changes.
 
 Not here: anything the lab itself does; this file only prepares and delegates.
 """
@@ -25,12 +26,16 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 VENV = HERE / ".venv"
-LOCK = HERE / "requirements-lock.txt"
-STAMP = VENV / "lock.sha256"  # which lock file the environment was installed from
-# What the lock is made from: the runtime SDK, the test runner (and xdist, which runs the
-# suite in parallel), Playwright (the browser tests drive Debian's chromium with it), the
-# linter CI runs.
-DIRECT = ["ollama", "playwright", "pytest", "pytest-xdist", "ruff"]
+LOCK = HERE / "requirements-lock.txt"  # what the main job needs
+TEST_LOCK = HERE / "requirements-test-lock.txt"  # what only the tests and linters add
+STAMP = VENV / "lock.sha256"  # which locks the environment was built from
+TEST_STAMP = VENV / "test-lock.sha256"  # ... and whether the tests' packages are in it
+# What the locks are made from. The main job needs the SDK and the test runner (the verdict
+# runs pytest); only the suite needs xdist (it runs in parallel) and Playwright (the page
+# tests drive Debian's chromium with it), and only CI the linter: they are installed the
+# first time `test` or `lint` runs, so the first replay does not wait for them.
+DIRECT = ["ollama", "pytest"]
+DIRECT_TESTS = ["playwright", "pytest-xdist", "ruff"]
 
 
 def venv_python(root=VENV):
@@ -48,17 +53,51 @@ FRESH_SOURCES_LINE = (
 )
 
 
-def ensure_venv():
-    # the environment is rebuilt when the lock, or the start-up file it gets, changes
-    wanted = hashlib.sha256(LOCK.read_bytes() + FRESH_SOURCES_LINE.encode()).hexdigest()
-    if STAMP.exists() and STAMP.read_text().strip() == wanted and venv_python().exists():
-        return venv_python()
+def _wanted():
+    # subtle: both locks are in the stamp, so a change to either rebuilds .venv/ from scratch
+    # and nothing of an older test lock stays installed beside a newer one
+    digest = hashlib.sha256(LOCK.read_bytes() + TEST_LOCK.read_bytes())
+    return hashlib.sha256(digest.digest() + FRESH_SOURCES_LINE.encode()).hexdigest()
+
+
+def _outer_pip():
+    """Whether this interpreter's own pip can install into another (`--python`, pip 22.3+):
+    then .venv/ is made without a pip of its own, which saves the seconds ensurepip takes."""
+    try:
+        import pip
+    except ImportError:
+        return False
+    return tuple(int(part) for part in pip.__version__.split(".")[:2]) >= (22, 3)
+
+
+def _pip():
+    # --no-deps: the lock names every package, so pip need not resolve anything
+    flags = ["install", "--disable-pip-version-check", "-q", "--no-deps"]
+    if not (VENV / "bin" / "pip").exists() and not (VENV / "Scripts" / "pip.exe").exists():
+        return [sys.executable, "-m", "pip", "--python", str(venv_python()), *flags]
+    return [str(venv_python()), "-m", "pip", *flags]
+
+
+def ensure_venv(tests=False):
+    """The environment's interpreter, built from LOCK when missing or stale, with the tests'
+    packages from TEST_LOCK installed too when `tests` is true."""
+    wanted = _wanted()
+    if not (STAMP.exists() and STAMP.read_text().strip() == wanted and venv_python().exists()):
+        _build(wanted)
+    if tests and not (TEST_STAMP.exists() and TEST_STAMP.read_text().strip() == wanted):
+        print(f"installing the tests' packages from {TEST_LOCK.name} (once) ...", flush=True)
+        run = [str(venv_python()), "-c", "from plumbing.startup_guard import around; around()"]
+        subprocess.run([*run, *_pip(), "-r", str(TEST_LOCK)], check=True, cwd=HERE)
+        TEST_STAMP.write_text(wanted + "\n")
+    return venv_python()
+
+
+def _build(wanted):
     print(
-        f"setting up {VENV.name}/ from {LOCK.name} (once, or when the lock changes) ...", flush=True
+        f"setting up {VENV.name}/ from {LOCK.name} (once, or when a lock changes) ...", flush=True
     )
-    venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
-    pip = [str(venv_python()), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, "-r", str(LOCK)], check=True)
+    venv.EnvBuilder(with_pip=not _outer_pip(), clear=True).create(VENV)
+    subprocess.run([*_pip(), "-r", str(LOCK)], check=True)
     where = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
     site_packages = subprocess.run(
         [str(venv_python()), "-c", where], check=True, capture_output=True, text=True
@@ -69,17 +108,16 @@ def ensure_venv():
     baseline = "from plumbing.startup_guard import write_baseline; write_baseline()"
     subprocess.run([str(venv_python()), "-c", baseline], check=True, cwd=HERE)
     STAMP.write_text(wanted + "\n")
-    return venv_python()
 
 
-def frozen(python, pins=()):
-    """{name: "name==version"} that `pip install` of DIRECT brings into a scratch venv of
+def frozen(python, direct, pins=()):
+    """{name: "name==version"} that `pip install` of `direct` brings into a scratch venv of
     `python` (a path to an interpreter), with `pins` held fixed where they apply."""
     with tempfile.TemporaryDirectory() as scratch:
         subprocess.run([python, "-m", "venv", scratch], check=True)
         scratch_python = str(venv_python(Path(scratch)))
         pip = [scratch_python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-        subprocess.run([*pip, *DIRECT, *pins], check=True)
+        subprocess.run([*pip, *direct, *pins], check=True)
         listed = subprocess.run(
             [scratch_python, "-m", "pip", "freeze"], check=True, capture_output=True, text=True
         ).stdout.split()
@@ -93,25 +131,43 @@ def runs(python):
         return False
 
 
-def lock(older=None):
-    """Pin what installing DIRECT brings on this Python, plus, given a Python 3.10 (or one
-    found as python3.10), what 3.10 needs on top (pytest's backports), marked for it alone."""
-    pins = frozen(sys.executable)
-    lines = sorted(pins.values(), key=str.lower)
-    older = older or shutil.which("python3.10")
-    older = older if older and runs(older) else None
-    if older and sys.version_info >= (3, 11):
-        extra = frozen(older, pins=lines)
-        lines += [f'{extra[n]} ; python_version < "3.11"' for n in sorted(set(extra) - set(pins))]
-    else:
-        print("note: no python3.10 found; backports for Python 3.10 are not pinned")
+def pinned(direct, older, held=()):
+    """{name: lock line} for `direct` on this Python, with `held` (lock lines) kept as they
+    are, plus what `older` (a Python 3.10, or None) needs on top, marked for it alone."""
+    pins = frozen(sys.executable, direct, [h.split(" ;")[0] for h in held])
+    lines = dict(pins)
+    if older:
+        extra = frozen(older, direct, pins=[*pins.values(), *held])
+        lines |= {n: f'{extra[n]} ; python_version < "3.11"' for n in set(extra) - set(pins)}
+    return lines
+
+
+def write_lock(path, made_from, lines, older):
     header = (
-        "# The pinned environment of the lab. Regenerate with: python3 lab.py lock [PYTHON3.10]\n"
-        f"# Made from: {' '.join(DIRECT)} on Python {sys.version.split()[0]}"
+        f"# {made_from} Regenerate both locks with: python3 lab.py lock [PYTHON3.10]\n"
+        f"# Made on Python {sys.version.split()[0]}"
         + (" and 3.10 (for the marked lines).\n" if older else ".\n")
     )
-    LOCK.write_text(header + "\n".join(lines) + "\n")
-    print(f"wrote {LOCK.name}")
+    plain = sorted((v for v in lines.values() if ";" not in v), key=str.lower)
+    marked = sorted((v for v in lines.values() if ";" in v), key=str.lower)
+    path.write_text(header + "\n".join(plain + marked) + "\n")
+    print(f"wrote {path.name}")
+
+
+def lock(older=None):
+    """Pin DIRECT in LOCK and what DIRECT_TESTS adds to it in TEST_LOCK, on this Python and,
+    given a Python 3.10 (or one found as python3.10), what 3.10 needs on top (pytest's
+    backports), marked for it alone."""
+    older = older or shutil.which("python3.10")
+    older = older if older and runs(older) and sys.version_info >= (3, 11) else None
+    if not older:
+        print("note: no python3.10 found; backports for Python 3.10 are not pinned")
+    runtime = pinned(DIRECT, older)
+    everything = pinned(DIRECT + DIRECT_TESTS, older, held=list(runtime.values()))
+    tests = {name: line for name, line in everything.items() if name not in runtime}
+    write_lock(LOCK, f"What the lab's main job needs: {' '.join(DIRECT)}.", runtime, older)
+    made = f"What the tests and linters add: {' '.join(DIRECT_TESTS)}."
+    write_lock(TEST_LOCK, made, tests, older)
 
 
 def script(name):
@@ -164,7 +220,9 @@ def main(argv):
         lock(*rest[:1])
         return 0
     try:
-        python = str(ensure_venv())
+        # the maintainers' scripts in tests/ (snapshots, screenshot, ...) need the tests' packages
+        maintainers = job == "run" and bool(rest) and "tests" in Path(rest[0]).parts
+        python = str(ensure_venv(tests=job in ("test", "lint") or maintainers))
     except subprocess.CalledProcessError as error:
         print(
             f"error: setting up {VENV.name}/ failed ({error}); see pip's output above",

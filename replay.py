@@ -69,9 +69,10 @@ def parse_args(argv):
         dest="isolate",
         action="store_false",
         help="run the recording's edits and the tests with your permissions (default: "
-        "isolated with bubblewrap where it works; else with only the network cut by unshare, "
-        "which protects nothing else, or unisolated, either said at the start, and then only "
-        "the lab's own recordings are replayed; whatever the recording was made with)",
+        "isolated with bubblewrap where it works, and then nothing is said about it; else with "
+        "only the network cut by unshare, which protects nothing else, or unisolated, each "
+        "said in a line at the start, and then only the lab's own recordings are replayed; "
+        "whatever the recording was made with)",
     )
     isolation.add_argument(
         "--isolate", action="store_true", help="the default; kept so older commands still work"

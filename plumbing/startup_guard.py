@@ -46,6 +46,21 @@ def write_baseline():
     BASELINE.write_text(json.dumps(startup_files(), indent=1, sort_keys=True) + "\n")
 
 
+def around():
+    """Run the command in sys.argv[1:] (lab.py's install of the tests' packages), then add to
+    the baseline the start-up files it brought: new since this process started, so what was
+    planted before is still named."""
+    import subprocess  # only here: the guard itself runs in every CLI
+
+    before = startup_files()
+    code = subprocess.run(sys.argv[1:]).returncode
+    if code:
+        sys.exit(code)
+    added = {path: digest for path, digest in startup_files().items() if path not in before}
+    if added:
+        BASELINE.write_text(json.dumps({**_baseline(), **added}, indent=1, sort_keys=True) + "\n")
+
+
 def _baseline():
     try:
         return json.loads(BASELINE.read_text())

@@ -19,11 +19,16 @@ the outcomes of odd inputs (snapshot_inputs.py), of the loop and the tools
 tests, in subprocesses, and come last).
 """
 
+import argparse
 import copy
 import io
 import json
+import sys
 import tempfile
 from pathlib import Path
+
+if __name__ == "__main__":  # run directly, not through lab.py: the lab is one folder up
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent_loop import MODEL_DONE, STOPPED, TOO_MANY_CALLS, TOOL_RESULT, TOOL_START
 from plumbing.console import RunPrinter, made_by, verdict_lines
@@ -296,6 +301,10 @@ def snapshots():
 
 
 def main():
+    argparse.ArgumentParser(
+        description="Rewrite tests/snapshots/*.txt: every display of every shipped "
+        "recording and of its variants, rendered in this process."
+    ).parse_args()
     FOLDER.mkdir(exist_ok=True)
     made = snapshots()
     for old in FOLDER.glob("*.txt"):

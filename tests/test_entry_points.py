@@ -26,6 +26,7 @@ SCRIPTS = [
     "tests/mutate.py",
     "tests/real_server.py",
     "tests/make_screenshot.py",
+    "tests/snapshots.py",
     "view.py",
 ]
 

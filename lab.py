@@ -247,7 +247,8 @@ def main(argv):
     if job == "test":
         # Four workers on two cores: most tests wait on a child process or a server, so
         # more workers than cores keep both cores busy. `-n 0` runs in one process.
-        command = [python, "-m", "pytest", "-q", "-n", "4", *rest]
+        # loadgroup: tests marked to share one costly fixture run on the same worker.
+        command = [python, "-m", "pytest", "-q", "-n", "4", "--dist", "loadgroup", *rest]
         return subprocess.run(command, cwd=HERE).returncode
     checks = [["check", "."], ["format", "--check", "."]]
     return max(subprocess.run([python, "-m", "ruff", *c], cwd=HERE).returncode for c in checks)

@@ -82,6 +82,12 @@ def on(server, max_tokens=TEST_TOKENS):
     return wire + (["--max-tokens", str(max_tokens)] if max_tokens else [])
 
 
+# subtle: a module fixture is made once per xdist worker, so the tests that share one
+# live attempt are kept on one worker (`--dist loadgroup`, lab.py's test job); the others
+# spread over the workers, each of which then starts a server of its own.
+SHARES_THE_LIVE_ATTEMPT = pytest.mark.xdist_group("real-server-live-attempt")
+
+
 @pytest.fixture(scope="module")
 def live(server, tmp_path_factory):
     """One live attempt recorded by record_run.py: (exit code, stdout, stderr, path)."""
@@ -106,6 +112,7 @@ def one_error_line(err):
 # --- record_run.py and replay.py ---------------------------------------------------------------
 
 
+@SHARES_THE_LIVE_ATTEMPT
 def test_record_run_saves_a_live_recording_whose_exit_code_is_the_independent_tests(live):
     code, out, err, path = live
     recording = json.loads(path.read_text(encoding="utf-8"))
@@ -117,6 +124,7 @@ def test_record_run_saves_a_live_recording_whose_exit_code_is_the_independent_te
     assert f"Saved: {path}" in out and "Traceback" not in err
 
 
+@SHARES_THE_LIVE_ATTEMPT
 def test_live_recording_replays_offline(live):
     *_, path = live
     code, out, err = lab("replay.py", str(path))

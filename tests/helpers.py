@@ -8,6 +8,8 @@ import threading
 import time
 from pathlib import Path
 
+from plumbing.readonly_tools import CHILD_CODE
+
 LAB = Path(__file__).resolve().parent.parent  # the lab's own folder
 
 
@@ -99,10 +101,15 @@ def processes_under(directory):
 
 
 def search_children(parent):
-    """PIDs of the live search children (readonly_tools' CHILD_CODE) that `parent` started."""
+    """PIDs of the live search children (readonly_tools' CHILD_CODE) that `parent` started.
+
+    subtle: between fork and exec a child still runs the parent's program, with its argv and
+    its signal handlers; a signal sent then is taken by that handler and lost at exec. Only
+    a process whose own argv holds CHILD_CODE has become the search child."""
     return live_processes(
         lambda entry, fields: (
-            int(fields[1]) == parent and b"search_child" in (entry / "cmdline").read_bytes()
+            int(fields[1]) == parent
+            and CHILD_CODE.encode() in (entry / "cmdline").read_bytes().split(b"\0")
         )
     )
 

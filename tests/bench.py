@@ -17,7 +17,7 @@ disturbed runs). Targets are printed beside the figures:
   (≤ 1.3×);
 - held-out checks (`--held-out` runs only this): the one child process they add to each
   verdict, isolated as by default (target: under 0.5 s);
-- the whole test suite's wall time, once;
+- the whole test suite's wall time and CPU seconds, once (tests/suite_cost.py);
 - search (`--search` runs only this): the time of one `search` call on hostile input with
   the shipped budget (a backtracking pattern, a 50 MB pattern, 200,000 binary files), and
   what an ordinary search costs in its child process next to the same search run in-process;
@@ -57,6 +57,7 @@ from tests.ollama_test_server import OllamaTestServer, chunk, reply
 from tests.openai_test_server import OpenAITestServer, content, finish
 from tests.openai_test_server import reply as openai_reply
 from tests.scripted_model import ScriptedChat
+from tests.suite_cost import cost_line, run_suite
 from verdict import PYTEST_COMMAND, held_out_checks, independent_verdict
 
 HERE = Path(__file__).resolve().parent.parent
@@ -262,16 +263,10 @@ def caps():
 
 
 def suite():
-    print("\ntest suite: python -m pytest -q, once")
-    started = time.perf_counter()
-    finished = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-        cwd=HERE,
-        capture_output=True,
-        text=True,
-    )
-    summary = finished.stdout.strip().splitlines()[-1] if finished.stdout.strip() else "?"
-    print(f"  {time.perf_counter() - started:.1f} s wall: {summary}")
+    print("\ntest suite: python3 lab.py test, once (tests/suite_cost.py also counts its execs)")
+    seconds, cpu, summary = run_suite([])
+    print(f"  {summary}")
+    print(cost_line(seconds, cpu))
 
 
 def held_out_cost(repeats):

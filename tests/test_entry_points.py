@@ -27,6 +27,7 @@ SCRIPTS = [
     "tests/real_server.py",
     "tests/make_screenshot.py",
     "tests/snapshots.py",
+    "tests/suite_cost.py",
     "view.py",
 ]
 

@@ -106,6 +106,22 @@ def test_step_4_breaking_a_recording_as_the_readme_does_diverges_as_quoted(tmp_p
     assert "turn 4: run_tests {}\n  -> exit 1 (1 failed · 3 passed)" in output
 
 
+def test_step_7_a_tool_that_does_not_exist_is_answered_and_replayed_as_quoted(tmp_path):
+    section = README.split("### 7. ", 1)[1].split("\n## ", 1)[0]
+    code = section.split("    python3 - <<'PY'\n", 1)[1].split("    PY\n", 1)[0]
+    code = "\n".join(line[4:] for line in code.splitlines())
+    changed = tmp_path / "unknown-tool.json"
+    code = code.replace('"/tmp/unknown-tool.json"', repr(str(changed)))
+    subprocess.run([sys.executable, "-c", code], cwd=LAB, check=True)
+    outcome, output = replay(changed)
+    assert outcome == 1
+    assert appear_in_order(quoted_block('turn 1: delete_file {"path"'), output) == []
+    # the function the section names is where the error is made
+    lines = (LAB / "tool_guard.py").read_text(encoding="utf-8").splitlines()
+    number = int(re.search(r"`invoke\(\)` \(line (\d+)\) is where", section).group(1))
+    assert lines[number - 1].lstrip().startswith("def invoke(")
+
+
 # --- outputs quoted further on, from the shipped recordings -------------------------------------
 
 

@@ -30,7 +30,8 @@ def main(argv=None):
     ).parse_args(argv)
     chromium = shutil.which("chromium")
     if not chromium:
-        sys.exit("error: no chromium here (apt-get install chromium)")
+        print("error: no chromium here (apt-get install chromium)", file=sys.stderr)
+        return 2
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory() as folder:

@@ -94,13 +94,20 @@ def test_step_3_the_turn_budget_ends_as_the_readme_says():
     assert "--- request 1:" in output and "--- request 2:" not in output
 
 
-def test_step_4_breaking_a_recording_as_the_readme_does_diverges_as_quoted(tmp_path):
-    code = README.split("    python3 - <<'PY'\n", 1)[1].split("    PY\n", 1)[0]
+def changed_as_the_readme_does(section, tmp_path):
+    """Run the first `python3 - <<'PY'` block of `section` as a learner would, writing
+    into `tmp_path` instead of /tmp; replay what it wrote: (exit code, output)."""
+    code = section.split("    python3 - <<'PY'\n", 1)[1].split("    PY\n", 1)[0]
     code = "\n".join(line[4:] for line in code.splitlines())
-    broken = tmp_path / "broken.json"
-    code = code.replace('"/tmp/broken.json"', repr(str(broken)))
+    written = re.search(r'"/tmp/([\w.-]+\.json)"', code)
+    target = tmp_path / written.group(1)
+    code = code.replace(written.group(0), repr(str(target)))
     subprocess.run([sys.executable, "-c", code], cwd=LAB, check=True)
-    outcome, output = replay(broken)
+    return replay(target)
+
+
+def test_step_4_breaking_a_recording_as_the_readme_does_diverges_as_quoted(tmp_path):
+    outcome, output = changed_as_the_readme_does(README.split("### 4. ", 1)[1], tmp_path)
     assert outcome == 1
     assert appear_in_order(quoted_block("DIVERGED (10):"), output) == []
     assert "turn 4: run_tests {}\n  -> exit 1 (1 failed · 3 passed)" in output
@@ -108,12 +115,7 @@ def test_step_4_breaking_a_recording_as_the_readme_does_diverges_as_quoted(tmp_p
 
 def test_step_7_a_tool_that_does_not_exist_is_answered_and_replayed_as_quoted(tmp_path):
     section = README.split("### 7. ", 1)[1].split("\n## ", 1)[0]
-    code = section.split("    python3 - <<'PY'\n", 1)[1].split("    PY\n", 1)[0]
-    code = "\n".join(line[4:] for line in code.splitlines())
-    changed = tmp_path / "unknown-tool.json"
-    code = code.replace('"/tmp/unknown-tool.json"', repr(str(changed)))
-    subprocess.run([sys.executable, "-c", code], cwd=LAB, check=True)
-    outcome, output = replay(changed)
+    outcome, output = changed_as_the_readme_does(section, tmp_path)
     assert outcome == 1
     assert appear_in_order(quoted_block('turn 1: delete_file {"path"'), output) == []
     # the function the section names is where the error is made

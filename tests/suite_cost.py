@@ -1,6 +1,6 @@
 """What one run of the test suite costs: wall time, CPU seconds and process starts.
 
-    python3 lab.py run tests/suite_cost.py [pytest options...]
+    python3 lab.py run tests/suite_cost.py [--no-count] [pytest options...]
 
 Runs the README's test command (`python3 lab.py test`) once and reports its wall time, its
 CPU seconds and how many programs it started, by program. The CPU is the whole machine's
@@ -29,17 +29,17 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent.parent
 STRACE = shutil.which("strace")
+# every successful or failed execve of every process, nothing else (seccomp-bpf: no stops
+# on the other system calls), its argv cut at 64 characters a word
+STRACE_EXECS = ("-f", "-qq", "--seccomp-bpf", "-e", "trace=execve", "-e", "signal=none", "-s", "64")
 
 
 def label(argv):
     """A short name for what a process was: its program, and for Python what it ran."""
-    words = list(argv)
-    if words and Path(words[0]).name == "bwrap":
-        return "bwrap"
-    name = Path(words[0]).name if words else "?"
+    name = Path(argv[0]).name if argv else "?"
     if not name.startswith("python"):
         return name
-    rest = [word for word in words[1:] if word not in ("-I", "-u", "-B", "-X", "utf8")]
+    rest = [word for word in argv[1:] if word not in ("-I", "-u", "-B", "-X", "utf8")]
     if rest[:2] == ["-m", "pytest"]:
         return "python -m pytest"
     if rest and rest[0] == "-c":
@@ -59,21 +59,7 @@ def run_suite(extra, trace=None):
     one run of `lab.py test`, under `strace -o trace` when `trace` is a path."""
     command = [sys.executable, str(HERE / "lab.py"), "test", "-p", "no:cacheprovider", *extra]
     if trace is not None:
-        command = [
-            STRACE,
-            "-f",
-            "-qq",
-            "--seccomp-bpf",
-            "-e",
-            "trace=execve",
-            "-e",
-            "signal=none",
-            "-s",
-            "64",
-            "-o",
-            str(trace),
-            *command,
-        ]
+        command = [STRACE, *STRACE_EXECS, "-o", str(trace), *command]
     before, busy_before = resource.getrusage(resource.RUSAGE_CHILDREN), machine_busy()
     started = time.perf_counter()
     done = subprocess.run(command, cwd=HERE, capture_output=True, text=True)
@@ -114,12 +100,11 @@ def main(argv=None):
     )
     parser.add_argument("--no-count", action="store_true", help="skip the run under strace")
     args, extra = parser.parse_known_args(argv)
-    count = not args.no_count
     print(f"suite cost on {os.cpu_count()} cores, CI={os.environ.get('CI', '')!r}: lab.py test")
     seconds, cpu, summary = run_suite(extra)
     print(f"  {summary}")
     print(cost_line(seconds, cpu))
-    if not count:
+    if args.no_count:
         return 0
     if STRACE is None:
         print("  process starts: not counted (no strace on this machine)")
@@ -130,8 +115,8 @@ def main(argv=None):
         starts = starts_in(trace)
     print(f"  a second run under strace ({traced_seconds:.1f} s): {traced_summary}")
     print(f"  {sum(starts.values())} process starts (execs), the most started:")
-    for name, count in starts.most_common(12):
-        print(f"    {count:>5}  {name}")
+    for name, times in starts.most_common(12):
+        print(f"    {times:>5}  {name}")
     return 0
 
 

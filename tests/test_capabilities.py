@@ -30,6 +30,7 @@ from plumbing.text_calls import MAX_SCAN, MAX_SPAN, UNREADABLE, text_tool_call
 from replay import DIVERGED, REPRODUCED, replay_one
 from repo_tools import RepoTools
 from tests import openai_test_server as openai
+from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.scripted_model import ScriptedChat
 
@@ -51,13 +52,6 @@ FULL_NOTE = NOTE + " — try a model with better tool support, or a lower temper
 
 def server(script=(), **options):
     return OllamaTestServer(script, models=MODELS, capabilities=CAPABILITIES, **options)
-
-
-def run_cli(*args, env=None, stdin=""):
-    command = [sys.executable, str(HERE / args[0]), *map(str, args[1:])]
-    return subprocess.run(
-        command, capture_output=True, text=True, cwd=HERE, env=env, input=stdin, timeout=120
-    )
 
 
 def record(tmp_path, host, *options):

@@ -87,6 +87,25 @@ class Skips:
                 terminalreporter.line(f"    {nodeid}")
 
 
+# --- tests that share one costly run stay on one worker -----------------------------------------
+# A module fixture is made once per xdist worker, so the tests that share one (a live
+# attempt, a replay whose output several tests read) carry the same xdist_group mark, and
+# `lab.py test` runs `--dist loadgroup`, which puts them on one worker by writing the group
+# into their node ids. Where that silently stops working (pytest 9.2 with pytest-xdist 3.8:
+# pytest-dev/pytest-xdist#1386), each worker would make the shared run again: refused.
+
+
+def pytest_runtest_setup(item):
+    if not getattr(item.config.option, "loadgroup", False):
+        return  # not a --dist loadgroup worker
+    if item.get_closest_marker("xdist_group") and "@" not in item.nodeid:
+        pytest.fail(
+            "--dist loadgroup did not group this test: this pytest-xdist cannot mark this "
+            "pytest's node ids (pytest-dev/pytest-xdist#1386); use the versions in the locks",
+            pytrace=False,
+        )
+
+
 @pytest.fixture
 def repo(tmp_path):
     """A fresh copy of sample_repo/ (the faulty repository) under the test's tmp_path."""

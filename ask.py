@@ -168,6 +168,13 @@ def parse_args(argv):
         help="wall-clock budget of each answer: it caps every wait, a search included, and "
         "the answer stops with reason `deadline` when it runs out (default: none)",
     )
+    parser.add_argument(
+        "--text-calls",
+        action="store_true",
+        help="run a call the model wrote as text (exactly one fenced JSON call of an offered "
+        "tool in a complete turn), shown as `> NAME ... (written as text)` (default: such a "
+        "call is named in a note and never run)",
+    )
     args = parser.parse_args(argv)
     if args.api == "openai" and args.think != "auto":
         parser.error("--think applies to --api ollama; the OpenAI API has no standard switch")
@@ -218,7 +225,8 @@ class Display:
             self.write(self.err, f"\033[2m{text}\033[0m" if self.dim else text)
         elif kind == TOOL_START:
             self.end_line()
-            self.write(self.out, f"> {event['name']} {shorten(event['arguments'])}\n")
+            written = " (written as text)" if event.get("from_text") else ""
+            self.write(self.out, f"> {event['name']} {shorten(event['arguments'])}{written}\n")
         elif kind == TOOL_RESULT:
             self.write(self.out, f"  -> {result_summary(event['result'])}\n")
         elif kind == STOPPED:
@@ -248,12 +256,13 @@ def result_summary(result):
     return summary + (" (cut)" if "note" in result else "")
 
 
-def answer(chat, tools, question, history, max_turns, display):
+def answer(chat, tools, question, history, max_turns, display, text_calls=False):
     """Ask one question, showing it as it happens; return (stopped event, conversation)."""
     deadline = getattr(chat, "deadline", None)
     if deadline is not None:
         deadline.restart()  # each answer gets the whole budget
     options = {"system": ASK_PROMPT, "history": history, "deadline": deadline}
+    options["text_calls"] = text_calls  # --text-calls
     agent = AgentLoop(chat, tools, question, max_turns, **options)
     stop = None
     # closing(): on Ctrl-C the loop, and with it the model's stream, is closed at once, so
@@ -276,14 +285,14 @@ def complain(stop, max_turns):
     return False
 
 
-def ask_once(chat, tools, question, max_turns):
-    stop, _ = answer(chat, tools, question, None, max_turns, Display())
+def ask_once(chat, tools, question, max_turns, text_calls=False):
+    stop, _ = answer(chat, tools, question, None, max_turns, Display(), text_calls)
     if stop["reason"] == ASSISTANT_FINISHED:
         return EXIT_ANSWERED
     return EXIT_ERROR if complain(stop, max_turns) else EXIT_NO_ANSWER
 
 
-def session(chat, tools, max_turns, banner):
+def session(chat, tools, max_turns, banner, text_calls=False):
     print(banner, flush=True)
     history, display = None, Display()
     while True:
@@ -300,7 +309,7 @@ def session(chat, tools, max_turns, banner):
         if not question:
             continue
         try:
-            stop, messages = answer(chat, tools, question, history, max_turns, display)
+            stop, messages = answer(chat, tools, question, history, max_turns, display, text_calls)
         except KeyboardInterrupt:
             display.end_line()
             print("[cancelled: this question is left out of the conversation]", file=sys.stderr)
@@ -334,7 +343,7 @@ def main(argv=None):
         return EXIT_INTERRUPTED
     if args.question is not None:
         try:
-            return ask_once(chat, tools, args.question, args.max_turns)
+            return ask_once(chat, tools, args.question, args.max_turns, args.text_calls)
         except KeyboardInterrupt:
             print("\ninterrupted", file=sys.stderr)
             return EXIT_INTERRUPTED
@@ -342,7 +351,7 @@ def main(argv=None):
         f"Asking about {tools.root} ({args.model} via {args.api} at {args.host}); read-only.\n"
         "Type `exit` or press Ctrl-D to leave; Ctrl-C cancels an answer."
     )
-    return session(chat, tools, args.max_turns, banner)
+    return session(chat, tools, args.max_turns, banner, args.text_calls)
 
 
 if __name__ == "__main__":

@@ -140,6 +140,14 @@ def parse_args(argv):
     )
     parser.add_argument("--force", action="store_true", help="overwrite --output if it exists")
     parser.add_argument(
+        "--text-calls",
+        action="store_true",
+        help="run a call the model wrote as text (exactly one fenced JSON call of an offered "
+        "tool in a complete turn) as if it had made it, and send its result back as a user "
+        "message; the recording and the transcript say so (default: such a call is named "
+        "at the stop and never run)",
+    )
+    parser.add_argument(
         "--attempts",
         type=positive_int,
         default=1,
@@ -182,10 +190,13 @@ def parse_args(argv):
     return args
 
 
-def record_attempt(recorder, model_info, output, max_turns, deadline=None, isolate=True, out=None):
+def record_attempt(
+    recorder, model_info, output, max_turns, deadline=None, isolate=True, out=None, text_calls=False
+):
     """Run one attempt through `recorder` (a RecordingChat); save it; return the exit code.
 
-    `deadline` is seconds or a limits.Deadline (the one the model's adapter shares)."""
+    `deadline` is seconds or a limits.Deadline (the one the model's adapter shares);
+    `text_calls`: run a call written as text (--text-calls)."""
     out = out or sys.stdout  # looked up now, not at import: tolerant_output() replaces it
     if not isinstance(deadline, Deadline):
         deadline = Deadline(deadline)
@@ -200,7 +211,9 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
         events, view = [], RunPrinter(out, repo)
         tools = RepoTools(repo, isolate=isolate, deadline=deadline)
         deadline.restart()  # the budget is the loop's: the starting tests do not count
-        agent = AgentLoop(recorder, tools, TASK, max_turns, deadline=deadline)
+        agent = AgentLoop(
+            recorder, tools, TASK, max_turns, deadline=deadline, text_calls=text_calls
+        )
         loop, final, started = agent.events(), None, time.monotonic()
         try:
             for event in loop:
@@ -237,6 +250,7 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
             final_source=final_source(repo),
             workdir=str(repo),
             loop_seconds=loop_seconds,
+            text_calls=text_calls,
         )
     try:
         save(output, recording)
@@ -291,7 +305,15 @@ def main(argv=None):
         return fail(f"--host {args.host}: {error}")
     identity = info.get("digest") or info.get("base_url")
     print(f"Model: {args.model} (live, {identity})  |  Recording: {args.output}")
-    return record_attempt(recorder, info, args.output, args.max_turns, deadline, args.isolate)
+    return record_attempt(
+        recorder,
+        info,
+        args.output,
+        args.max_turns,
+        deadline,
+        args.isolate,
+        text_calls=args.text_calls,
+    )
 
 
 def regular_or_new(path):

@@ -173,7 +173,9 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
         view, events = RunPrinter(out, repo), []
         task, turns, system = recording["task"], recording["max_turns"], recording["system"]
         seen = ChunkLog(chat)
-        agent = AgentLoop(seen, RepoTools(repo, isolate=isolate), task, turns, system=system)
+        written = recording.get("text_calls", False)  # --text-calls when it was recorded
+        tools = RepoTools(repo, isolate=isolate)
+        agent = AgentLoop(seen, tools, task, turns, system=system, text_calls=written)
         loop, sent = agent.events(), []
         # subtle: stop *before* asking for the next event; asking could run one more tool.
         while not (cut_short and len(events) == len(expected)):

@@ -187,7 +187,8 @@ class RunPrinter:
             self._close_stream()
             self.tool_calls += 1
             arguments = json.dumps(event["arguments"], ensure_ascii=False)
-            self._print(f"turn {event['turn']}: {event['name']} {arguments}")
+            written = " (written as text; --text-calls ran it)" if event.get("from_text") else ""
+            self._print(f"turn {event['turn']}: {event['name']} {arguments}{written}")
             if event["name"] == "replace_text" and self.root is not None:
                 # subtle: read now, before the tool runs: the loop yields this event first.
                 self.before_edit = final_source(self.root)

@@ -280,7 +280,8 @@ def turn_section(number, recording, events, previous_length, source_before, budg
         elif event["type"] == TOOL_START:
             starts[event["index"]] = event
             arguments = json.dumps(event.get("arguments"), ensure_ascii=False)
-            parts.append(f"<h3>Call {event['index'] + 1}: {text(event['name'])}</h3>")
+            written = " (written as text; --text-calls ran it)" if event.get("from_text") else ""
+            parts.append(f"<h3>Call {event['index'] + 1}: {text(event['name'])}{written}</h3>")
             parts.append(pre(f"{event['name']} {arguments}"))
         elif event["type"] == TOOL_RESULT:
             parts.append(result_block(event))

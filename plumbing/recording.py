@@ -40,11 +40,15 @@ from plumbing.isolation import KINDS
 from plumbing.limits import DeadlineExceeded
 from plumbing.redact import redact
 
-# A new name for every change of what a recording holds. /3: the held-out checks name the
+# A new name for every change of what a recording holds. /4: `text_calls` says whether a
+# call written as text ran (--text-calls), and such a call's tool events say `from_text`;
+# /3 had neither, and is replayed with text calls off. /3: the held-out checks name the
 # seed and count of their generated inputs; /2 asked the ten fixed cases alone, and is
 # replayed by that rule; /1 recordings held the visible tests only.
-FORMAT = "agent-loop-recording/3"
+FORMAT = "agent-loop-recording/4"
+NO_TEXT_CALLS = "agent-loop-recording/3"
 FIXED_CASES_ONLY = "agent-loop-recording/2"
+GENERATED_CASES = (FORMAT, NO_TEXT_CALLS)  # the formats whose verdicts ask generated inputs
 EARLIER_FORMATS = {
     "agent-loop-recording/1": "was made by the lab before the held-out checks, so its "
     "verdicts cannot be compared with today's: record the attempt again, or replay it with "
@@ -176,6 +180,7 @@ def build(
     final_source,
     workdir,
     loop_seconds=None,
+    text_calls=False,
 ):
     """One run as a recording: every field, in the order it is saved (REQUIRED: below).
 
@@ -183,6 +188,7 @@ def build(
     tests); `api` is read from the model's description ("ollama" unless it says otherwise).
     `loop_seconds`, the loop's wall time, counts what no event times: a turn cut off before
     its end (`incomplete_model_turn`, `deadline`) has no `model_done` to carry its seconds.
+    `text_calls`: whether the loop ran a call written as text (--text-calls).
     """
     return {
         "format": FORMAT,
@@ -194,6 +200,7 @@ def build(
         "task": task,
         "system": system,
         "max_turns": max_turns,
+        "text_calls": text_calls,
         "deadline": deadline,
         "isolation": isolation,
         "model_calls": model_calls,
@@ -250,7 +257,7 @@ def load(path):
     earlier = data.get("format")
     if isinstance(earlier, str) and earlier in EARLIER_FORMATS:  # a list is unhashable
         raise RecordingError(f"{path}: format {earlier!r} {EARLIER_FORMATS[earlier]}")
-    if data.get("format") not in (FORMAT, FIXED_CASES_ONLY):
+    if data.get("format") not in (*GENERATED_CASES, FIXED_CASES_ONLY):
         raise RecordingError(f"{path}: field 'format' must be {FORMAT!r}, got {earlier!r:.100}")
     for field, kind in REQUIRED.items():
         if field not in data:
@@ -303,6 +310,10 @@ def _shape_problem(data):
     """What is wrong inside a recording's fields, as "'name' must ...", or None."""
     if not _is_int(data["max_turns"], 1):
         return "'max_turns' must be a positive int"
+    if not isinstance(data.get("text_calls", False), bool):
+        return "'text_calls' must be true or false"
+    if data.get("text_calls") and data["format"] != FORMAT:
+        return f"'text_calls' is true, which format {data['format']!r} cannot hold"
     if data["final_tests"] is None and not (
         data["stop"]["reason"] == INTERRUPTED or data.get("interrupted") is True
     ):
@@ -317,7 +328,7 @@ def _shape_problem(data):
             return f"'{field}.exit_code' must be an int or null"
         if not isinstance(tests.get("output"), str):
             return f"'{field}.output' must be text"
-        problem = _verdict_problem(tests, generated_too=data["format"] == FORMAT)
+        problem = _verdict_problem(tests, generated_too=data["format"] in GENERATED_CASES)
         if problem:
             return f"'{field}.{problem}"
     if not isinstance(data.get("final_source", ""), str):
@@ -335,6 +346,10 @@ def _shape_problem(data):
         return "'messages' must be objects with a 'role'"
     if not all(_calls_fit(m) for m in data["messages"]):
         return "'messages' tool_calls must be a list of objects with a 'function' object"
+    if not data.get("text_calls") and any(
+        e.get("from_text") for e in data["events"] if isinstance(e, dict)
+    ):
+        return "'text_calls' must be true in a recording whose events hold a call from text"
     for index, event in enumerate(data["events"]):  # named as the file indexes it, from 0
         problem = _event_problem(event)
         if problem:
@@ -405,6 +420,8 @@ def _event_problem(event):
     if event["type"] in (TOOL_START, TOOL_RESULT):
         if not _is_int(event.get("index")) or "name" not in event:
             return ".index' and '.name' are needed on a tool event"
+    if event.get("from_text", True) is not True:  # absent, or true: the call was text
+        return ".from_text' may only be true"
     if event["type"] == TOOL_START and "arguments" not in event:
         return ".arguments' are needed on a tool_start event"
     if event["type"] == TOOL_RESULT and not isinstance(event.get("result"), dict):

@@ -18,10 +18,15 @@ null, lists and objects with string keys, nested at most MAX_DEPTH deep (an argu
 tool_code block may be a tuple, a set, bytes...). Anything else is kept as its source text, so
 that a recording saves exactly what replay recomputes.
 
-Not here: running anything (a call found in text is shown, never run), or guessing from prose
-that merely names a tool. The text is untrusted, so the work is bounded: no regular
-expressions, at most MAX_SCAN characters looked at, at most MAX_ATTEMPTS parses of at most
-MAX_SPAN characters each.
+`runnable_call(text, schemas)` is stricter: with `--text-calls` (off by default), the loop
+runs a call written as text, as if the model had sent it through the API, only when the
+complete turn's text holds exactly one call in a fence or in `<tool_call>` tags, as one JSON
+object `{"name": <offered tool>, "arguments": {...}}` and nothing else.
+
+Not here: running anything (the loop decides that; by default a call found in text is shown,
+never run), or guessing from prose that merely names a tool. The text is untrusted, so the
+work is bounded: no regular expressions, at most MAX_SCAN characters looked at, at most
+MAX_ATTEMPTS parses of at most MAX_SPAN characters each.
 """
 
 import ast
@@ -235,3 +240,78 @@ def _json_native(value, depth):
         elif not (value is None or isinstance(value, str)):
             return False
     return True
+
+
+# --- calls written as text that may run (--text-calls) -----------------------------------------
+
+
+def runnable_call(text, schemas):
+    """`{"name", "arguments"}` of the one call written in `text` that may run, or None.
+
+    It may run only if it is the only call in the text's fences and `<tool_call>` blocks, a
+    JSON object with an offered tool's `"name"` and, if any, `"arguments"` that are an
+    object (or a JSON string of one), and no other key. Two calls, a call in prose, a bare
+    call, a tool_code block: none runs (the stop still names the first, as text_tool_call
+    does), since which one the model meant, and whether it meant it, is a guess.
+    """
+    tools = _offered(schemas)
+    if not isinstance(text, str) or len(text) > MAX_SCAN or not tools:
+        return None
+    found = []
+    for body in _blocks(text):
+        if len(body) > MAX_SPAN:
+            continue
+        try:
+            value = json.loads(body)
+        except _UNREADABLE:
+            continue
+        if isinstance(value, dict) and value.get("name") in tools:
+            found.append(value)
+    if len(found) != 1 or not set(found[0]) <= {"name", "arguments"}:
+        return None
+    call = _as_call(found[0], source=None)
+    return call if isinstance(call["arguments"], dict) else None
+
+
+def _blocks(text):
+    """What each fence (``` or longer, with at most a word after it) and each
+    <tool_call>…</tool_call> of `text` holds, stripped."""
+    lines, inside, ticks, held = text.split("\n"), False, 0, []
+    for line in lines:
+        stripped = line.strip()
+        if not inside:
+            count = len(stripped) - len(stripped.lstrip("`"))
+            if count >= 3 and (stripped[count:].strip().isalnum() or not stripped[count:].strip()):
+                inside, ticks, held = True, count, []
+        elif stripped == "`" * ticks:
+            inside = False
+            yield "\n".join(held).strip()
+        else:
+            held.append(line)
+    start = text.find("<tool_call>")
+    while start >= 0:
+        end = text.find("</tool_call>", start)
+        if end < 0:
+            return
+        yield text[start + len("<tool_call>") : end].strip()
+        start = text.find("<tool_call>", end)
+
+
+# What the loop appends after running a call written as text: a user message, since no
+# call was made through the API for a tool message to answer (the conversation says what
+# happened; the OpenAI wire would refuse a tool result without the call it answers).
+WRITTEN_RESULT = "The {name} call you wrote ran. Its result:\n{result}"
+
+
+def calls_from_text(text, schemas):
+    """The loop's calls for a turn that made none: [the runnable call, marked "from_text"],
+    or [] (see runnable_call)."""
+    call = runnable_call(text, schemas)
+    if call is None:
+        return []
+    return [{"function": call, "from_text": True}]
+
+
+def written_result(name, content):
+    """The message that returns a written call's result (`content`, its JSON text)."""
+    return {"role": "user", "content": WRITTEN_RESULT.format(name=name, result=content)}

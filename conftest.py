@@ -106,6 +106,21 @@ def pytest_runtest_setup(item):
         )
 
 
+# --- short test ids for long parameters -------------------------------------------------------
+# pytest names a parametrized test after its values, and puts that name in the environment
+# of the test (PYTEST_CURRENT_TEST): a hostile input of 300,000 characters then makes every
+# program the test starts fail with "Argument list too long". Past IDS_LONG characters, the
+# id is the value's start and its length.
+IDS_LONG = 60
+
+
+def pytest_make_parametrize_id(config, val, argname):
+    if isinstance(val, (str, bytes)) and len(val) > IDS_LONG:
+        start = val[:24] if isinstance(val, bytes) else val[:24].encode("unicode_escape")
+        return f"{start.decode('ascii', 'backslashreplace')}...({len(val):,} long)"
+    return None
+
+
 @pytest.fixture
 def repo(tmp_path):
     """A fresh copy of sample_repo/ (the faulty repository) under the test's tmp_path."""

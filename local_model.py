@@ -123,7 +123,8 @@ class LocalModel:
     `host` defaults to `$OLLAMA_HOST` when set, else http://127.0.0.1:11434, as Ollama's
     own clients do; `timeout` is the longest wait for the server's next bytes; `think` is
     the value sent (None: not sent), until `describe()` sets it from the capabilities;
-    `max_tokens` is the output budget of one turn (`num_predict`).
+    `max_tokens` is the output budget of one turn (`num_predict`); `temperature` and
+    `seed` replace OPTIONS' (record_run.py's --temperature, --seed).
     """
 
     def __init__(
@@ -134,12 +135,16 @@ class LocalModel:
         think=None,
         max_tokens=None,
         deadline=None,
+        temperature=None,
+        seed=None,
     ):
         self.model = model
         self.host = base_url(host or default_host())
         self.timeout = timeout
         self.think = think
         self.options = {**OPTIONS, "num_predict": max_tokens or MAX_TOKENS}
+        given = {"temperature": temperature, "seed": seed}
+        self.options.update({name: value for name, value in given.items() if value is not None})
         self.deadline = deadline or Deadline()  # ask.py sets a fresh one per question
         self.client = ollama.Client(
             host=self.host,

@@ -358,6 +358,8 @@ class OpenAICompatibleModel:
         timeout=READ_TIMEOUT,
         max_tokens=None,
         deadline=None,
+        temperature=None,
+        seed=None,
     ):
         url = with_scheme(base_url)
         parts = urlsplit(url)
@@ -368,6 +370,8 @@ class OpenAICompatibleModel:
         self.api_key = api_key
         self.timeout = timeout
         self.sampling = {**SAMPLING, "max_tokens": max_tokens or SAMPLING["max_tokens"]}
+        given = {"temperature": temperature, "seed": seed}  # record_run.py's, where given
+        self.sampling.update({name: value for name, value in given.items() if value is not None})
         self.deadline = deadline or Deadline()  # ask.py sets a fresh one per question
         self._parts = parts
 

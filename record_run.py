@@ -34,6 +34,7 @@ from agent_loop import INTERRUPTED, STOPPED, SYSTEM_PROMPT, TASK, AgentLoop, Sto
 from local_model import (
     DEFAULT_MODEL,
     MAX_TOKENS,
+    OPTIONS,
     READ_TIMEOUT,
     THINK_CHOICES,
     ModelError,
@@ -49,7 +50,13 @@ from plumbing.attempts import run_series, series_paths
 from plumbing.console import RunPrinter, tolerant_output, verdict_lines
 from plumbing.generated_cases import SEED_LIMIT
 from plumbing.isolation import chosen, notice
-from plumbing.limits import Deadline, positive_int, positive_seconds
+from plumbing.limits import (
+    Deadline,
+    positive_int,
+    positive_seconds,
+    sampling_seed,
+    sampling_temperature,
+)
 from plumbing.live_model import open_model
 from plumbing.recording import RECORDINGS, RecordingChat, build, save, sha256_file
 from plumbing.sample import SOURCE_FILE, TEST_FILE, copy_sample, final_source, tests_unchanged
@@ -112,6 +119,22 @@ def parse_args(argv):
         metavar="N",
         help="output budget of one model turn: Ollama's num_predict, OpenAI's max_tokens "
         "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--temperature",
+        type=sampling_temperature,
+        default=None,
+        metavar="T",
+        help=f"sampling temperature, 0 to 2 (default: {OPTIONS['temperature']}: the most "
+        "likely token each time, so attempts are near-copies; above 0 each attempt is a draw)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=sampling_seed,
+        default=OPTIONS["seed"],
+        metavar="N",
+        help=f"sampling seed (default: {OPTIONS['seed']}); with --attempts, attempt k is sent "
+        "N+k-1, so that above temperature 0 each attempt draws differently",
     )
     parser.add_argument(
         "--max-turns", type=int, default=12, help="model requests at most (default: %(default)s)"

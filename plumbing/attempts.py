@@ -1,7 +1,8 @@
 """A series of live attempts: what `record_run.py --attempts N [--jobs J]` does.
 
 Each attempt is `record_run.py` itself, run as a child process with `--attempts 1` and its
-own `--output` (NAME-1.json ... NAME-N.json): the same request settings, its own temporary
+own `--output` (NAME-1.json ... NAME-N.json) and its own seed (`--seed` + k - 1; at
+temperature 0 the seed changes nothing): the same request settings, its own temporary
 copy of the sample, its own conversation, its own recording. Up to J run at once against
 the same server. As each one ends, one line is printed from its recording (the verdict, the
 stop reason, model and tool calls, seconds), then the summary of the series (outcomes.py).
@@ -26,6 +27,7 @@ import time
 from pathlib import Path
 
 from plumbing.console import plural
+from plumbing.limits import SAMPLING_SEEDS
 from plumbing.outcomes import attempt_line, outcome, summary_lines
 from plumbing.recording import RecordingError, load
 
@@ -97,13 +99,15 @@ class Attempt:
 class Series:
     """Runs the attempts, prints a line as each ends, and keeps what they recorded."""
 
-    def __init__(self, argv, outputs, jobs, out):
+    def __init__(self, argv, outputs, jobs, out, seed=0):
         # subtle: argparse lets a later option override an earlier one, so the user's own
-        # --output/--attempts/--jobs (however abbreviated) give way to those added at the end.
+        # --output/--attempts/--jobs/--seed (however abbreviated) give way to those added at
+        # the end. Attempt k is sent seed+k-1: above temperature 0, each draws on its own.
         one = ["--attempts", "1", "--jobs", "1"]  # record_run.py refuses --jobs without a series
+        seeds = [str((seed + k) % SAMPLING_SEEDS) for k in range(len(outputs))]
         self.commands = [
-            [sys.executable, str(RECORD_RUN), *argv, *one, "--output", str(path)]
-            for path in outputs
+            [sys.executable, str(RECORD_RUN), *argv, *one, "--seed", each, "--output", str(path)]
+            for each, path in zip(seeds, outputs, strict=True)
         ]
         self.outputs, self.jobs, self.out = outputs, jobs, out
         self.outcomes = {}  # attempt number -> Outcome, for those that saved a recording
@@ -194,7 +198,7 @@ def run_series(argv, args, out=None):
         f"up to {jobs} at once\nRecordings: {outputs[0]} ... {outputs[-1].name}\n"
     )
     out.flush()
-    series = Series(argv, outputs, jobs, out)
+    series = Series(argv, outputs, jobs, out, args.seed)
     started = time.monotonic()
     try:
         series.run()

@@ -39,6 +39,28 @@ def positive_int(text):
     return value
 
 
+def sampling_temperature(text):
+    """An argparse type: a sampling temperature, a finite number from 0 to 2."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 2:  # subtle: nan compares false both ways, so it is refused too
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 2, got {text!r}")
+    return value
+
+
+SAMPLING_SEEDS = 2**31  # a seed both wires take (llama.cpp's is 32 bits)
+
+
+def sampling_seed(text):
+    """An argparse type: a sampling seed, a whole number from 0 below SAMPLING_SEEDS."""
+    value = int(text) if text.strip().isdigit() else -1
+    if not 0 <= value < SAMPLING_SEEDS:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 0 to {SAMPLING_SEEDS - 1}")
+    return value
+
+
 MAX_LINE_BYTES = 8 * 1024 * 1024  # one NDJSON or SSE line; a real chunk is a few hundred bytes
 MAX_TOOL_CALLS = 32  # per turn; the calls past it are answered with an error, none runs
 # A turn past either of these is not a turn a model means: it ends as model_error, and

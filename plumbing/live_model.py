@@ -21,11 +21,13 @@ from plumbing.redact import keep_credentials_of
 def open_model(args):
     """(adapter, the server's description of the model), checked; see the module docstring."""
     keep_credentials_of(args.host)  # a user and password in the address are never shown or saved
+    # record_run.py's --temperature and --seed; ask.py has neither, and keeps the defaults
+    sampling = {name: getattr(args, name, None) for name in ("temperature", "seed")}
     if args.api == "openai":
         key = os.environ.get("OPENAI_API_KEY")  # sent to servers started with one, never shown
         model = OpenAICompatibleModel(
-            args.model, args.host, key, args.timeout, max_tokens=args.max_tokens
+            args.model, args.host, key, args.timeout, max_tokens=args.max_tokens, **sampling
         )
         return model, model.describe()
-    model = LocalModel(args.model, args.host, args.timeout, max_tokens=args.max_tokens)
+    model = LocalModel(args.model, args.host, args.timeout, max_tokens=args.max_tokens, **sampling)
     return model, model.describe(args.think)  # refuses a model without tools; sets think

@@ -1,7 +1,9 @@
 """Offline tests that replay the shipped recordings, the failure cases and the two CLIs.
 
 Replays run the real loop, the real tools and real pytest on temporary copies. The
-recorder is run as a subprocess through the real SDK against ollama_test_server.py.
+recorder runs through the real SDK against ollama_test_server.py, its main() called in this
+process (tests/in_process.py); only the Ctrl-C test starts it as a program, since the signal
+is what it is about.
 """
 
 import io
@@ -45,6 +47,7 @@ from replay import CANNOT_REPLAY, DIVERGED, FULL, REPRODUCED, TURNS, parse_args
 from repo_tools import RepoTools
 from tests import openai_test_server as openai
 from tests.helpers import FAULTY_LINE, FIXED_LINE, altered, replay, sigint_default, wait_for
+from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.real_server import ANSWER_TOKENS, MODEL
 from tests.scripted_model import ScriptedChat
@@ -52,11 +55,6 @@ from verdict import run_pytest
 
 HERE = Path(__file__).resolve().parent
 SHIPPED = sorted(RECORDINGS.glob("*.json"))
-
-
-def run_cli(*args, **options):
-    command = [sys.executable, str(HERE / args[0]), *map(str, args[1:])]
-    return subprocess.run(command, capture_output=True, text=True, cwd=HERE, **options)
 
 
 # --- the shipped recordings ----------------------------------------------------------------------

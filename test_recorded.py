@@ -3,7 +3,8 @@
 Replays run the real loop, the real tools and real pytest on temporary copies. The
 recorder runs through the real SDK against ollama_test_server.py, its main() called in this
 process (tests/in_process.py); only the Ctrl-C test starts it as a program, since the signal
-is what it is about.
+is what it is about. A replay whose printed output several tests check is made once and
+shared (a module fixture, its tests kept on one xdist worker).
 """
 
 import io
@@ -56,13 +57,26 @@ from verdict import run_pytest
 HERE = Path(__file__).resolve().parent
 SHIPPED = sorted(RECORDINGS.glob("*.json"))
 
+# subtle: a module fixture is made once per xdist worker, so the tests that read one shared
+# replay are kept on one worker (`--dist loadgroup`, lab.py's test job).
+SHARES_THE_SHIPPED_REPLAYS = pytest.mark.xdist_group("shipped-replays")
+SHARES_THE_OPENAI_RECORDING = pytest.mark.xdist_group("openai-recording")
+
+
+@pytest.fixture(scope="module")
+def shipped_replays():
+    """{file name: (outcome, printed text)} of each shipped recording replayed once, with
+    replay.py's default options."""
+    return {path.name: replay(path) for path in SHIPPED}
+
 
 # --- the shipped recordings ----------------------------------------------------------------------
 
 
+@SHARES_THE_SHIPPED_REPLAYS
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
-def test_shipped_recording_reproduces(path):
-    outcome, output = replay(path)
+def test_shipped_recording_reproduces(path, shipped_replays):
+    outcome, output = shipped_replays[path.name]
     assert outcome == REPRODUCED, output
     # Only the one the README names (make_live_recording.py's) is a model's output.
     assert load(path)["source"] == ("live" if path.name == MODEL.recording else "scripted")
@@ -170,9 +184,10 @@ def test_run_whose_test_output_holds_its_temp_path_replays(tmp_path):
 # --- divergences and refusals ------------------------------------------------------------------
 
 
-def test_replay_shows_the_description_only_after_the_verdict():
+@SHARES_THE_SHIPPED_REPLAYS
+def test_replay_shows_the_description_only_after_the_verdict(shipped_replays):
     # The description says how the attempt ends: a learner predicting it reads it last.
-    _, output = replay(RECORDINGS / "claims-success-without-edit.json")
+    _, output = shipped_replays["claims-success-without-edit.json"]
     lines = output.splitlines()
     verdict = next(i for i, line in enumerate(lines) if line.startswith("Independent verdict"))
     about = next(i for i, line in enumerate(lines) if line.startswith("About this recording:"))
@@ -187,8 +202,9 @@ def lines_after(output, start, count):
     return lines[at + 1 : at + 1 + count]
 
 
-def test_replay_shows_each_edit_and_the_whole_change_as_diffs():
-    _, output = replay(RECORDINGS / "repair.json")
+@SHARES_THE_SHIPPED_REPLAYS
+def test_replay_shows_each_edit_and_the_whole_change_as_diffs(shipped_replays):
+    _, output = shipped_replays["repair.json"]
     removed, added = f"    -        {FAULTY_LINE}", f"    +        {FIXED_LINE}"
     under_edit = lines_after(output, "  -> replaced 1 occurrence", 8)
     assert under_edit[:2] == ["    --- path_rules.py before", "    +++ after this edit"]
@@ -198,8 +214,9 @@ def test_replay_shows_each_edit_and_the_whole_change_as_diffs():
     assert removed in whole and added in whole
 
 
-def test_a_run_that_changed_nothing_shows_no_diff():
-    _, output = replay(RECORDINGS / "claims-success-without-edit.json")
+@SHARES_THE_SHIPPED_REPLAYS
+def test_a_run_that_changed_nothing_shows_no_diff(shipped_replays):
+    _, output = shipped_replays["claims-success-without-edit.json"]
     assert "What the run changed" not in output and "+++ " not in output
 
 
@@ -436,8 +453,9 @@ def test_transcript_full_prints_each_request_as_the_model_received_it():
     assert 'adapter (the SDK leaves out empty fields) ---\n[\n  {\n    "role": "system",' in output
 
 
-def test_a_test_run_is_shown_as_its_exit_code_and_counts():
-    outcome, output = replay(RECORDINGS / "repair.json")
+@SHARES_THE_SHIPPED_REPLAYS
+def test_a_test_run_is_shown_as_its_exit_code_and_counts(shipped_replays):
+    outcome, output = shipped_replays["repair.json"]
     assert outcome == REPRODUCED
     assert "\n  -> exit 0 (4 passed)\n" in output
 
@@ -691,8 +709,11 @@ ARGUMENT_PIECES = ['{"ol', 'd": "parts = path.split(\\"/\\")", "new": "parts = p
     'lace(\\"\\\\\\\\\\", \\"/\\").split(\\"/\\")"}')]  # fmt: skip
 
 
-def record_openai(tmp_path):
-    output = tmp_path / "openai.json"
+@pytest.fixture(scope="module")
+def openai_recording(tmp_path_factory):
+    """One attempt recorded by record_run.py over the OpenAI-compatible wire: its path. The
+    tests that use it read it or change a copy, never the file itself."""
+    output = tmp_path_factory.mktemp("openai") / "openai.json"
     fragments = [openai.tool_call(0, name="replace_text", call_id="call_a")]
     fragments += [openai.tool_call(0, piece) for piece in ARGUMENT_PIECES]
     script = [
@@ -712,12 +733,13 @@ def record_openai(tmp_path):
     return output
 
 
-def test_openai_recording_replays_through_the_adapters_normaliser(tmp_path):
-    recording = load(record_openai(tmp_path))
+@SHARES_THE_OPENAI_RECORDING
+def test_openai_recording_replays_through_the_adapters_normaliser(openai_recording):
+    recording = load(openai_recording)
     assert recording["api"] == "openai" and "chunks" not in recording["model_calls"][0]
     raw = recording["model_calls"][0]["events"]
     assert [e["choices"][0]["delta"].get("tool_calls") is not None for e in raw].count(True) == 5
-    outcome, output = replay(tmp_path / "openai.json", transcript=FULL)
+    outcome, output = replay(openai_recording, transcript=FULL)
     assert outcome == REPRODUCED, output
     assert (
         "Independent verdict: passed\n  visible tests: 4 of 4 passed\n"
@@ -727,9 +749,10 @@ def test_openai_recording_replays_through_the_adapters_normaliser(tmp_path):
     assert '"tool_call_id": "t0001c000"' in output  # the wire's own shape, not the loop's
 
 
-def test_openai_altered_argument_fragment_is_a_divergence(tmp_path):
-    path = record_openai(tmp_path)
-    recording = load(path)
+@SHARES_THE_OPENAI_RECORDING
+def test_openai_altered_argument_fragment_is_a_divergence(openai_recording, tmp_path):
+    path = tmp_path / "altered.json"  # a copy: the shared recording stays as recorded
+    recording = load(openai_recording)
     for event in recording["model_calls"][0]["events"]:
         for fragment in event["choices"][0]["delta"].get("tool_calls") or []:
             arguments = fragment.get("function", {}).get("arguments", "")
@@ -753,12 +776,13 @@ def test_a_recording_of_the_previous_format_is_refused_in_one_line_naming_it():
     assert "record the attempt again" in error and "DIVERGED" not in finished.stdout
 
 
-def test_a_scripted_recording_says_first_that_no_model_wrote_it():
+@SHARES_THE_SHIPPED_REPLAYS
+def test_a_scripted_recording_says_first_that_no_model_wrote_it(shipped_replays):
     # Once its first line read "Model: gemma4:e2b (scripted)", which a learner took for
     # Gemma's output (issue 21).
-    _, output = replay(RECORDINGS / "repair.json")
+    _, output = shipped_replays["repair.json"]
     first = output.splitlines()[0]
     assert first.startswith("Recording: recordings/repair.json  |  scripted: ")
     assert "chunks written by hand, not a model's output" in first
-    _, output = replay(RECORDINGS / "smollm2-135m-live.json")
+    _, output = shipped_replays["smollm2-135m-live.json"]
     assert output.splitlines()[0].endswith("live: streamed by smollm2-135m-instruct")

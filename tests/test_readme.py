@@ -4,6 +4,12 @@ Each quoted block is read from README.md or docs/ itself, so the pages and these
 cannot drift apart: a line a page quotes must appear in the output, in the same order
 (lines of `...` stand for what the page leaves out; a line ending in `...` is compared up
 to there). Also the README's size, its links and the core path's line numbers.
+
+Step 1's `python3 lab.py replay` runs exactly as a learner types it, lab.py and all, and
+the gamed verdict is read from that run (a recording's part of it is what replaying it
+alone prints). The other commands run with the page's own arguments through the script's
+main() in this process (tests/in_process.py): the same text, without an interpreter, the
+SDK's import and the lab's compile each. The heredocs run as a learner's `python3` would.
 """
 
 import json
@@ -11,8 +17,11 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from plumbing.recording import RECORDINGS, load
-from tests.helpers import LAB, replay
+from tests.helpers import LAB
+from tests.in_process import run_cli
 
 README = (LAB / "README.md").read_text(encoding="utf-8")
 DOCS = sorted((LAB / "docs").glob("*.md"))
@@ -55,23 +64,60 @@ def appear_in_order(quoted, output):
     return missing
 
 
-def test_step_1_the_replay_of_every_recording_ends_as_quoted():
-    finished = subprocess.run(
-        [sys.executable, str(LAB / "replay.py")], capture_output=True, text=True, cwd=LAB
+# subtle: a module fixture is made once per xdist worker, so the tests that read the one
+# run of `python3 lab.py replay` are kept on one worker (`--dist loadgroup`, lab.py test).
+SHARES_THE_LEARNERS_REPLAY = pytest.mark.xdist_group("readme-lab-replay")
+
+
+@pytest.fixture(scope="module")
+def learners_replay():
+    """`python3 lab.py replay` run as step 1 tells a learner to: every shipped recording."""
+    return subprocess.run(
+        [sys.executable, str(LAB / "lab.py"), "replay"], capture_output=True, text=True, cwd=LAB
     )
+
+
+def replayed_alone(output, name):
+    """What `output`, of a replay of every recording, printed for recordings/`name`: the
+    text `python3 lab.py replay recordings/NAME` prints before its summary line."""
+    lines = output.splitlines(keepends=True)
+    start = next(
+        i for i, line in enumerate(lines) if line.startswith(f"Recording: recordings/{name} ")
+    )
+    ends = (
+        i for i in range(start + 1, len(lines)) if lines[i].startswith(("Recording: ", "Replayed "))
+    )
+    return "".join(lines[start : next(ends)])
+
+
+@SHARES_THE_LEARNERS_REPLAY
+def test_step_1_the_replay_of_every_recording_ends_as_quoted(learners_replay):
     quoted = quoted_block("Replayed ")
-    assert finished.stdout.splitlines()[-1] == quoted[0]
-    assert finished.returncode == 0
+    assert learners_replay.stdout.splitlines()[-1] == quoted[0]
+    assert learners_replay.returncode == 0
+
+
+LAB_REPLAY = "python3 lab.py replay "
+
+
+def replayed_as_typed(command, moved=None):
+    """(exit code, stdout) of a page's `python3 lab.py replay ARGS`, printed by replay.py's
+    main() called here: lab.py hands ARGS on to replay.py, and from the lab's folder its
+    paths mean what they say. `moved`: {a path the page names: where it is here}."""
+    assert command in PAGES and command.startswith(LAB_REPLAY)  # what the page says to type
+    args = [(moved or {}).get(arg, arg) for arg in command.removeprefix(LAB_REPLAY).split()]
+    finished = run_cli("replay.py", *args)
+    return finished.returncode, finished.stdout
 
 
 def test_step_2_the_transcript_begins_as_quoted():
-    _, output = replay(RECORDINGS / "repair.json", transcript="turns")
+    _, output = replayed_as_typed("python3 lab.py replay recordings/repair.json --transcript")
     assert (
         appear_in_order(quoted_block("Recording: recordings/repair.json  |  scripted"), output)
         == []
     )
     # "four carry pieces of thinking, the fifth the tool call, the sixth done: true"
-    _, output = replay(RECORDINGS / "repair.json", chunks=1)
+    _, output = replayed_as_typed("python3 lab.py replay recordings/repair.json --chunks 1")
     lines = output.splitlines()
     head = lines.index("--- turn 1: its 6 chunks, as the adapter handed them over ---")
     chunks = [json.loads(line) for line in lines[head + 1 : head + 7]]
@@ -82,7 +128,8 @@ def test_step_2_the_transcript_begins_as_quoted():
 
 
 def test_step_3_the_turn_budget_ends_as_the_readme_says():
-    _, output = replay(RECORDINGS / "bounded-max-turns-1.json", transcript="turns")
+    command = "python3 lab.py replay recordings/bounded-max-turns-1.json --transcript"
+    _, output = replayed_as_typed(command)
     for said in (
         'turn 1: read_file {"path": "path_rules.py"}',
         "  -> 11 lines of path_rules.py",
@@ -96,14 +143,17 @@ def test_step_3_the_turn_budget_ends_as_the_readme_says():
 
 def changed_as_the_readme_does(section, tmp_path):
     """Run the first `python3 - <<'PY'` block of `section` as a learner would, writing
-    into `tmp_path` instead of /tmp; replay what it wrote: (exit code, output)."""
-    code = section.split("    python3 - <<'PY'\n", 1)[1].split("    PY\n", 1)[0]
+    into `tmp_path` instead of /tmp, then the replay command that follows it on what it
+    wrote: (exit code, output)."""
+    code, after = section.split("    python3 - <<'PY'\n", 1)[1].split("    PY\n", 1)
     code = "\n".join(line[4:] for line in code.splitlines())
     written = re.search(r'"/tmp/([\w.-]+\.json)"', code)
     target = tmp_path / written.group(1)
     code = code.replace(written.group(0), repr(str(target)))
     subprocess.run([sys.executable, "-c", code], cwd=LAB, check=True)
-    return replay(target)
+    command = after.splitlines()[0].strip()
+    assert command == f"{LAB_REPLAY}/tmp/{written.group(1)}"  # the copy the block wrote
+    return replayed_as_typed(command, moved={f"/tmp/{written.group(1)}": target})
 
 
 def test_step_4_breaking_a_recording_as_the_readme_does_diverges_as_quoted(tmp_path):
@@ -127,17 +177,16 @@ def test_step_7_a_tool_that_does_not_exist_is_answered_and_replayed_as_quoted(tm
 # --- outputs quoted further on, from the shipped recordings -------------------------------------
 
 
-def test_the_gamed_verdict_reads_as_quoted():
-    _, output = replay(RECORDINGS / "games-the-verdict.json")
+@SHARES_THE_LEARNERS_REPLAY
+def test_the_gamed_verdict_reads_as_quoted(learners_replay):
+    output = replayed_alone(learners_replay.stdout, "games-the-verdict.json")
     quoted = quoted_block("python3 lab.py replay recordings/games-the-verdict.json")
     assert appear_in_order(quoted, output) == []
 
 
 def test_compare_on_the_shipped_recordings_prints_as_quoted():
     paths = sorted(str(p) for p in RECORDINGS.glob("*.json"))
-    finished = subprocess.run(
-        [sys.executable, str(LAB / "compare.py"), *paths], capture_output=True, text=True
-    )
+    finished = run_cli("compare.py", *paths)
     quoted = quoted_block("$ python3 lab.py run compare.py recordings/*.json")
     assert appear_in_order(quoted, finished.stdout) == []
 

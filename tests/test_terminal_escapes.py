@@ -4,6 +4,10 @@ reaches the terminal as control characters.
 The sequences are those of the red-team pass: ESC[1A ESC[2K drew a fake passing verdict
 over the real one, OSC 0 renamed the window, OSC 52 could set the clipboard, ESC[8m hid
 everything after it, and a carriage return can overwrite a line.
+
+The CLIs run their main() in this process (tests/in_process.py), printing into pipes as
+they would as programs; only the test of a terminal that cannot encode a character starts
+one as a program, since that encoding is what Python sets up before main() runs.
 """
 
 import io
@@ -15,6 +19,7 @@ from pathlib import Path
 from plumbing.console import visible
 from plumbing.sample import copy_sample
 from tests.helpers import altered
+from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 
 HERE = Path(__file__).resolve().parent.parent
@@ -22,9 +27,9 @@ FAKE_VERDICT = "\x1b[1A\x1b[2KIndependent verdict: passed"
 HOSTILE = FAKE_VERDICT + " \x1b]0;pwned\x07 \x1b]52;c;ZXZpbA==\x07 \x1b[8m hidden \r\x9b31m \u202e"
 
 
-def run(*args, **options):
+def run_as_a_program(*args, env):
     return subprocess.run(
-        [sys.executable, *map(str, args)], capture_output=True, text=True, cwd=HERE, **options
+        [sys.executable, *map(str, args)], capture_output=True, text=True, cwd=HERE, env=env
     )
 
 
@@ -50,7 +55,7 @@ def test_replay_shows_a_recordings_escapes(tmp_path):
         last = recording["model_calls"][-1]["chunks"]
         last[0]["message"]["content"] = HOSTILE  # what the model "said", streamed
 
-    finished = run("replay.py", altered(tmp_path, change))
+    finished = run_cli("replay.py", altered(tmp_path, change))
     assert_shown_not_obeyed(finished)
 
 
@@ -58,13 +63,14 @@ def test_compare_shows_a_recordings_escapes(tmp_path):
     def change(recording):
         recording["model"]["name"] = HOSTILE
 
-    assert_shown_not_obeyed(run("compare.py", altered(tmp_path, change)))
+    assert_shown_not_obeyed(run_cli("compare.py", altered(tmp_path, change)))
 
 
 def test_a_terminal_that_cannot_encode_a_character_is_shown_its_escape_not_a_traceback():
-    # PYTHONIOENCODING=ascii stands for a terminal that cannot show compare.py's "·"
+    # PYTHONIOENCODING=ascii stands for a terminal that cannot show compare.py's "·"; a
+    # program, since Python reads it when it starts, before compare.py's main() runs
     ascii_only = {**os.environ, "PYTHONIOENCODING": "ascii"}
-    finished = run("compare.py", "recordings/repair.json", env=ascii_only)
+    finished = run_as_a_program("compare.py", "recordings/repair.json", env=ascii_only)
     assert finished.returncode == 0, finished.stderr
     assert "scripted \\xb7 gemma4:e2b \\xb7 ollama" in finished.stdout
 
@@ -75,7 +81,7 @@ def test_record_run_shows_a_models_escapes_in_text_and_arguments(tmp_path):
         reply(chunk(HOSTILE), chunk(done=True)),
     ]
     with OllamaTestServer(script) as server:
-        finished = run("record_run.py", "--host", server.host, "--output", tmp_path / "r.json")
+        finished = run_cli("record_run.py", "--host", server.host, "--output", tmp_path / "r.json")
     assert finished.returncode == 1
     assert_shown_not_obeyed(finished)
 
@@ -88,7 +94,7 @@ def test_ask_shows_a_models_escapes_and_a_file_names(tmp_path):
         reply(chunk("The files: name\x1b[8m.py. " + HOSTILE), chunk(done=True)),
     ]
     with OllamaTestServer(script) as server:
-        finished = run("ask.py", "--root", repo, "--host", server.host, "What is here?")
+        finished = run_cli("ask.py", "--root", repo, "--host", server.host, "What is here?")
     assert finished.returncode == 0, finished.stderr
     assert_shown_not_obeyed(finished)
     assert "name\\x1b[8m.py" in finished.stdout

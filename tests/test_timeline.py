@@ -1,6 +1,7 @@
 """Tests of the per-turn metrics in events and recordings, and of the timeline's shape."""
 
 import io
+import json
 import os
 import re
 import subprocess
@@ -204,35 +205,35 @@ def test_a_longest_span_of_exactly_the_threshold_gets_bars():
     )
 
 
-def run_timeline(columns):
-    """The timeline of EVENTS printed by a fresh Python whose stdout is a pipe, not a tty."""
+def test_the_timeline_is_80_columns_wide_when_no_terminal_can_be_asked():
+    # A fresh Python whose stdout is a pipe, as in a log or CI, without COLUMNS: there is no
+    # terminal to ask, so 80 columns and bars of (80 - 53) // 2 = 13. A program, since this
+    # test's own stdout may be a terminal. EVENTS go in as JSON: the timeline alone is loaded.
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    if columns is not None:
-        env["COLUMNS"] = str(columns)
-    code = "from plumbing.timeline import timeline; from tests.test_timeline import EVENTS; "
-    code += "print(timeline(EVENTS)[1])"
+    code = "import json, sys; from plumbing.timeline import timeline; "
+    code += "print(timeline(json.load(sys.stdin))[1])"
     finished = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=HERE, env=env
+        [sys.executable, "-c", code],
+        input=json.dumps(EVENTS),
+        capture_output=True,
+        text=True,
+        cwd=HERE,
+        env=env,
     )
     assert finished.returncode == 0, finished.stderr
-    return finished.stdout.rstrip("\n")
+    assert finished.stdout == (
+        "turn 1  model ######.......   2.00s | tools ##...........   0.50s  read_file\n"
+    )
 
 
-@pytest.mark.parametrize(
-    "columns, expected",
-    [
-        # no terminal to ask (a pipe, a log): 80 columns, so bars of (80 - 53) // 2 = 13
-        (None, "turn 1  model ######.......   2.00s | tools ##...........   0.50s  read_file"),
-        # a wider terminal: the timeline stops at 100 columns, bars of 23, not 24
-        (
-            101,
-            "turn 1  model ############...........   2.00s | tools ###....................   0.50s"
-            "  read_file",
-        ),
-    ],
-)
-def test_the_timeline_fits_the_terminal_up_to_100_columns(columns, expected):
-    assert run_timeline(columns) == expected
+def test_the_timeline_fits_the_terminal_up_to_100_columns(monkeypatch):
+    # a wider terminal (COLUMNS is what it says, read when the timeline is drawn): the
+    # timeline stops at 100 columns, bars of 23, not 24
+    monkeypatch.setenv("COLUMNS", "101")
+    assert timeline(EVENTS)[1] == (
+        "turn 1  model ############...........   2.00s | tools ###....................   0.50s"
+        "  read_file"
+    )
 
 
 def test_only_turn_starts_and_timed_events_make_a_turn():

@@ -56,11 +56,13 @@ def tool_replies(messages):
 def test_content_thinking_and_calls_are_assembled_across_chunks(repo):
     read_code = call("read_file", path="path_rules.py")
     read_tests = call("read_file", path="tests/test_path_rules.py")
+    # an edit whose `old` is absent, refused at once (run_tests here cost an unchecked pytest run)
+    refused_edit = call("replace_text", old="absent", new="x")
     turn = [
         chunk(thinking="Let me "),
         chunk(thinking="look.", content="Reading "),
         chunk(tool_calls=[read_code]),  # a call in its own chunk
-        chunk(content="both files.", tool_calls=[read_tests, call("run_tests")]),  # two in one
+        chunk(content="both files.", tool_calls=[read_tests, refused_edit]),  # two in one
         chunk(content=" Done", done=True, tool_calls=[call("read_file", path="path_rules.py")]),
     ]
     chat, events = run([turn, [chunk("ok", done=True)]], repo)
@@ -68,7 +70,7 @@ def test_content_thinking_and_calls_are_assembled_across_chunks(repo):
     assert message["content"] == "Reading both files. Done"  # the final chunk's content too
     assert message["thinking"] == "Let me look."
     names = [c["function"]["name"] for c in message["tool_calls"]]
-    assert names == ["read_file", "read_file", "run_tests", "read_file"]  # final chunk's call too
+    assert names == ["read_file", "read_file", "replace_text", "read_file"]  # final chunk's too
     assert chat.requests[1][2] == message  # appended to the conversation as assembled
 
 

@@ -1,4 +1,4 @@
-"""What the command-line tools print, run as a learner runs them, for tests/snapshots.py.
+"""What the command-line tools print to a learner who runs them, for tests/snapshots.py.
 
 replay.py on shipped recordings (with --transcript, --transcript=full and --chunks), on a
 recording that diverges and on files that are not recordings; compare.py grouped each way.
@@ -7,22 +7,23 @@ today's timings; tests/snapshots.py pins how it is drawn) becomes one line, and 
 temporary folder becomes TMP, and the line saying that the tests run unisolated (on a
 machine without bubblewrap) is left out. Each command runs with a minimal environment, and
 each output ends with its exit code.
+
+Each command's main() runs in this process (tests/in_process.py), with ENVIRONMENT as its
+environment: the same output as the program, without an interpreter's start and the SDK's
+import for each. The attempts of a series are still programs, as record_run.py starts them.
+Not here: what a CLI does as a program before main() (tests/test_entry_points.py).
 """
 
 import json
 import os
 import re
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 from plumbing.recording import RECORDINGS
 from tests import ollama_test_server as ollama
 from tests import openai_test_server as openai
-
-HERE = Path(__file__).resolve().parent.parent
-
+from tests.in_process import run_cli
 
 # The environment of every command: nothing of the caller's (a variable whose name looks
 # secret would redact its value from the output, FORCE_COLOR would colour argparse's).
@@ -51,11 +52,7 @@ def normalised(text, folder):
 
 
 def run(script, *args, folder):
-    finished = subprocess.run(
-        [sys.executable, str(HERE / script), *map(str, args)],
-        capture_output=True, text=True, encoding="utf-8", timeout=120, cwd=HERE,
-        env=ENVIRONMENT,
-    )  # fmt: skip
+    finished = run_cli(script, *args, env=ENVIRONMENT)
     said = f"$ {script} {' '.join(map(str, args))}\n{finished.stdout}"
     if finished.stderr:
         said += f"[stderr]\n{finished.stderr}"

@@ -15,8 +15,8 @@ the page view.py writes. Variants of the repair recording reach the branches no 
 one does (an interrupted run, a model error, a call written as text, a turn past the call
 cap, text beyond ASCII, context counters, broken turns). The modules beside this one add
 the outcomes of odd inputs (snapshot_inputs.py), of the loop and the tools
-(snapshot_tools.py), and what the CLIs print (snapshot_clis.py: those do replay and run
-tests, in subprocesses, and come last).
+(snapshot_tools.py), and what the CLIs print (snapshot_clis.py: those replay and run
+tests, and come last).
 """
 
 import argparse

@@ -1,9 +1,13 @@
 """Tests of a series of attempts (record_run.py --attempts), its figures, compare.py and the
 context window in the timeline.
 
-Series run the real record_run.py as a subprocess, through the real SDK, against
+Series run the real record_run.py, through the real SDK, against
 ollama_test_server.ConversationServer: one hand-written script per attempt, so that with
 --jobs the replies of two attempts cannot cross. Nothing here is a model's output.
+
+record_run.py's and compare.py's main() run in the test's own process (tests/in_process.py);
+each attempt of a series is still a record_run.py program, as the series starts it. The
+Ctrl-C tests start the series itself as a program: a signal is about the process.
 """
 
 import io
@@ -11,8 +15,6 @@ import os
 import re
 import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -27,6 +29,7 @@ from plumbing.timeline import context_lines, context_window
 from replay import REPRODUCED, replay_one
 from tests import openai_test_server as openai
 from tests.helpers import altered, processes_under, start_cli, wait_for
+from tests.in_process import run_cli
 from tests.ollama_test_server import ConversationServer, call, chunk, reply
 from tests.test_hardening import HOSTILE_NEW, HOSTILE_OLD
 
@@ -59,9 +62,9 @@ def reading(tag):
     return [reply(chunk(thinking=f"Plan {tag}: read."), chunk(tool_calls=[read]), chunk(done=True))]
 
 
-def record(*args, env=None):
-    command = [sys.executable, str(HERE / "record_run.py"), *map(str, args)]
-    return subprocess.run(command, capture_output=True, text=True, cwd=HERE, env=env)
+def record(*args):
+    """record_run.py ARGS, its main() in this process; a series' attempts are programs."""
+    return run_cli("record_run.py", *args)
 
 
 def series(conversations, output, *options):
@@ -143,11 +146,25 @@ def test_series_records_each_attempt_and_summarises_two_of_three(tmp_path):
     assert all(replay_one(p, out=out) == REPRODUCED for p in paths)  # ordinary recordings
 
 
-def test_an_attempt_cut_off_mid_turn_counts_the_time_it_waited(tmp_path):
-    # No model_done times a turn that never ended; the loop's own wall time does.
+# subtle: a module fixture is made once per xdist worker, so the tests that share one run
+# carry the same xdist_group mark (`--dist loadgroup`, lab.py's test job): one worker runs it.
+SHARES_THE_CUT_OFF_TURN = pytest.mark.xdist_group("attempts-cut-off-turn")
+SHARES_THE_RUNS_BY_MAX_TURNS = pytest.mark.xdist_group("attempts-by-max-turns")
+
+
+@pytest.fixture(scope="module")
+def cut_off(tmp_path_factory):
+    """(the run, its recording's path) of one attempt (the default) whose only turn is cut
+    off: the server sends one chunk, waits 0.5 s, and ends the stream without a done chunk."""
     cut = reply(chunk("Thinking about it"), pause_after_first=0.5)  # no done chunk
-    output = tmp_path / "cut.json"
-    finished = series([[cut]], output)
+    output = tmp_path_factory.mktemp("cut") / "cut.json"
+    return series([[cut]], output), output
+
+
+@SHARES_THE_CUT_OFF_TURN
+def test_an_attempt_cut_off_mid_turn_counts_the_time_it_waited(cut_off):
+    # No model_done times a turn that never ended; the loop's own wall time does.
+    finished, output = cut_off
     assert finished.returncode == 1, finished.stdout + finished.stderr
     recording = load(output)
     assert recording["stop"]["reason"] == "incomplete_model_turn"
@@ -156,12 +173,11 @@ def test_an_attempt_cut_off_mid_turn_counts_the_time_it_waited(tmp_path):
     assert outcome(recording).seconds - tests >= 0.5
 
 
-def test_a_turn_cut_off_mid_stream_shows_its_model_time_in_the_timeline(tmp_path):
+@SHARES_THE_CUT_OFF_TURN
+def test_a_turn_cut_off_mid_stream_shows_its_model_time_in_the_timeline(cut_off):
     # The stop carries the time of the turn it cut off; the timeline and the attempt's
     # seconds both count it (once the timeline said "model 0.00s" for it).
-    cut = reply(chunk("Thinking about it"), pause_after_first=0.5)  # no done chunk
-    output = tmp_path / "cut.json"
-    finished = series([[cut]], output, "--attempts", 1)
+    finished, output = cut_off
     stop = load(output)["stop"]
     assert stop["reason"] == "incomplete_model_turn" and stop["seconds"] >= 0.5
     line = next(x for x in finished.stdout.splitlines() if x.startswith("turn 1  model"))
@@ -171,8 +187,25 @@ def test_a_turn_cut_off_mid_stream_shows_its_model_time_in_the_timeline(tmp_path
     assert float(total.split()[2].removesuffix("s")) == pytest.approx(stop["seconds"], abs=0.01)
 
 
-def test_series_where_every_attempt_passes_exits_0(tmp_path):
-    finished = series([passing("a"), passing("b")], tmp_path / "s.json", "--attempts", 2)
+@pytest.fixture(scope="module")
+def by_max_turns(tmp_path_factory):
+    """(the two runs, the series, their folder) that compare.py groups by max_turns: two
+    attempts stopped by --max-turns 1, each a run of its own (t1-1.json, t1-2.json), and a
+    series of two with the default 12 turns (t12-1.json, t12-2.json) where both repair the
+    sample, the first after reading a file (3 model calls and 2 tool calls), the second at
+    once (2 and 1)."""
+    folder = tmp_path_factory.mktemp("by-max-turns")
+    with ConversationServer([reading("a"), reading("b")]) as server:
+        small = [record("--host", server.host, "--output", folder / f"t1-{k}.json",
+                        "--max-turns", 1) for k in (1, 2)]  # fmt: skip
+    large = series([reading("c") + passing("d"), passing("e")], folder / "t12.json",
+                   "--attempts", 2)  # fmt: skip
+    return small, large, folder
+
+
+@SHARES_THE_RUNS_BY_MAX_TURNS
+def test_series_where_every_attempt_passes_exits_0(by_max_turns):
+    _, finished, _ = by_max_turns
     assert finished.returncode == 0, finished.stdout + finished.stderr
     assert "passed 2 of 2 (100%; 95% interval 34%-100%)" in finished.stdout
 
@@ -411,8 +444,7 @@ def sleeping_grandchild(pid):
 
 
 def compare(*args):
-    command = [sys.executable, str(HERE / "compare.py"), *map(str, args)]
-    return subprocess.run(command, capture_output=True, text=True, cwd=HERE)
+    return run_cli("compare.py", *args)
 
 
 def test_compare_on_the_shipped_recordings_labels_them_scripted():
@@ -429,13 +461,13 @@ def test_compare_on_the_shipped_recordings_labels_them_scripted():
     assert all(len(line) <= 80 for line in out.splitlines())
 
 
-def test_compare_by_max_turns_answers_what_a_bigger_budget_repairs(tmp_path):
-    small = series([reading("a"), reading("b")], tmp_path / "t1.json", "--attempts", 2,
-                   "--max-turns", 1)  # fmt: skip
-    large = series([reading("c") + passing("d"), passing("e")], tmp_path / "t12.json",
-                   "--attempts", 2)  # fmt: skip
-    assert (small.returncode, large.returncode) == (1, 0), small.stdout + large.stdout
-    mine = sorted(tmp_path.glob("*.json"))
+@SHARES_THE_RUNS_BY_MAX_TURNS
+def test_compare_by_max_turns_answers_what_a_bigger_budget_repairs(by_max_turns):
+    small, large, folder = by_max_turns
+    codes = [run.returncode for run in (*small, large)]
+    assert codes == [1, 1, 0], [run.stdout + run.stderr for run in (*small, large)]
+    mine = sorted(folder.glob("*.json"))
+    assert [p.name for p in mine] == ["t1-1.json", "t1-2.json", "t12-1.json", "t12-2.json"]
     scripted = [
         p for p in sorted(RECORDINGS.glob("*.json")) if '"source": "scripted"' in p.read_text()
     ]

@@ -2,8 +2,11 @@
 
 Edited code that runs at import of path_rules.py tries what a root process could do in a
 bubblewrap sandbox that keeps its capabilities: remount the read-only Python installation
-writable and write into it, mount a file system, make a device node. Each attempt's
-outcome is written to a file in the copy (the one folder it may write), and read back here.
+writable and write into it, mount a file system, make a device node, write a kernel
+setting, read what only root may read. Each attempt's outcome is written to a file in the
+copy (the one folder it may write), and read back here. The probes share one test run and
+one held-out child for each way they run (isolated, unisolated): each test reads its own
+answers from them.
 """
 
 import json
@@ -12,12 +15,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
 from plumbing import isolation
-from plumbing.sample import SOURCE_FILE
-from verdict import independent_verdict, run_pytest
+from plumbing.sample import SOURCE_FILE, copy_sample
+from verdict import held_out_checks, run_pytest
 
 PROBE = """\
 import ctypes, json, os, pathlib, stat, sys
@@ -47,210 +51,14 @@ _found["CapEff"] = _status.split("CapEff:")[1].split()[0]
 pathlib.Path(__file__).with_name("probe.json").write_text(json.dumps(_found))
 """
 EVERY_ATTEMPT = ("remount", "mount", "mknod", "write_python")
-
-
-def probe(repo, attempts=EVERY_ATTEMPT, isolate=True):
-    """What the edited code could do from inside a test run."""
-    source = repo / SOURCE_FILE
-    source.write_text(f"ATTEMPTS = {attempts!r}\n" + PROBE + source.read_text())
-    try:
-        # run_pytest isolates unless told not to: the default is the safe side, so use it
-        run_pytest(repo) if isolate else run_pytest(repo, isolate=False)
-    finally:  # unisolated (or with a broken default), the mount would outlive the test
-        subprocess.run(["umount", str(repo / "probe-mount")], capture_output=True)
-    return json.loads((repo / "probe.json").read_text())
-
-
-@pytest.fixture
-def as_root():
-    if os.geteuid() != 0:
-        pytest.skip("run as root to test the sandbox as root (CI does)")
-
-
-@pytest.fixture
-def as_root_under_bubblewrap(as_root):
-    if isolation.isolation_kind() != isolation.BUBBLEWRAP:
-        pytest.skip("bubblewrap does not work here (apt-get install bubblewrap)")
-
-
-def test_as_root_the_edited_code_holds_no_capability(repo, as_root_under_bubblewrap):
-    assert probe(repo)["CapEff"] == "0000000000000000"
-
-
-def test_as_root_the_edited_code_cannot_remount_mount_or_make_devices(
-    repo, as_root_under_bubblewrap
-):
-    found = probe(repo)
-    assert found["remount"] == "refused"
-    assert found["mount"] == "refused"
-    assert found["mknod"] == "refused"
-    assert not (repo / "probe-null").exists()
-
-
-def test_as_root_the_python_installation_stays_read_only(repo, as_root_under_bubblewrap):
-    assert probe(repo)["write_python"] == "refused"
-    assert not os.path.exists(os.path.join(sys.prefix, "planted.pth"))
-
-
-def test_the_probe_finds_each_power_where_nothing_isolates(repo, as_root):
-    # The same probe unisolated, so a refusal above is the sandbox's and not the probe's.
-    # It mounts only on a folder of the copy (unmounted after) and leaves this machine's
-    # Python alone.
-    found = probe(repo, ("mount", "mknod"), isolate=False)
-    assert found["CapEff"] != "0000000000000000"
-    assert found["mount"] == "done"
-    assert found["mknod"] == "done"
-
-
-# --- the lab cannot be poisoned by what it ran -----------------------------------------------
-
-PLANT = (
-    "import pathlib, site\n"
-    "_site = pathlib.Path(site.getsitepackages()[0])\n"
-    "(_site / 'zz-planted.pth').write_text('import os\\n')\n"
+WHO_PROBE = (
+    'import os\nopen("who.txt", "w").write(f"{os.getuid()} {os.getgid()} {os.getgroups()}")\n'
 )
-JUDGE_TWICE = """
-import json, sys
-from plumbing.sample import SOURCE_FILE, copy_sample
-from plumbing.startup_guard import write_baseline
-from verdict import independent_verdict
-write_baseline()
-repo = copy_sample(sys.argv[1])
-source = repo / SOURCE_FILE
-source.write_text(sys.argv[2] + source.read_text())
-isolate = sys.argv[3] == "isolated"
-first = independent_verdict(repo, isolate=isolate)  # the run the plant happens in, or not
-second = independent_verdict(repo, isolate=isolate)  # the next verdict
-print(json.dumps([first.get("reason"), second.get("reason"), second["exit_code"]]))
-"""
 
-
-@pytest.fixture
-def throwaway_python(tmp_path):
-    """A venv of its own that sees the lab's packages: the plant must not reach .venv/."""
-    home = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(home)], check=True)
-    python = home / "bin" / "python"
-    site_packages = subprocess.run(
-        [python, "-c", "import site; print(site.getsitepackages()[0])"],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
-    lab_packages = [p for p in sys.path if p.endswith("site-packages")]
-    (Path(site_packages) / "lab.pth").write_text("\n".join(lab_packages) + "\n")
-    return python, Path(site_packages)
-
-
-@pytest.mark.parametrize("isolated", ["isolated", "unisolated"])
-def test_start_up_code_planted_by_a_test_run_refuses_every_later_verdict(
-    throwaway_python, tmp_path, isolated
-):
-    if isolated == "isolated" and isolation.isolation_kind() != isolation.BUBBLEWRAP:
-        pytest.skip("bubblewrap does not work here (apt-get install bubblewrap)")
-    python, site_packages = throwaway_python
-    done = subprocess.run(
-        [python, "-c", JUDGE_TWICE, str(tmp_path / "work"), PLANT, isolated],
-        capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent, timeout=120,
-    )  # fmt: skip
-    first, second, second_exit_code = json.loads(done.stdout.splitlines()[-1])
-    planted = (site_packages / "zz-planted.pth").exists()
-    if isolated == "isolated":
-        assert not planted  # read-only to the tests: nothing to notice
-        assert "start-up code" not in (second or "")
-    else:
-        assert planted
-        assert first == second  # the run that planted it gets no verdict either
-        assert second.startswith("the lab's Python installation holds start-up code it was "
-                                 "not built with (zz-planted.pth")  # fmt: skip
-        assert second_exit_code is None  # refused before its tests ran with the plant in reach
-
-
-WRITE_BASELINE = "from plumbing.startup_guard import write_baseline; write_baseline()"
-ASK_PLANTED = "from plumbing.startup_guard import planted; print(planted())"
-
-
-def in_lab(python, code):
-    """What `code` prints, run by `python` from the lab's folder."""
-    lab = Path(__file__).resolve().parent.parent
-    done = subprocess.run(
-        [python, "-c", code], capture_output=True, text=True, cwd=lab, check=True, timeout=60
-    )
-    return done.stdout.strip()
-
-
-def test_an_installation_reached_through_a_symlink_is_not_taken_for_a_planted_one(
-    throwaway_python, tmp_path
-):
-    python, _ = throwaway_python
-    in_lab(python, WRITE_BASELINE)
-    linked = tmp_path / "linked-venv"  # a copy of the lab that links .venv/, as mutate.py's do
-    linked.symlink_to(python.parent.parent)
-    assert in_lab(linked / "bin" / "python", ASK_PLANTED) == "None"
-
-
-@pytest.mark.parametrize(
-    "count, named",
-    [
-        (3, "(zz-0.pth, zz-1.pth, zz-2.pth, in "),  # all three, no "and 0 more"
-        (4, "(zz-0.pth, zz-1.pth, zz-2.pth and 1 more, in "),
-        (5, "(zz-0.pth, zz-1.pth, zz-2.pth and 2 more, in "),
-    ],
-)
-def test_more_than_three_planted_files_are_named_by_three_and_counted(
-    throwaway_python, count, named
-):
-    # mutation: `len(changed) - 3` -> `+ 3` said "and 8 more" of two more files
-    python, site_packages = throwaway_python
-    in_lab(python, WRITE_BASELINE)
-    for n in range(count):
-        (site_packages / f"zz-{n}.pth").write_text("import os\n")
-    said = in_lab(python, ASK_PLANTED)
-    assert named in said, said
-
-
-def test_the_baseline_is_one_start_up_file_a_line_in_sorted_order(throwaway_python):
-    # A person comparing the baseline with the installation reads it: one file a line,
-    # sorted by path. A sitecustomize.py is found before the .pth files of its folder.
-    python, site_packages = throwaway_python
-    (site_packages / "sitecustomize.py").write_text("# harmless\n")
-    in_lab(python, WRITE_BASELINE)
-    text = (python.parent.parent / "lab-startup-files.json").read_text()
-    lines = text.splitlines()
-    paths = [line.split('"')[1] for line in lines[1:-1]]
-    assert lines[0] == "{" and lines[-1] == "}" and text.endswith("}\n")
-    assert all(line.startswith(' "/') for line in lines[1:-1]), text
-    assert str(site_packages / "sitecustomize.py") in paths
-    assert paths == sorted(paths)
-
-
-def test_an_installation_lab_py_did_not_build_is_judged_against_what_it_held_at_start(
-    throwaway_python,
-):
-    # no baseline file (or one that does not parse): what was there at start-up is the
-    # baseline, so a plant made since is still named
-    python, site_packages = throwaway_python
-    plant_then_ask = (
-        "import pathlib, site\n"
-        "from plumbing.startup_guard import planted\n"
-        "before = planted()\n"
-        "pathlib.Path(site.getsitepackages()[0], 'zz-late.pth').write_text('import os')\n"
-        "print(before, '|', planted())\n"
-    )
-    before, after = in_lab(python, plant_then_ask).split(" | ")
-    assert before == "None"
-    assert "(zz-late.pth, in " in after, after
-    (python.parent.parent / "lab-startup-files.json").write_text("not json")
-    (site_packages / "zz-late.pth").unlink()
-    before, after = in_lab(python, plant_then_ask).split(" | ")
-    assert before == "None"
-    assert "(zz-late.pth, in " in after, after
-
-
-# --- as root, no root: kernel settings and root's own files are out of reach ----------------
-# The edited code tries, at import and again when called, to open each kernel setting for
-# writing (it never writes) and to read what only root may read. In the tests' run it
-# writes what it found into the copy; in the held-out child (a read-only folder) it answers
-# with it. Unisolated, the same probe opens them, so a refusal is the sandbox's.
-
+# As root, no root: kernel settings and root's own files are out of reach. The edited code
+# tries, at import and again when called, to open each kernel setting for writing (it never
+# writes) and to read what only root may read. In the tests' run it writes what it found
+# into the copy; in the held-out child (a read-only folder) it answers with it.
 KERNEL_SETTINGS = (
     "/proc/sys/kernel/core_pattern",
     "/proc/sys/vm/swappiness",
@@ -292,23 +100,93 @@ def python_sources(changed_paths):
 """
 
 
-def reach(repo, isolate=True):
-    """What the edited code reached: in the tests' run at import and when called, and in
+class Probed(NamedTuple):
+    repo: Path  # the copy the tests ran in
+    collected: int  # tests the run's report counts
+    powers: dict  # PROBE's outcome of each attempt, and CapEff
+    who: str  # WHO_PROBE's "uid gid groups"
+    reach: dict  # REACH_PROBE's finds: "import", "call" (the tests' run), "held-out"
+
+
+def probe(folder, attempts, isolate):
+    """What the edited code could do from inside one test run in a copy made in `folder`,
+    all the probes above at once (PROBE's `attempts` among them), and what it reaches in
     the held-out child (its answer to the first case, as the verdict reports it)."""
-    (repo / SOURCE_FILE).write_text(REACH_PROBE)
-    verdict = independent_verdict(repo) if isolate else independent_verdict(repo, isolate=False)
-    run_pytest(repo, isolate=isolate)  # the tests' run in the copy itself: its files stay
-    found = {
+    repo = copy_sample(folder)
+    source = f"ATTEMPTS = {attempts!r}\n" + PROBE + WHO_PROBE + REACH_PROBE
+    (repo / SOURCE_FILE).write_text(source)
+    # run_pytest and held_out_checks isolate unless told not to: the default is the safe
+    # side, so use it
+    try:
+        run = run_pytest(repo) if isolate else run_pytest(repo, isolate=False)
+    finally:  # unisolated (or with a broken default), the mount would outlive the test
+        subprocess.run(["umount", str(repo / "probe-mount")], capture_output=True)
+    # the held-out child gets the reach probe alone: it may write nothing, so PROBE's own
+    # record of its attempts would fail its import
+    reach_source = REACH_PROBE.encode()
+    held_out = (
+        held_out_checks(reach_source) if isolate else held_out_checks(reach_source, isolate=False)
+    )
+    reach = {
         when: json.loads((repo / f"reach-{when}.json").read_text()) for when in ("import", "call")
     }
-    found["held-out"] = verdict["held_out"]["first_failure"]
-    return found
+    reach["held-out"] = held_out["first_failure"]
+    powers = json.loads((repo / "probe.json").read_text())
+    return Probed(repo, run["collected"], powers, (repo / "who.txt").read_text(), reach)
 
 
-def test_as_root_the_edited_code_reaches_no_kernel_setting_and_nothing_only_root_reads(
-    repo, as_root_under_bubblewrap
-):
-    found = reach(repo)
+@pytest.fixture(scope="module")
+def as_root():
+    if os.geteuid() != 0:
+        pytest.skip("run as root to test the sandbox as root (CI does)")
+
+
+@pytest.fixture(scope="module")
+def as_root_under_bubblewrap(as_root):
+    if isolation.isolation_kind() != isolation.BUBBLEWRAP:
+        pytest.skip("bubblewrap does not work here (apt-get install bubblewrap)")
+
+
+SHARES_THE_ISOLATED_PROBE = pytest.mark.xdist_group("sandbox-as-root-isolated-probe")
+SHARES_THE_UNISOLATED_PROBE = pytest.mark.xdist_group("sandbox-as-root-unisolated-probe")
+
+
+@pytest.fixture(scope="module")
+def isolated(as_root_under_bubblewrap, tmp_path_factory):
+    """The probes' one isolated test run and held-out child, as root under bubblewrap."""
+    return probe(tmp_path_factory.mktemp("isolated"), EVERY_ATTEMPT, isolate=True)
+
+
+@pytest.fixture(scope="module")
+def unisolated(as_root, tmp_path_factory):
+    """The same probes unisolated, so a refusal is the sandbox's and not the probe's. It
+    mounts only on a folder of the copy (unmounted after) and leaves this machine's Python
+    alone."""
+    return probe(tmp_path_factory.mktemp("unisolated"), ("mount", "mknod"), isolate=False)
+
+
+@SHARES_THE_ISOLATED_PROBE
+def test_as_root_the_edited_code_holds_no_capability(isolated):
+    assert isolated.powers["CapEff"] == "0000000000000000"
+
+
+@SHARES_THE_ISOLATED_PROBE
+def test_as_root_the_edited_code_cannot_remount_mount_or_make_devices(isolated):
+    assert isolated.powers["remount"] == "refused"
+    assert isolated.powers["mount"] == "refused"
+    assert isolated.powers["mknod"] == "refused"
+    assert not (isolated.repo / "probe-null").exists()
+
+
+@SHARES_THE_ISOLATED_PROBE
+def test_as_root_the_python_installation_stays_read_only(isolated):
+    assert isolated.powers["write_python"] == "refused"
+    assert not os.path.exists(os.path.join(sys.prefix, "planted.pth"))
+
+
+@SHARES_THE_ISOLATED_PROBE
+def test_as_root_the_edited_code_reaches_no_kernel_setting_and_nothing_only_root_reads(isolated):
+    found = isolated.reach
     # Where Python itself is installed under /root, the sandbox makes an empty /root on the
     # way to it: it lists that way down, nothing of root's own.
     way = sorted({Path(f).relative_to("/root").parts[0] for f in isolation._python_folders()
@@ -320,25 +198,189 @@ def test_as_root_the_edited_code_reaches_no_kernel_setting_and_nothing_only_root
     assert "writable" not in found["held-out"] and "shadow" not in found["held-out"]
 
 
-def test_as_root_the_tests_run_as_nobody_and_may_still_write_their_copy(
-    repo, as_root_under_bubblewrap
-):
-    probe = (
-        'import os\nopen("who.txt", "w").write(f"{os.getuid()} {os.getgid()} {os.getgroups()}")\n'
-    )
-    (repo / SOURCE_FILE).write_text(probe + (repo / SOURCE_FILE).read_text())
-    assert run_pytest(repo)["collected"] == 4
-    assert (repo / "who.txt").read_text() == "65534 65534 []"
+@SHARES_THE_ISOLATED_PROBE
+def test_as_root_the_tests_run_as_nobody_and_may_still_write_their_copy(isolated):
+    assert isolated.collected == 4
+    assert isolated.who == "65534 65534 []"
 
 
-def test_the_reach_probe_finds_kernel_settings_and_roots_files_where_nothing_isolates(
-    repo, as_root
-):
-    found = reach(repo, isolate=False)
+@SHARES_THE_UNISOLATED_PROBE
+def test_the_probe_finds_each_power_where_nothing_isolates(unisolated):
+    # The same probe unisolated, so a refusal above is the sandbox's and not the probe's.
+    assert unisolated.powers["CapEff"] != "0000000000000000"
+    assert unisolated.powers["mount"] == "done"
+    assert unisolated.powers["mknod"] == "done"
+
+
+@SHARES_THE_UNISOLATED_PROBE
+def test_the_reach_probe_finds_kernel_settings_and_roots_files_where_nothing_isolates(unisolated):
     for when in ("import", "call"):
-        assert "writable /proc/sys/kernel/core_pattern" in found[when]
-        assert "readable /etc/shadow" in found[when]
-    assert "writable /proc/sys/kernel/core_pattern" in found["held-out"]
+        assert "writable /proc/sys/kernel/core_pattern" in unisolated.reach[when]
+        assert "readable /etc/shadow" in unisolated.reach[when]
+    assert "writable /proc/sys/kernel/core_pattern" in unisolated.reach["held-out"]
+
+
+# --- the lab cannot be poisoned by what it ran -----------------------------------------------
+
+PLANT = (
+    "import pathlib, site\n"
+    "_site = pathlib.Path(site.getsitepackages()[0])\n"
+    "(_site / 'zz-planted.pth').write_text('import os\\n')\n"
+)
+JUDGE_TWICE = """
+import json, sys
+from plumbing.sample import SOURCE_FILE, copy_sample
+from plumbing.startup_guard import write_baseline
+from verdict import independent_verdict
+write_baseline()
+repo = copy_sample(sys.argv[1])
+source = repo / SOURCE_FILE
+source.write_text(sys.argv[2] + source.read_text())
+isolate = sys.argv[3] == "isolated"
+first = independent_verdict(repo, isolate=isolate)  # the run the plant happens in, or not
+second = independent_verdict(repo, isolate=isolate)  # the next verdict
+print(json.dumps([first.get("reason"), second.get("reason"), second["exit_code"]]))
+"""
+
+
+@pytest.fixture(scope="module")
+def venv_template(tmp_path_factory):
+    """(folder, its site-packages relative to it): a venv that sees the lab's packages, made
+    once for the tests below, which each get a copy of it."""
+    home = tmp_path_factory.mktemp("template") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(home)], check=True)
+    site_packages = subprocess.run(
+        [home / "bin" / "python", "-c", "import site; print(site.getsitepackages()[0])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    lab_packages = [p for p in sys.path if p.endswith("site-packages")]
+    (Path(site_packages) / "lab.pth").write_text("\n".join(lab_packages) + "\n")
+    return home, Path(site_packages).relative_to(home)
+
+
+@pytest.fixture
+def throwaway_python(venv_template, tmp_path):
+    """A venv of its own that sees the lab's packages: the plant must not reach .venv/.
+
+    A copy of the template: a venv's Python finds its prefix from where it is started (its
+    pyvenv.cfg), so the copy's start-up files, baseline and plants are its own."""
+    template, site_packages = venv_template
+    home = tmp_path / "venv"
+    shutil.copytree(template, home, symlinks=True)
+    return home / "bin" / "python", home / site_packages
+
+
+# the tests that copy the one template venv run on one worker, which makes it once
+SHARES_THE_VENV_TEMPLATE = pytest.mark.xdist_group("sandbox-as-root-venv-template")
+
+
+@SHARES_THE_VENV_TEMPLATE
+@pytest.mark.parametrize("isolated", ["isolated", "unisolated"])
+def test_start_up_code_planted_by_a_test_run_refuses_every_later_verdict(
+    throwaway_python, tmp_path, isolated
+):
+    if isolated == "isolated" and isolation.isolation_kind() != isolation.BUBBLEWRAP:
+        pytest.skip("bubblewrap does not work here (apt-get install bubblewrap)")
+    python, site_packages = throwaway_python
+    done = subprocess.run(
+        [python, "-c", JUDGE_TWICE, str(tmp_path / "work"), PLANT, isolated],
+        capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent, timeout=120,
+    )  # fmt: skip
+    first, second, second_exit_code = json.loads(done.stdout.splitlines()[-1])
+    planted = (site_packages / "zz-planted.pth").exists()
+    if isolated == "isolated":
+        assert not planted  # read-only to the tests: nothing to notice
+        assert "start-up code" not in (second or "")
+    else:
+        assert planted
+        assert first == second  # the run that planted it gets no verdict either
+        assert second.startswith("the lab's Python installation holds start-up code it was "
+                                 "not built with (zz-planted.pth")  # fmt: skip
+        assert second_exit_code is None  # refused before its tests ran with the plant in reach
+
+
+WRITE_BASELINE = "from plumbing.startup_guard import write_baseline; write_baseline()"
+ASK_PLANTED = "from plumbing.startup_guard import planted; print(planted())"
+
+
+def in_lab(python, code):
+    """What `code` prints, run by `python` from the lab's folder."""
+    lab = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [python, "-c", code], capture_output=True, text=True, cwd=lab, check=True, timeout=60
+    )
+    return done.stdout.strip()
+
+
+@SHARES_THE_VENV_TEMPLATE
+def test_an_installation_reached_through_a_symlink_is_not_taken_for_a_planted_one(
+    throwaway_python, tmp_path
+):
+    python, _ = throwaway_python
+    in_lab(python, WRITE_BASELINE)
+    linked = tmp_path / "linked-venv"  # a copy of the lab that links .venv/, as mutate.py's do
+    linked.symlink_to(python.parent.parent)
+    assert in_lab(linked / "bin" / "python", ASK_PLANTED) == "None"
+
+
+# What the guard says of 3, 4 and 5 files planted since the baseline: all three, no "and 0 more".
+NAMED_BY_THREE = {
+    3: "(zz-0.pth, zz-1.pth, zz-2.pth, in ",
+    4: "(zz-0.pth, zz-1.pth, zz-2.pth and 1 more, in ",
+    5: "(zz-0.pth, zz-1.pth, zz-2.pth and 2 more, in ",
+}
+
+
+@SHARES_THE_VENV_TEMPLATE
+def test_more_than_three_planted_files_are_named_by_three_and_counted(throwaway_python):
+    # mutation: `len(changed) - 3` -> `+ 3` said "and 8 more" of two more files
+    python, site_packages = throwaway_python
+    in_lab(python, WRITE_BASELINE)
+    for n in range(max(NAMED_BY_THREE)):  # one more planted before each question
+        (site_packages / f"zz-{n}.pth").write_text("import os\n")
+        if n + 1 in NAMED_BY_THREE:
+            said = in_lab(python, ASK_PLANTED)
+            assert NAMED_BY_THREE[n + 1] in said, said
+
+
+@SHARES_THE_VENV_TEMPLATE
+def test_the_baseline_is_one_start_up_file_a_line_in_sorted_order(throwaway_python):
+    # A person comparing the baseline with the installation reads it: one file a line,
+    # sorted by path. A sitecustomize.py is found before the .pth files of its folder.
+    python, site_packages = throwaway_python
+    (site_packages / "sitecustomize.py").write_text("# harmless\n")
+    in_lab(python, WRITE_BASELINE)
+    text = (python.parent.parent / "lab-startup-files.json").read_text()
+    lines = text.splitlines()
+    paths = [line.split('"')[1] for line in lines[1:-1]]
+    assert lines[0] == "{" and lines[-1] == "}" and text.endswith("}\n")
+    assert all(line.startswith(' "/') for line in lines[1:-1]), text
+    assert str(site_packages / "sitecustomize.py") in paths
+    assert paths == sorted(paths)
+
+
+@SHARES_THE_VENV_TEMPLATE
+def test_an_installation_lab_py_did_not_build_is_judged_against_what_it_held_at_start(
+    throwaway_python,
+):
+    # no baseline file (or one that does not parse): what was there at start-up is the
+    # baseline, so a plant made since is still named
+    python, site_packages = throwaway_python
+    plant_then_ask = (
+        "import pathlib, site\n"
+        "from plumbing.startup_guard import planted\n"
+        "before = planted()\n"
+        "pathlib.Path(site.getsitepackages()[0], 'zz-late.pth').write_text('import os')\n"
+        "print(before, '|', planted())\n"
+    )
+    before, after = in_lab(python, plant_then_ask).split(" | ")
+    assert before == "None"
+    assert "(zz-late.pth, in " in after, after
+    (python.parent.parent / "lab-startup-files.json").write_text("not json")
+    (site_packages / "zz-late.pth").unlink()
+    before, after = in_lab(python, plant_then_ask).split(" | ")
+    assert before == "None"
+    assert "(zz-late.pth, in " in after, after
 
 
 # --- bytecode planted in the lab's own __pycache__ is never loaded ----------------------------
@@ -384,6 +426,7 @@ def test_bytecode_planted_beside_the_labs_own_modules_is_never_loaded(tmp_path):
     assert ask("-S") == "forged"
 
 
+@SHARES_THE_VENV_TEMPLATE
 def test_a_start_up_file_gone_from_the_installation_is_named(throwaway_python):
     python, site_packages = throwaway_python
     (site_packages / "zz-kept.pth").write_text("import os\n")

@@ -29,6 +29,7 @@ from plumbing.redact import REDACTED, redact, secret_values
 from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, TEST_FILE, copy_sample, final_source
 from repo_tools import RepoTools
 from tests.helpers import FAULTY_LINE, FIXED_LINE, processes_under
+from tests.in_process import run_cli
 from tests.make_recordings import GAMES_THE_VERDICT
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.openai_test_server import TEST_MODEL as OPENAI_MODEL
@@ -62,7 +63,8 @@ def run_tests(repo, isolate=True):
     return tools.invoke("run_tests", {})
 
 
-def cli(*args, env=None):
+def program(*args, env=None):
+    """The CLI started as a program, for the one test whose subject is its own process."""
     command = [sys.executable, str(HERE / args[0]), *map(str, args[1:])]
     return subprocess.run(command, capture_output=True, text=True, cwd=HERE, env=env)
 
@@ -182,10 +184,11 @@ def test_a_rewritten_sample_repo_does_not_change_the_verdicts_reference(tmp_path
     # With --no-isolate the edited code can rewrite sample_repo/ itself; the harness judges
     # against the bytes it read when it started. subtle: done in a copy of the lab, so the
     # real sample_repo/ never changes under the tests running beside this one.
-    lab = tmp_path / "lab"
-    shutil.copytree(
-        HERE, lab, ignore=shutil.ignore_patterns(".venv", ".git", ".cache", "recordings")
-    )
+    lab = tmp_path / "lab"  # what the verdict imports and reads, its bytecode with it
+    lab.mkdir()
+    shutil.copy2(HERE / "verdict.py", lab / "verdict.py")
+    for folder in ("plumbing", "sample_repo"):
+        shutil.copytree(HERE / folder, lab / folder)
     script = (
         "import sys\n"
         "from plumbing.pytest_report import expected_tests\n"
@@ -333,7 +336,7 @@ def test_a_report_pytest_did_not_write_is_a_failed_verdict_with_the_reason(
 def test_recorder_exits_1_on_an_early_exit_that_gave_exit_code_0(tmp_path):
     output = tmp_path / "games.json"
     with OllamaTestServer(GAMES_THE_VERDICT) as server:
-        finished = cli("record_run.py", "--host", server.host, "--output", output)
+        finished = run_cli("record_run.py", "--host", server.host, "--output", output)
     assert finished.returncode == 1, finished.stdout + finished.stderr
     assert f"Independent verdict: failed\n  visible tests: failed: {NO_REPORT}" in finished.stdout
     assert f"-> exit 0 (failed: {NO_REPORT})" in finished.stdout
@@ -422,9 +425,15 @@ def test_the_harness_key_in_proc_is_out_of_reach_or_redacted(tmp_path, isolate):
         reply(chunk("Done.", done=True)),
     ]
     env = {**os.environ, "OPENAI_API_KEY": FAKE_KEY}  # in the harness's initial environment
+    # subtle: unisolated, the edited code reads the harness process's own initial environment
+    # (/proc/<parent>/environ), which only a harness started with the key holds: a program.
+    # Isolated, the parent is bubblewrap's init, and the key could only come to it through
+    # the harness's environment, which the in-process run sets.
+    start = run_cli if isolate else program
     flags = [] if isolate else ["--no-isolate"]
     with OllamaTestServer(script) as server:
-        finished = cli("record_run.py", "--host", server.host, "--output", output, *flags, env=env)
+        args = ["--host", server.host, "--output", output, *flags]
+        finished = start("record_run.py", *args, env=env)
         sent = json.dumps(server.requests)
     assert finished.returncode == 1, finished.stdout + finished.stderr
     saved = output.read_text()
@@ -453,7 +462,7 @@ def test_a_key_a_server_echoes_in_its_error_is_neither_printed_nor_saved(tmp_pat
     refusal = openai_reply(f"quota exceeded for Bearer {FAKE_KEY}", status=401)
     with OpenAITestServer([refusal]) as server:
         options = ["--api", "openai", "--model", OPENAI_MODEL, "--host", server.base_url]
-        finished = cli("record_run.py", *options, "--output", output, env=env)
+        finished = run_cli("record_run.py", *options, "--output", output, env=env)
     assert finished.returncode == 1, finished.stdout + finished.stderr
     assert "quota exceeded for Bearer" in finished.stdout  # the message is shown...
     assert FAKE_KEY not in finished.stdout + finished.stderr  # ...without the key

@@ -23,6 +23,7 @@ from record_run import record_attempt
 from replay import REPRODUCED, replay_one
 from repo_tools import READ_LIMIT, RepoTools
 from tests.helpers import processes_under, start_cli, wait_for
+from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.scripted_model import ScriptedChat
 from verdict import run_pytest
@@ -126,18 +127,13 @@ def test_deadline_is_checked_before_each_request(repo):
     assert sum(e["type"] == MODEL_DONE for e in events) == len(chat.requests)
 
 
-def cli(*args, env=None):
-    command = [sys.executable, str(HERE / args[0]), *map(str, args[1:])]
-    return subprocess.run(command, capture_output=True, text=True, cwd=HERE, env=env)
-
-
 def test_recorder_deadline_keeps_everything_and_replays(tmp_path):
     output = tmp_path / "deadline.json"
     read = reply(chunk(tool_calls=[call("read_file", path="path_rules.py")]), chunk(done=True))
     slow = reply(chunk("Let me"), chunk(" think"), chunk(" more", done=True), pause_after_first=1)
     with OllamaTestServer([read, slow]) as server:
         options = ["--host", server.host, "--deadline", 0.5, "--output", output]
-        finished = cli("record_run.py", *options)
+        finished = run_cli("record_run.py", *options)
     assert finished.returncode == 1, finished.stdout + finished.stderr
     recording = load(output)
     assert recording["stop"]["reason"] == DEADLINE
@@ -213,7 +209,7 @@ def test_ctrl_c_during_a_replayed_test_run_exits_130_and_leaves_nothing(tmp_path
 def test_a_cli_started_with_ctrl_c_ignored_keeps_ignoring_it(tmp_path):
     # A shell starts a background job with SIGINT ignored: the CLI must not take Ctrl-C back.
     process = subprocess.Popen(
-        [sys.executable, str(HERE / "replay.py")],  # all five recordings: a few seconds
+        [sys.executable, str(HERE / "replay.py"), RECORDINGS / "bounded-max-turns-1.json"],
         cwd=HERE,
         env={**os.environ, "TMPDIR": str(tmp_path)},
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
@@ -221,11 +217,16 @@ def test_a_cli_started_with_ctrl_c_ignored_keeps_ignoring_it(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert process.stdout.readline()  # it has started, and is still replaying
-    process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=120)
+    try:
+        # Ctrl-C once its tests run in its temporary copy: well past the point where the CLI
+        # hands Ctrl-C back to Python (quiet_interrupt.ready), and still replaying
+        assert wait_for(lambda: processes_under(tmp_path), seconds=60), "no test run started"
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
     assert process.returncode == 0, err
-    assert "Replayed 5 recording(s): 5 reproduced" in out
+    assert "Replayed 1 recording(s): 1 reproduced" in out
 
 
 # --- isolated test runs ------------------------------------------------------------------------
@@ -308,6 +309,21 @@ def test_by_default_tests_cannot_reach_unix_sockets(repo, unix_sockets):
     assert "test_socket_" not in unisolated  # the same tests reach both without isolation
 
 
+def replay_cli(*args, path=None):
+    """replay.py, run in-process (tests/in_process.py); with `path`, as from a shell whose
+    PATH is that folder alone, so it isolates with what that folder offers.
+
+    subtle: isolation_kind() is found once a process; here it is found again under the
+    replay's PATH, and again after it under the test's own."""
+    if path is None:
+        return run_cli("replay.py", *args)
+    isolation.isolation_kind.cache_clear()
+    try:
+        return run_cli("replay.py", *args, env={**os.environ, "PATH": str(path)})
+    finally:
+        isolation.isolation_kind.cache_clear()
+
+
 def test_network_only_isolation_cuts_the_network_but_not_writes(escape_attempts, tmp_path):
     unshare = shutil.which("unshare")
     if not unshare or subprocess.run([unshare, "--net", "true"]).returncode != 0:
@@ -315,14 +331,13 @@ def test_network_only_isolation_cuts_the_network_but_not_writes(escape_attempts,
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "unshare").symlink_to(unshare)  # unshare on the PATH, bwrap not
     repo, outside = escape_attempts
-    env = {**os.environ, "PATH": str(tmp_path / "bin")}
-    finished = cli("replay.py", RECORDINGS / "bounded-max-turns-1.json", env=env)
+    finished = replay_cli(RECORDINGS / "bounded-max-turns-1.json", path=tmp_path / "bin")
     assert finished.returncode == 0, finished.stdout + finished.stderr
     assert finished.stdout.splitlines()[0] == (
         "tests run with only the network cut (the edited code can read and write what you "
         "can): install bubblewrap to isolate them"
     )
-    refused_from_elsewhere(tmp_path, env, "only the network would be cut")  # as none does
+    refused_from_elsewhere(tmp_path, tmp_path / "bin", "only the network would be cut")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PATH", str(tmp_path / "bin"))
         isolation.isolation_kind.cache_clear()
@@ -335,16 +350,29 @@ def test_network_only_isolation_cuts_the_network_but_not_writes(escape_attempts,
     assert outside.read_text() == "escaped"  # network-only: writes still get out
 
 
-def test_where_no_isolation_works_the_run_says_so_and_records_none(monkeypatch, tmp_path):
+@pytest.fixture(scope="module")
+def replayed_where_nothing_isolates(tmp_path_factory):
+    """replay.py of a shipped recording with neither bwrap nor unshare on the PATH: one run,
+    read by the two tests that carry SHARES_THE_REPLAY_WHERE_NOTHING_ISOLATES."""
+    empty = tmp_path_factory.mktemp("no-programs")
+    return replay_cli(RECORDINGS / "bounded-max-turns-1.json", path=empty)
+
+
+SHARES_THE_REPLAY_WHERE_NOTHING_ISOLATES = pytest.mark.xdist_group("replay-where-nothing-isolates")
+
+
+@SHARES_THE_REPLAY_WHERE_NOTHING_ISOLATES
+def test_where_no_isolation_works_the_run_says_so_and_records_none(
+    monkeypatch, tmp_path, replayed_where_nothing_isolates
+):
+    finished = replayed_where_nothing_isolates
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    first = finished.stdout.splitlines()[0]
+    assert first == "tests run unisolated: install bubblewrap to isolate them"
     monkeypatch.setenv("PATH", str(tmp_path))  # neither bwrap nor unshare can be found
     isolation.isolation_kind.cache_clear()
     try:
         assert isolation.isolation_kind() == isolation.NONE
-        env = {**os.environ, "PATH": str(tmp_path)}
-        finished = cli("replay.py", RECORDINGS / "bounded-max-turns-1.json", env=env)
-        assert finished.returncode == 0, finished.stdout + finished.stderr
-        first = finished.stdout.splitlines()[0]
-        assert first == "tests run unisolated: install bubblewrap to isolate them"
         output = tmp_path / "none.json"
         script = [[chunk("Nothing to do.", done=True)]]
         out = io.StringIO()
@@ -380,12 +408,12 @@ def test_an_installation_folder_that_does_not_exist_is_not_bound_into_the_sandbo
 
 
 def test_no_isolate_is_said_in_one_line_and_isolate_is_still_accepted():
-    finished = cli("replay.py", "--no-isolate", RECORDINGS / "bounded-max-turns-1.json")
+    finished = replay_cli("--no-isolate", RECORDINGS / "bounded-max-turns-1.json")
     assert finished.returncode == 0, finished.stdout + finished.stderr
     assert finished.stdout.splitlines()[0].startswith("tests run unisolated (--no-isolate)")
-    finished = cli("replay.py", "--isolate", RECORDINGS / "bounded-max-turns-1.json")
+    finished = replay_cli("--isolate", RECORDINGS / "bounded-max-turns-1.json")
     assert finished.returncode == 0, finished.stdout + finished.stderr
-    refused = cli("replay.py", "--isolate", "--no-isolate")
+    refused = replay_cli("--isolate", "--no-isolate")
     assert refused.returncode == 2 and "not allowed with" in refused.stderr
 
 
@@ -440,11 +468,12 @@ def test_test_output_keeps_its_last_4000_characters():
     assert tail("y" + "x" * 4_000) == "[... 1 earlier characters cut]\n" + "x" * 4_000
 
 
-def refused_from_elsewhere(tmp_path, env, here):
-    """A recording that is not one of the lab's own, refused by replay in its one line."""
+def refused_from_elsewhere(tmp_path, path, here):
+    """A recording that is not one of the lab's own, refused by replay in its one line
+    (with `path` its PATH, see replay_cli)."""
     foreign = tmp_path / "from-elsewhere.json"
     foreign.write_bytes((RECORDINGS / "bounded-max-turns-1.json").read_bytes()[:-1] + b" \n")
-    refused = cli("replay.py", foreign, env=env)
+    refused = replay_cli(foreign, path=path)
     assert refused.returncode == 2
     assert refused.stderr == (
         f"error: {foreign}: replaying a recording runs the code it holds, and {here} here; "
@@ -454,14 +483,17 @@ def refused_from_elsewhere(tmp_path, env, here):
     return foreign
 
 
-def test_where_nothing_isolates_replay_runs_only_the_labs_own_recordings(tmp_path):
+@SHARES_THE_REPLAY_WHERE_NOTHING_ISOLATES
+def test_where_nothing_isolates_replay_runs_only_the_labs_own_recordings(
+    tmp_path, replayed_where_nothing_isolates
+):
     # a recording from elsewhere holds code; with no isolation it would run with your
     # permissions, so it needs --no-isolate said out loud (issue 23: a shared recording once
     # planted a .pth file this way)
-    env = {**os.environ, "PATH": str(tmp_path)}  # neither bwrap nor unshare can be found
-    foreign = refused_from_elsewhere(tmp_path, env, "no isolation works")
-    assert cli("replay.py", RECORDINGS / "bounded-max-turns-1.json", env=env).returncode == 0
-    assert cli("replay.py", "--no-isolate", foreign, env=env).returncode == 0
+    # with tmp_path as the PATH, neither bwrap nor unshare can be found
+    foreign = refused_from_elsewhere(tmp_path, tmp_path, "no isolation works")
+    assert replayed_where_nothing_isolates.returncode == 0  # a shipped one runs
+    assert replay_cli("--no-isolate", foreign, path=tmp_path).returncode == 0
 
 
 def test_the_list_of_shipped_recordings_is_every_shipped_recording_as_it_is():

@@ -337,6 +337,7 @@ def test_network_only_isolation_cuts_the_network_but_not_writes(escape_attempts,
         "tests run with only the network cut (the edited code can read and write what you "
         "can): install bubblewrap to isolate them"
     )
+    # refused as where nothing isolates
     refused_from_elsewhere(tmp_path, tmp_path / "bin", "only the network would be cut")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PATH", str(tmp_path / "bin"))

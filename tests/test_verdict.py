@@ -22,7 +22,7 @@ import pytest
 
 import replay
 from plumbing import isolation, sample
-from plumbing.child_process import OUTPUT_LIMIT, run_bounded
+from plumbing.child_process import OUTPUT_LIMIT, minimal_env, run_bounded
 from plumbing.pytest_report import NO_REPORT, REPORT_LIMIT, expected_tests
 from plumbing.recording import RECORDINGS, load, save
 from plumbing.redact import REDACTED, redact, secret_values
@@ -275,6 +275,7 @@ def test_expected_tests_match_a_collect_only_run_of_the_pristine_sample(tmp_path
     listed = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
         cwd=pristine,
+        env=minimal_env(),  # as the verdict's runs collect: no plugin loaded unasked
         capture_output=True,
         text=True,
     ).stdout

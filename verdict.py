@@ -23,8 +23,9 @@ line, `+AAo-` is a newline to Python, so code that every page shows inside a com
 the same inputs. `run_pytest(root)` is the visible part alone, which is also all the model's own
 `run_tests` tool returns.
 
-Not here: the tools (repo_tools.py), how a child is bounded (plumbing/child_process.py) or
-isolated (plumbing/isolation.py), how pytest's report is read (plumbing/pytest_report.py).
+Not here: the tools (repo_tools.py), how a child is bounded in time (plumbing/child_process.py),
+in file size and memory (plumbing/bounds.py) or isolated (plumbing/isolation.py), how
+pytest's report is read (plumbing/pytest_report.py).
 """
 
 import codecs
@@ -37,6 +38,7 @@ import time
 import tokenize
 from pathlib import Path
 
+from plumbing import bounds
 from plumbing.child_process import run_bounded, tail
 from plumbing.generated_cases import DEFAULT_COUNT, SEED_LIMIT, generated, reference
 from plumbing.isolation import chosen, isolation_prefix
@@ -257,8 +259,8 @@ def held_out_checks(
         answer = answers.get(number)
         if answer is None:
             failure = f"{_json(changed)} gave no answer ({ending})"
-        elif "error" in answer:
-            failure = f"{_json(changed)} raised {answer['error']}"
+        elif "error" in answer:  # bounds.note: which limit the error shows, if one
+            failure = f"{_json(changed)} raised {answer['error']}{bounds.note(answer['error'])}"
         elif not (_plain_list_of_text(answer.get("answer")) and answer["answer"] == expected):
             failure = f"{_json(changed)} gave {_json(answer.get('answer'))}"
         elif "argument" in answer:
@@ -348,6 +350,7 @@ def run_pytest(root, timeout=TEST_TIMEOUT, isolate=True):
         command.append(f"--junitxml={report}")
         exit_code, output = run_bounded(command, root, timeout)
         verdict = judge(root, exit_code, report, timeout)
+    verdict = bounds.named(verdict, output)  # a failed run says which limit it went past, if one
     output = redact(output)  # before the cut, so no part of a secret survives at its edge
     return {"exit_code": exit_code, "output": tail(output), **verdict}
 

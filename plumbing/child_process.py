@@ -6,6 +6,8 @@ timeout) and the tail of its output. The group is killed when the run ends for a
 (finished, timed out, or Ctrl-C in the harness): a child that forks a grandchild holding
 the output pipe cannot hang the harness.
 
+Each child starts under the file-size and memory limits of bounds.py.
+
 Not here: what is run or how it is isolated (verdict.py, isolation.py).
 """
 
@@ -14,6 +16,8 @@ import select
 import signal
 import subprocess
 import time
+
+from plumbing.bounds import set_limits
 
 OUTPUT_LIMIT = 4000  # characters of test output kept: the tail, where pytest's summary is
 OUTPUT_KEPT = 64 * 1024  # bytes of output held while a run goes on: room for the limit
@@ -58,6 +62,7 @@ def run_bounded(command, cwd, timeout, stderr=subprocess.STDOUT, keep=OUTPUT_KEP
         stdout=subprocess.PIPE,
         stderr=stderr,
         start_new_session=True,
+        preexec_fn=set_limits,  # bounds.py: a file-size and a memory limit, for all it starts
     )
     kept, dropped, end = bytearray(), 0, time.monotonic() + timeout
     exit_code = None

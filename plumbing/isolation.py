@@ -9,7 +9,7 @@ installed is not enough), in this order:
   is still the machine's root to the kernel: it could write kernel settings in /proc/sys
   and read /etc/shadow. New network, PID and IPC namespaces; a file
   system made of the system folders and the Python installation, read-only, an empty
-  private /tmp, and the folders bound writable (the temporary copy and the fresh folder
+  private /tmp of 32 MB, and the folders bound writable (the temporary copy and the fresh folder
   the test report goes to; as root, these folders are handed to `nobody`); a new session;
   it dies with the harness. Nothing else of the
   machine is there: no home folder, no /run, no Unix socket of another program (a new
@@ -37,6 +37,8 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+
+from plumbing.bounds import TMP_SIZE
 
 BUBBLEWRAP, NETWORK_ONLY, NONE = "bubblewrap", "network-only", "none"
 KINDS = (BUBBLEWRAP, NETWORK_ONLY, NONE)
@@ -132,11 +134,23 @@ def bwrap_mounts():
     mounts = []
     for folder in SYSTEM_FOLDERS:
         mounts += ["--ro-bind-try", folder, folder]
-    # /tmp as on any machine (1777): the tests may run as `nobody` (see BECOME_NOBODY)
-    mounts += ["--dev", "/dev", "--proc", "/proc", "--perms", "01777", "--tmpfs", "/tmp"]
+    # /tmp as on any machine (1777): the tests may run as `nobody` (see BECOME_NOBODY); it is
+    # memory, so it holds TMP_SIZE at most (bounds.py)
+    mounts += ["--dev", "/dev", "--proc", "/proc", "--perms", "01777", *_sized(), "--tmpfs", "/tmp"]
     for folder in _python_folders():  # after /tmp: a checkout may live under /tmp
         mounts += [*_way_to(folder), "--ro-bind", folder, folder]
     return mounts
+
+
+@functools.cache
+def _sized():
+    """["--size", TMP_SIZE] where this bubblewrap can size a tmpfs (older ones cannot), else
+    []: /tmp then still works, bounded by the file-size limit alone (bounds.py)."""
+    try:
+        said = subprocess.run(["bwrap", "--help"], capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):  # no bwrap: no mount needs a size
+        return []
+    return ["--size", str(TMP_SIZE)] if b"--size" in said.stdout + said.stderr else []
 
 
 def _way_to(folder):

@@ -120,6 +120,16 @@ def made_by(recording):
     return f"{recording['source']}: derived from a recording of {model}"
 
 
+ARGUMENTS_SHOWN = 2_000  # characters of a call's arguments printed; an edit's diff follows
+
+
+def cut(text, most):
+    """`text`, or its first `most` characters and how many more there were."""
+    if len(text) <= most:
+        return text
+    return f"{text[:most]} [... {len(text) - most:,} more characters]"
+
+
 def plural(count, noun):
     return f"{count} {noun}" + ("" if count == 1 else "s")
 
@@ -186,7 +196,9 @@ class RunPrinter:
         elif kind == TOOL_START:
             self._close_stream()
             self.tool_calls += 1
+            # redacted before the cut, so that no part of a secret survives at its edge
             arguments = json.dumps(event["arguments"], ensure_ascii=False)
+            arguments = cut(redact(arguments), ARGUMENTS_SHOWN)
             written = " (written as text; --text-calls ran it)" if event.get("from_text") else ""
             self._print(f"turn {event['turn']}: {event['name']} {arguments}{written}")
             if event["name"] == "replace_text" and self.root is not None:

@@ -82,10 +82,15 @@ def first_difference(want, have, path=""):
     return None if want == have else (path.lstrip(".") or "value", want, have)
 
 
+def shown_value(value):
+    """A value as a difference shows it: short JSON, or 'nothing' where a side has none."""
+    return "nothing" if value is ABSENT else short(value)
+
+
 def _difference(want, have, path=""):
     where, a, b = first_difference(want, have, path)
     # subtle: "expected/got" left learners unsure which side was which; say whose it is.
-    return f"{where}: the recording says {short(a)}, today's run did {short(b)}"
+    return f"{where}: the recording says {shown_value(a)}, today's run did {shown_value(b)}"
 
 
 def _model_call(events, position):

@@ -3,6 +3,9 @@
 The same picture serves three places: under each `replace_text` in a run's output (that
 one edit, with the file around it), after a run (the sample's file against the final
 one), and in a replay that diverges on the source (the recorded file against today's).
+A diff is cut past DIFF_LINES lines or DIFF_CHARACTERS characters, with a last line saying
+how much was left out: an edit may put a line of a megabyte in the file, and every later
+edit near it would print that line again (a 4.7 MB recording once printed 120 MB).
 
 Not here: deciding anything. A diff is shown; the verdict is pytest's alone.
 """
@@ -10,11 +13,43 @@ Not here: deciding anything. A diff is shown; the verdict is pytest's alone.
 import difflib
 
 CONTEXT = 2  # lines of unchanged text shown around each change
+DIFF_LINES = 200  # lines of one diff shown at most
+DIFF_CHARACTERS = 20_000  # characters of one diff shown at most, its lines' ends not counted
 
 
 def unified(before, after, before_name, after_name, indent="    "):
-    """The lines of a unified diff from `before` to `after`; none when they are equal."""
+    """The lines of a unified diff from `before` to `after`, cut past DIFF_LINES lines or
+    DIFF_CHARACTERS characters (see `bounded`); none when they are equal."""
     lines = difflib.unified_diff(
         before.splitlines(), after.splitlines(), before_name, after_name, n=CONTEXT, lineterm=""
     )
-    return [indent + line for line in lines]
+    return [indent + line for line in bounded(lines)]
+
+
+def bounded(lines, most_lines=DIFF_LINES, most_characters=DIFF_CHARACTERS):
+    """`lines` up to `most_lines` lines and `most_characters` characters (the line that
+    crosses that is cut there), then one line saying how much was left out."""
+    lines, kept, room = iter(lines), [], most_characters
+    for line in lines:
+        if len(kept) == most_lines or len(line) > room:
+            break
+        kept.append(line)
+        room -= len(line)
+    else:
+        return kept
+    left = []
+    if len(kept) < most_lines and room:  # the start of the line that crossed the bound
+        kept.append(line[:room])
+        left.append(f"{_count(len(line) - room, 'more character')} of the line above")
+        count, characters = 0, 0
+    else:
+        count, characters = 1, len(line)
+    for rest in lines:  # subtle: counted one by one, never held: there may be millions
+        count, characters = count + 1, characters + len(rest)
+    if count:
+        left.append(f"{_count(count, 'more line')} ({_count(characters, 'character')})")
+    return [*kept, f"[... the diff is cut here: {' and '.join(left)} not shown]"]
+
+
+def _count(number, noun):
+    return f"{number:,} {noun}" + ("" if number == 1 else "s")

@@ -7,9 +7,11 @@ record_run.py and replay.py print through it, so a live run and its replay read 
 Not here: colour, cursor tricks or anything a plain pipe or `NO_COLOR` terminal can't show.
 """
 
+import functools
 import json
 import re
 import sys
+import unicodedata
 
 from agent_loop import (
     MODEL_DONE,
@@ -47,15 +49,42 @@ def tolerant_output():
         sys.stdout, sys.stderr = SafeStream(sys.stdout), SafeStream(sys.stderr)
 
 
-# Control characters a terminal acts on, except the newline and the tab the output itself
-# uses: C0, DEL, C1, and the Unicode controls that reorder or hide text.
-CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# Control characters a terminal acts on (C0 but the newline and the tab the output itself
+# uses, DEL, C1), and characters that draw nothing: format characters (Cf: zero-width
+# spaces and joiners, bidi controls, U+FEFF, tag characters), unassigned and private-use
+# code points, lone surrogates, the line and paragraph separators, and the rest of what
+# Unicode calls default-ignorable (variation selectors, Hangul fillers, ...). Each can
+# hide text or carry a hidden message; written out, it is seen.
+HIDDEN_CATEGORIES = ("Cc", "Cf", "Cn", "Co", "Cs", "Zl", "Zp")
+DRAWS_NOTHING = re.compile(  # Default_Ignorable_Code_Point (Unicode's DerivedCoreProperties)
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
+CANDIDATES = re.compile("[^\t\n\x20-\x7e]+")  # runs of what is not plain printable ASCII
 
 
 def visible(text):
-    """`text` with every control character a terminal would act on written out: ESC as
-    `\\x1b`, a carriage return as `\\r`, a right-to-left override as `\\u202e`."""
-    return CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    """`text` with every control character a terminal would act on, and every character
+    that draws nothing, written out: ESC as `\\x1b`, a carriage return as `\\r`, a
+    right-to-left override as `\\u202e`, a zero-width space as `\\u200b`."""
+    return CANDIDATES.sub(_shown, text)
+
+
+def _shown(match):
+    run = match.group()
+    # str.isprintable() is False for every hidden category (and for spaces such as U+00A0,
+    # which are kept): a run of printable text, the usual case, is passed over at C speed
+    if run.isprintable() and not DRAWS_NOTHING.search(run):
+        return run
+    return "".join(map(_shown_char, run))
+
+
+@functools.lru_cache(maxsize=4096)  # bounded: a hostile text may hold every code point
+def _shown_char(char):
+    if unicodedata.category(char) in HIDDEN_CATEGORIES or DRAWS_NOTHING.match(char):
+        return char.encode("unicode_escape").decode("ascii")
+    return char
 
 
 class SafeStream:

@@ -194,9 +194,29 @@ def usage():
     jobs = __doc__.split("\n\n")[1].rstrip()
     return (
         f"usage: python3 lab.py JOB [ARGS ...]\n\njobs:\n{jobs}\n\n"
-        "`replay`, `test`, `view` and `run SCRIPT` pass --help on to what they run.\n"
+        "`replay`, `test` and `run SCRIPT` pass --help on to what they run; `view --help`\n"
+        "says what `lab.py view` does.\n"
         "exit codes: those of the job; 2 for an unknown job or a failed set-up"
     )
+
+
+# subtle: not view.py's own --help: view.py needs a RECORDING, `lab.py view` gives it the
+# shipped ones when none is named.
+VIEW_USAGE = """\
+usage: python3 lab.py view [RECORDING ...] [--out FOLDER]
+
+Write one self-contained HTML page per recording, and an index.html of them for several,
+and print each page's file:// address; nothing in a recording is run (view.py does it).
+
+positional arguments:
+  RECORDING     recording files (default: every recording the lab ships, recordings/ and
+                its subfolders)
+
+options:
+  --out FOLDER  where the pages go (default: views/ in the current folder)
+
+exit codes: 0 every page was written; 2 a recording could not be read or a page not
+written (the others are still written), or a failed set-up"""
 
 
 def main(argv):
@@ -210,6 +230,9 @@ def main(argv):
         return 2
     if argv[0] in ("lint", "lock", "run") and any(flag in argv[1:2] for flag in HELP_FLAGS):
         print(usage())
+        return 0
+    if argv[0] == "view" and any(flag in argv[1:] for flag in HELP_FLAGS):
+        print(VIEW_USAGE)
         return 0
     if argv[0] == "run" and len(argv) < 2:
         print("error: `run` needs a script, e.g. python3 lab.py run record_run.py --help",

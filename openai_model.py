@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from plumbing import wire_errors
 from plumbing.limits import (
     ARGUMENTS_TOO_LONG,
+    LARGEST_NUMBER,
     MAX_LINE_BYTES,
     MAX_TURN_ARGUMENTS,
     MAX_TURN_CALLS,
@@ -143,8 +144,11 @@ def chunks_from_events(events):
         final["message"]["tool_calls"] = [_complete_call(calls[i]) for i in sorted(calls)]
     if isinstance(usage, dict):
         for ours, theirs in USAGE_COUNTERS.items():
-            if isinstance(usage.get(theirs), int):
-                final[ours] = usage[theirs]
+            count = usage.get(theirs)
+            # subtle: a count a recording can hold, or none: a hostile server's 10**400
+            # would be saved as null, and its replay then differ from the recording
+            if isinstance(count, int) and abs(count) < LARGEST_NUMBER:
+                final[ours] = count
     yield final
 
 

@@ -63,18 +63,29 @@ def short(value, limit=160):
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+class _Absent:
+    """A key or an item one side does not have: not the same as a null."""
+
+    def __repr__(self):
+        return "<absent>"
+
+
+ABSENT = _Absent()
+
+
 def first_difference(want, have, path=""):
-    """(path, expected, got) of the first leaf where two JSON values differ, or None."""
+    """(path, expected, got) of the first leaf where two JSON values differ, or None;
+    a side that lacks the key or the item is ABSENT there."""
     if isinstance(want, dict) and isinstance(have, dict):
         for key in {**want, **have}:
-            found = first_difference(want.get(key), have.get(key), f"{path}.{key}")
+            found = first_difference(want.get(key, ABSENT), have.get(key, ABSENT), f"{path}.{key}")
             if found:
                 return found
         return None
     if isinstance(want, list) and isinstance(have, list):
         for index in range(max(len(want), len(have))):
-            a = want[index] if index < len(want) else None
-            b = have[index] if index < len(have) else None
+            a = want[index] if index < len(want) else ABSENT
+            b = have[index] if index < len(have) else ABSENT
             found = first_difference(a, b, f"{path}[{index}]")
             if found:
                 return found
@@ -139,11 +150,17 @@ def tool_divergences(expected, got, expected_root, got_root):
 def request_divergences(recording, requests, got_root):
     """The first request that differs from the recorded one, and a count mismatch."""
     problems, saved_calls = [], recording["model_calls"]
+    # subtle: each request repeats every message before it. Normalised once each, not once
+    # per request, a long message costs its length once, not once for every later request
+    # (64 requests after a message of 900 KB: seconds of regular expressions)
+    recorded = comparable(recording["messages"], recording.get("workdir"))
+    seen = {}  # id(message) -> the message normalised; the requests hold them all alive
     for number, (saved, sent) in enumerate(zip(saved_calls, requests, strict=False), 1):
-        want = comparable(
-            recording["messages"][: saved["request_length"]], recording.get("workdir")
-        )
-        have = comparable(sent, got_root)
+        want = recorded[: saved["request_length"]]
+        for message in sent:
+            if id(message) not in seen:
+                seen[id(message)] = comparable(message, got_root)
+        have = [seen[id(message)] for message in sent]
         if want != have:
             label = f"model call {number} (its request is messages[:{len(want)}] in the file)"
             problems.append(f"{label}: {_difference(want, have, 'messages')}")

@@ -66,6 +66,10 @@ MAX_TOOL_CALLS = 32  # per turn; the calls past it are answered with an error, n
 # A turn past either of these is not a turn a model means: it ends as model_error, and
 # none of its calls runs (so a hostile server cannot fill memory, a recording or a screen).
 MAX_TURN_CALLS = 1000
+# A number a recording holds: finite and below this in size (what a 64-bit reader holds).
+# A counter or a time past it is saved as null (recording.py), and a file holding one is
+# refused: a 401-digit number of seconds or tokens cannot be turned into a float to show.
+LARGEST_NUMBER = 2**63
 MAX_TURN_ARGUMENTS = 1_000_000  # characters of all the calls' arguments in one turn
 TOO_MANY_CALLS_IN_TURN = (
     f"the model sent more than {MAX_TURN_CALLS} tool calls in one turn; none of them ran"

@@ -17,7 +17,6 @@ Not here: talking to a model (local_model.py), comparing a replay with its recor
 import datetime
 import hashlib
 import json
-import math
 import os
 import re
 import tempfile
@@ -37,7 +36,7 @@ from agent_loop import (
 )
 from plumbing.generated_cases import COUNT_LIMIT, SEED_LIMIT
 from plumbing.isolation import KINDS
-from plumbing.limits import DeadlineExceeded
+from plumbing.limits import LARGEST_NUMBER, DeadlineExceeded
 from plumbing.redact import redact
 
 # A new name for every change of what a recording holds. /4: `text_calls` says whether a
@@ -110,28 +109,45 @@ LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 def json_text(recording):
     """`recording` as indented JSON text that is valid UTF-8 and valid JSON, whatever it holds.
 
-    subtle: a server can send NaN or 1e400 (parsed as infinity), which JSON cannot hold: such
-    a number is saved as null, and its text kept in `non_finite_numbers` with where it was.
-    A lone surrogate cannot be written as UTF-8; as a JSON escape it round-trips.
+    subtle: a server can send NaN or 1e400 (parsed as infinity), which JSON cannot hold, or
+    a counter of 400 digits, which no reader can show: such a number is saved as null, and
+    its text kept in `non_finite_numbers` with where it was. A lone surrogate cannot be
+    written as UTF-8; as a JSON escape it round-trips.
     """
-    try:
-        text = json.dumps(recording, indent=2, ensure_ascii=False, allow_nan=False)
-    except ValueError:
-        found = []
-        recording = _finite(recording, "", found)
+    found = []
+    recording = _in_range(recording, "", found)
+    if found:
         recording["non_finite_numbers"] = found
-        text = json.dumps(recording, indent=2, ensure_ascii=False, allow_nan=False)
+    text = json.dumps(recording, indent=2, ensure_ascii=False, allow_nan=False)
     return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def _finite(value, where, found):
-    if isinstance(value, float) and not math.isfinite(value):
-        found.append({"at": where.lstrip("."), "text": json.dumps(value)})
+def _out_of_range(value):
+    """Whether `value` is a number a recording does not hold (see LARGEST_NUMBER)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return not abs(value) < LARGEST_NUMBER  # subtle: a NaN compares false, so it is out
+
+
+def _number_text(value):
+    if isinstance(value, float):
+        return json.dumps(value)  # NaN, Infinity or -Infinity
+    try:
+        digits = str(abs(value))
+    except ValueError:  # past Python's limit on converting an int to text
+        return "an integer of more than 4,300 digits"
+    sign = "-" if value < 0 else ""
+    return f"an integer of {len(digits):,} digits ({sign}{digits[:12]}...)"
+
+
+def _in_range(value, where, found):
+    if _out_of_range(value):
+        found.append({"at": where.lstrip("."), "text": _number_text(value)})
         return None
     if isinstance(value, dict):
-        return {k: _finite(v, f"{where}.{k}", found) for k, v in value.items()}
+        return {k: _in_range(v, f"{where}.{k}", found) for k, v in value.items()}
     if isinstance(value, list):
-        return [_finite(v, f"{where}[{i}]", found) for i, v in enumerate(value)]
+        return [_in_range(v, f"{where}[{i}]", found) for i, v in enumerate(value)]
     return value
 
 
@@ -279,7 +295,7 @@ def load(path):
 
 
 def _text_problem(data):
-    """Nesting deeper than MAX_DEPTH, as a sentence, or None.
+    """Nesting deeper than MAX_DEPTH, or a number out of range, as a sentence, or None.
 
     Walked without recursion, so no file can make this check itself overflow the stack.
     subtle: a lone surrogate is accepted: `save` writes one as a JSON escape when a model
@@ -290,6 +306,8 @@ def _text_problem(data):
         value, where, depth = pending.pop()
         if depth > MAX_DEPTH:
             return f"nested deeper than {MAX_DEPTH} levels (at {where[:80]}...)"
+        if where and _out_of_range(value):  # `save` writes none; a reader could not show it
+            return f"field '{where.lstrip('.')[:80]}' must be a finite number below 2**63 in size"
         if isinstance(value, dict):
             pending += [(v, f"{where}.{k}", depth + 1) for k, v in value.items()]
             pending += [(k, f"{where} (a key)", depth + 1) for k in value]

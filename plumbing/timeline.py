@@ -22,6 +22,7 @@ columns on, every line fits, except the context warning, which stays one whole s
 import shutil
 
 from agent_loop import MODEL_DONE, MODEL_START, STOPPED, TOOL_RESULT
+from plumbing.limits import LARGEST_NUMBER
 
 BARS_FROM = 0.01  # seconds: below this longest span a bar shows noise, not time
 NEAR_CONTEXT = 0.9  # a request at least this full of the window is about to lose messages
@@ -110,9 +111,15 @@ def context_window(model):
         ("num_ctx", (model.get("options") or {}).get("num_ctx")),
         ("max_model_len", (model.get("server_model") or {}).get("max_model_len")),
     ):
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        if _count(value) and value > 0:
             return value, name
     return None
+
+
+def _count(value):
+    """Whether `value` is a count of tokens that can be shown: a server's counter of 400
+    digits is not (no float holds it, so it is no share of the window)."""
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) < LARGEST_NUMBER
 
 
 def context_lines(events, window, width=80):
@@ -124,7 +131,7 @@ def context_lines(events, window, width=80):
         for e in events
         if e["type"] == MODEL_DONE
     ]
-    prompts = [(turn, n) for turn, n in prompts if isinstance(n, int) and not isinstance(n, bool)]
+    prompts = [(turn, n) for turn, n in prompts if _count(n)]
     if not window or not prompts:
         return []
     size, name = window

@@ -18,6 +18,7 @@ a difference between 2 of 5 and 3 of 5.
 import argparse
 import os
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -25,19 +26,23 @@ from plumbing.console import plural, tolerant_output
 from plumbing.outcomes import NOT_A_MODEL, outcome, rate, summary_lines
 from plumbing.page import series_page
 from plumbing.recording import RecordingError, load
+from view import INDEX, write_pages
 
 BAR_WIDTH = 50  # cells from 0% to 100%; with its frame a bar takes 62 columns
 WIDTH = 80  # every other line is wrapped to this
 KEYS = ("model", "api", "max_turns")
 EXIT_COMPARED, EXIT_UNREADABLE = 0, 2
+SERIES_PAGE = "series.html"  # the page of the rates, in the --html folder
 
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         description="Compare recordings in groups: the success rate of the independent final "
         "tests with its 95% interval, the stop reasons, and the median cost.",
-        epilog="exit codes: 0 every file was read and compared; 2 at least one file is not a "
-        "recording (one error: line each; the others are still compared)",
+        epilog="exit codes: 0 every file was read and compared (and with --html, every page "
+        "written); 2 at least one file is not a recording or a page could not be written (one "
+        "error: line each; the others are still compared and written), or the --html folder "
+        "cannot be made (nothing is written then)",
     )
     parser.add_argument("recordings", nargs="+", metavar="RECORDING", help="recording files")
     parser.add_argument(
@@ -51,9 +56,11 @@ def parse_args(argv):
     parser.add_argument(
         "--html",
         type=Path,
-        metavar="FILE",
-        help="also write the series as a page to FILE, with each recording's own page beside "
-        "it (as view.py writes them), linked from the page (default: none)",
+        metavar="FOLDER",
+        help=f"also write the series as pages into FOLDER, made if it does not exist: "
+        f"{SERIES_PAGE} (the rates, linking each attempt's page), each recording's own page "
+        "as view.py writes it, and index.html of them for several; each file written is "
+        "named (default: none)",
     )
     return parser.parse_args(argv)
 
@@ -111,6 +118,10 @@ def wrap(line, width):
 def main(argv=None):
     tolerant_output()  # a recording's model name or description is printed as text, escapes visible
     args = parse_args(argv)
+    problem = args.html and folder_problem(args.html)
+    if problem:  # before anything is read or written
+        print(f"error: --html {args.html}: {problem}", file=sys.stderr)
+        return EXIT_UNREADABLE
     groups, unreadable, pages = {}, 0, {}
     for path in args.recordings:
         try:
@@ -134,26 +145,63 @@ def main(argv=None):
         print()
         print("\n".join(group_lines(key, groups[key])))
     if args.html and groups:
-        write_series(args.html, pages, groups)
+        unreadable += write_series(args.html, pages, groups)
     return EXIT_UNREADABLE if unreadable else EXIT_COMPARED
 
 
-def write_series(target, pages, groups):
-    """The series page at `target`, and each attempt's own page beside it, linked."""
-    from view import write_pages  # the per-recording pages, as view.py writes them
+def folder_problem(folder):
+    """Why no pages can be written into `folder`, or None: it is a file, it would be made
+    under a file, or its nearest existing folder takes no new folder."""
+    if folder.exists() and not folder.is_dir():
+        return "is a file, not a folder; name a new or an existing folder"
+    if not folder.exists() and folder.suffix.lower() in (".html", ".htm"):
+        return (
+            f"names a page; --html takes the folder the pages go in, e.g. {folder.with_suffix('')}"
+        )
+    nearest = folder.absolute()
+    while not nearest.exists():
+        nearest = nearest.parent
+    if not nearest.is_dir():
+        return f"{nearest} is a file, so no folder can be made in it"
+    for name in (SERIES_PAGE, INDEX):
+        if (folder / name).exists() and not (folder / name).is_file():
+            return f"{folder / name} is there and is not a file"
+    try:  # subtle: os.access says yes to root everywhere; only trying tells the truth
+        with tempfile.TemporaryDirectory(dir=nearest, prefix=".agent-lab-check-"):
+            return None
+    except OSError as error:
+        return f"nothing can be written in {nearest} ({error.strerror or error})"
 
-    folder = target.parent
-    written, errors = write_pages([p for key in sorted(pages) for p, _ in pages[key]], folder)
-    for error in errors:
-        print(f"error: {error}", file=sys.stderr)
+
+def write_series(folder, pages, groups):
+    """Into `folder`: each attempt's own page, an index of them, and the series page linking
+    them; print each file written. Return how many pages could not be written or shown."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        print(f"error: --html {folder}: cannot be made ({error.strerror or error})",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    paths = [p for key in sorted(pages) for p, _ in pages[key]]
+    written, index, errors = write_pages(paths, folder, reserved=[Path(SERIES_PAGE).stem])
     page_of = {id(path): page for path, page, _ in written}  # the name each page got
     rows = []
     for key in sorted(groups):
         attempts = zip(pages[key], groups[key], strict=True)
         shown = [(page_of[id(path)], o) for (path, _), o in attempts if id(path) in page_of]
         rows.append((label(key), shown))
-    target.write_text(series_page(rows), encoding="utf-8")
-    print(f"\n{target.resolve().as_uri()}")
+    files = [folder / page for _, page, _ in written] + ([index] if index else [])
+    try:
+        (folder / SERIES_PAGE).write_text(series_page(rows), encoding="utf-8")
+        files.append(folder / SERIES_PAGE)  # last: the page to open first
+    except OSError as error:
+        errors.append(f"{folder / SERIES_PAGE}: cannot be written ({error.strerror or error})")
+    print(f"\nPages written in {folder}:")
+    for path in files:
+        print(path.resolve().as_uri())
+    for error in errors:
+        print(f"error: {error}", file=sys.stderr)
+    return len(errors)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from plumbing.recording import RecordingError, load
 
 EXIT_WRITTEN, EXIT_UNREADABLE = 0, 2
 DEFAULT_FOLDER = Path("views")
+INDEX = "index.html"  # the table of the pages, written for several recordings
 
 
 def parse_args(argv):
@@ -42,11 +43,13 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
-def write_pages(paths, folder):
-    """Write a page per recording in `folder`; return ([(path, page, recording)], errors).
+def write_pages(paths, folder, reserved=()):
+    """Write a page per recording in `folder`, and an index of them for several; return
+    ([(path, page, recording)], the index's path or None, errors). No page takes a name
+    in `reserved` (names without .html: another page of the caller's).
 
     A recording that cannot be read, or shown, is an error line; the others are written."""
-    rows, errors, taken = [], [], {"index"}
+    rows, errors, taken, index_written = [], [], {"index", *reserved}, None
     for path in paths:
         try:
             recording = load(path)
@@ -69,8 +72,13 @@ def write_pages(paths, folder):
         rows.append((path, page, recording))
     if len(paths) > 1 and rows:
         index = index_page([(page, recording) for _, page, recording in rows])
-        (folder / "index.html").write_bytes(index.encode("utf-8"))
-    return rows, errors
+        try:
+            (folder / INDEX).write_bytes(index.encode("utf-8"))
+        except OSError as error:
+            errors.append(f"{folder / INDEX}: cannot be written ({error.strerror or error})")
+        else:
+            index_written = folder / INDEX
+    return rows, index_written, errors
 
 
 def unique(stem, taken):
@@ -87,11 +95,11 @@ def unique(stem, taken):
 def main(argv=None):
     tolerant_output()  # what a recording holds is printed as text, its escapes visible
     args = parse_args(argv)
-    rows, errors = write_pages(args.recordings, args.out)
+    rows, index, errors = write_pages(args.recordings, args.out)
     for _, page, _ in rows:
         print((args.out / page).resolve().as_uri())
-    if len(args.recordings) > 1 and rows:
-        print((args.out / "index.html").resolve().as_uri())
+    if index:
+        print(index.resolve().as_uri())
     for error in errors:
         print(f"error: {error}", file=sys.stderr)
     return EXIT_UNREADABLE if errors else EXIT_WRITTEN

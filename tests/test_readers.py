@@ -10,6 +10,7 @@ recording. The CLIs run in this process (tests/in_process.py).
 """
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -197,3 +198,75 @@ def test_a_recording_saved_after_a_null_choice_is_shown_by_view(tmp_path):
     path = changed_copy(tmp_path, "smollm2-135m-live.json", null_choice)
     shown = run_cli("view.py", path, "--out", tmp_path / "pages")
     assert shown.returncode == 0, shown.stderr
+
+
+# --- compare.py --html writes into a folder ----------------------------------------------
+
+TWO = (RECORDINGS / "repair.json", RECORDINGS / "bounded-max-turns-1.json")
+
+
+def test_compare_html_writes_every_page_into_a_folder_it_makes_and_names_each(tmp_path):
+    folder = tmp_path / "new" / "series"
+    finished = run_cli("compare.py", *TWO, "--html", folder)
+    assert finished.returncode == 0, finished.stderr
+    names = ["bounded-max-turns-1.html", "repair.html", "index.html", "series.html"]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(names)
+    printed = finished.stdout.split(f"Pages written in {folder}:\n")[1].split()
+    assert printed == [(folder / name).as_uri() for name in names]  # the series page last
+    assert 'href="./repair.html"' in (folder / "series.html").read_text(encoding="utf-8")
+    again = run_cli("compare.py", *TWO, "--html", folder)  # an existing folder is written into
+    assert again.returncode == 0 and again.stdout == finished.stdout
+
+
+def test_a_recording_named_series_does_not_take_the_series_pages_name(tmp_path):
+    named = tmp_path / "series.json"
+    named.write_bytes((RECORDINGS / "repair.json").read_bytes())
+    finished = run_cli("compare.py", named, "--html", tmp_path / "out")
+    assert finished.returncode == 0, finished.stderr
+    assert (tmp_path / "out" / "series-2.html").exists()
+    assert "series-2.html" in (tmp_path / "out" / "series.html").read_text(encoding="utf-8")
+
+
+def folder_as_file(tmp_path):
+    (tmp_path / "taken").write_text("mine")
+    return tmp_path / "taken", "is a file, not a folder"
+
+
+def under_a_file(tmp_path):
+    (tmp_path / "taken").write_text("mine")
+    return tmp_path / "taken" / "pages", "is a file, so no folder can be made in it"
+
+
+def a_page_name(tmp_path):
+    return tmp_path / "series.html", "names a page; --html takes the folder"
+
+
+def series_page_is_a_folder(tmp_path):
+    (tmp_path / "out" / "series.html").mkdir(parents=True)
+    return tmp_path / "out", "series.html is there and is not a file"
+
+
+def unwritable(tmp_path):
+    return Path("/proc/self/pages"), "nothing can be written in /proc/self"  # root or not
+
+
+@pytest.mark.parametrize(
+    "place", [folder_as_file, under_a_file, a_page_name, series_page_is_a_folder, unwritable]
+)
+def test_compare_html_refuses_a_folder_it_cannot_use_before_writing_anything(tmp_path, place):
+    folder, says = place(tmp_path)
+    before = sorted(tmp_path.rglob("*"))
+    finished = run_cli("compare.py", *TWO, "--html", folder)
+    assert finished.returncode == 2 and finished.stdout == ""  # not even the comparison
+    assert says in one_error_line(finished)
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_view_says_when_its_index_cannot_be_written_and_keeps_the_pages(tmp_path):
+    (tmp_path / "index.html").mkdir()
+    finished = run_cli("view.py", *TWO, "--out", tmp_path)
+    assert finished.returncode == 2
+    assert "index.html: cannot be written" in one_error_line(finished)
+    assert finished.stdout.split() == [
+        (tmp_path / p.name).with_suffix(".html").as_uri() for p in TWO
+    ]

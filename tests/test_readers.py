@@ -10,6 +10,7 @@ recording. The CLIs run in this process (tests/in_process.py).
 """
 
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -270,3 +271,166 @@ def test_view_says_when_its_index_cannot_be_written_and_keeps_the_pages(tmp_path
     assert finished.stdout.split() == [
         (tmp_path / p.name).with_suffix(".html").as_uri() for p in TWO
     ]
+
+
+# --- the fuzz test: mutants of every shipped recording, through every reader ---------------
+
+SEED = 32  # a failure names its mutant: "m017.json: null at events.5.message"
+MUTANTS = 240
+BATCH = 40  # mutants per CLI run: each CLI takes many recordings, one error line each
+REPLAYED = 3  # replays run a real verdict each (about 0.5 s of CPU): a few, chosen below
+CHEAP = ("bounded-max-turns-1.json", "claims-success-without-edit.json")  # no run_tests
+REPLAY_READS = ("events", "model_calls", "messages", "stop", "final_tests")
+
+KINDS = ("drop", "null", "huge", "number", "type", "deep", "unicode", "extra")
+HUGE_INTS = [HUGE, -(10**30), 2**63, 2**63 - 1, -1, 0]
+NUMBERS = [float("nan"), float("inf"), 1e308, -0.0, 5e-324]
+OTHER_TYPES = ["text", 7, 1.5, True, [], {}, ["x"], {"k": None}]
+ODD_TEXT = [
+    "\ud800",
+    "\u202e\u200b\ufeff",
+    "\x00\x1b[2J\r",
+    "\U000e0001\U000e0072\U000e006d\U000e007f",
+    "x" * 100_000,
+    "",
+    "é✓😀\u2028",
+]
+
+
+def places(value, path):
+    """Every place under `value` (at `path`), as paths, `path` itself first."""
+    yield path
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
+    for key, item in items:
+        yield from places(item, (*path, key))
+
+
+def depth_of(value):
+    if isinstance(value, dict):
+        return 1 + max(map(depth_of, [*value.values(), *value]), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(depth_of, value), default=0)
+    return 0
+
+
+def mutate(recording, rng):
+    """Change one place of `recording` one way; return what was done, for a failure's message."""
+    # half the changes go where the readers walk deepest, half anywhere
+    top = rng.choice(list(recording) if rng.random() < 0.5 else [*REPLAY_READS, "model"])
+    path = rng.choice(list(places(recording[top], (top,))))
+    kind = rng.choice(KINDS)
+    parent = recording
+    for key in path[:-1]:
+        parent = parent[key]
+    key, value = path[-1], parent[path[-1]]
+    if kind == "drop":
+        del parent[key]
+    elif kind == "extra":
+        (value if isinstance(value, dict) else parent if isinstance(parent, dict) else {})[
+            "extra"
+        ] = None
+    elif kind == "deep":  # as deep as load() allows, and a level more where the value nests
+        for _ in range(100 - len(path) - depth_of(value) + rng.choice((0, 1))):
+            value = [value]
+        parent[key] = value
+    else:
+        choices = {"null": [None], "huge": HUGE_INTS, "number": NUMBERS, "type": OTHER_TYPES}
+        parent[key] = rng.choice(choices.get(kind, ODD_TEXT))
+    return f"{kind} at {'.'.join(map(str, path))}"
+
+
+def reader_errors(finished):
+    """The run's stderr lines, each an `error:` line (no traceback, no other output)."""
+    lines = finished.stderr.splitlines()
+    assert all(line.startswith("error: ") for line in lines), finished.stderr[-3000:]
+    return lines
+
+
+@pytest.mark.xdist_group("readers-fuzz")
+def test_mutated_recordings_are_refused_in_one_line_or_read_by_every_reader(tmp_path):
+    """Mutants of the shipped recordings (a key dropped, a value null, a huge or odd number,
+    a wrong type, nesting as deep as load() allows, odd Unicode, an extra null key), seeded:
+    load() refuses each in one line or accepts it, and then view.py, compare.py and
+    compare.py --html show it or say in one `error:` line why they cannot, never a
+    traceback. A few accepted ones are replayed (see `replayed`)."""
+    rng = random.Random(SEED)
+    originals = {path: json.loads(path.read_text(encoding="utf-8")) for path in SHIPPED}
+    mutants, accepted = {}, []
+    for number in range(MUTANTS):
+        source = rng.choice(SHIPPED)
+        recording = json.loads(json.dumps(originals[source]))
+        done = mutate(recording, rng)
+        path = tmp_path / f"m{number:03d}.json"
+        path.write_text(json.dumps(recording), encoding="utf-8")  # as plain JSON, NaN and all
+        mutants[path] = f"{path.name}: {done} of {source.name} (seed {SEED})"
+        try:
+            load(path)
+        except RecordingError as error:
+            assert "\n" not in str(error) and len(str(error)) < 1000, mutants[path]
+        else:
+            accepted.append(path)
+    assert 40 < len(accepted) < MUTANTS - 40  # the mutants reach both sides of load()
+    # the red team's: an event with one extra key set to null (replay's first difference)
+    path = tmp_path / "extra-null.json"
+    recording = json.loads(json.dumps(originals[RECORDINGS / CHEAP[1]]))
+    recording["events"][3]["extra"] = None
+    path.write_text(json.dumps(recording), encoding="utf-8")
+    mutants[path], accepted = f"{path.name}: extra at events.3 of {CHEAP[1]}", [path, *accepted]
+    paths = list(mutants)
+    for start in range(0, len(paths), BATCH):
+        batch = paths[start : start + BATCH]
+        for cli in (
+            ("view.py", *batch, "--out", tmp_path / f"views-{start}"),
+            ("compare.py", *batch),
+            ("compare.py", *batch, "--html", tmp_path / f"series-{start}"),
+        ):
+            try:
+                finished = run_cli(*cli)
+            except Exception:  # a traceback: name the mutant that made it
+                culprits = [mutants[p] for p in batch if raises(cli, batch, p)]
+                raise AssertionError(f"{cli[0]} raised on {culprits}") from None
+            errors = reader_errors(finished)
+            for path in batch:  # one line for each refused, at most one for the others
+                said = sum(f"{path}:" in line for line in errors)
+                assert said <= 1 if path in accepted else said == 1, mutants[path]
+    chosen = replayed(accepted, mutants)
+    assert chosen[0].name == "extra-null.json" and len(chosen) == REPLAYED
+    for path in chosen:  # unisolated: only the lab's own edits run, changed or not
+        finished = run_cli("replay.py", path, "--no-isolate")
+        reader_errors(finished)
+        assert finished.returncode in (0, 1, 2), mutants[path]
+        assert "Replayed 1 recording(s)" in finished.stdout, mutants[path]
+        if path.name == "extra-null.json":  # a TypeError in the first difference, once
+            assert "extra: the recording says null, today's run did nothing" in finished.stdout
+
+
+def raises(cli, batch, path):
+    """Whether `cli` (run on `batch`) raises when run on `path` alone."""
+    try:
+        run_cli(cli[0], path, *cli[1 + len(batch) :])
+    except Exception:  # noqa: BLE001 - any exception is the finding
+        return True
+    return False
+
+
+def replayed(accepted, mutants):
+    """The mutants worth a replay's real verdict: accepted by load(), made from a recording
+    whose replay makes no test run but the verdict (CHEAP), changed where replay reads what
+    load() does not check closely (REPLAY_READS), one of each kind of change, REPLAYED at
+    most. The first accepted is the red team's event with an extra key set to null."""
+    chosen, kinds = [], set()
+    for path in accepted:
+        label = mutants[path]
+        kind, where = label.split(": ", 1)[1].split(" at ", 1)
+        if not any(f" of {name}" in label for name in CHEAP):
+            continue
+        if where.split(".")[0] in REPLAY_READS and kind not in kinds:
+            chosen.append(path)
+            kinds.add(kind)
+    return chosen[:REPLAYED]

@@ -218,9 +218,13 @@ def stream_chart(call):
 def _kind(item):
     if not isinstance(item, dict):
         return "text"
-    if item.get("done") is True or (item.get("choices") or [{}])[0].get("finish_reason"):
+    choices = item.get("choices")
+    # subtle: a server's event may hold any JSON: `"choices": [null]`, a string, an empty list
+    choice = choices[0] if isinstance(choices, list) and choices else {}
+    choice = choice if isinstance(choice, dict) else {}
+    if item.get("done") is True or choice.get("finish_reason"):
         return "done"
-    message = item.get("message") or (item.get("choices") or [{}])[0].get("delta") or {}
+    message = item.get("message") or choice.get("delta") or {}
     if not isinstance(message, dict):
         return "text"
     if message.get("tool_calls"):

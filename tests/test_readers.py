@@ -185,11 +185,6 @@ def test_an_events_extra_key_set_to_null_is_a_difference_said_in_words():
 # --- an event the page could not draw -----------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="plumbing/page.py's _kind() reads (choices or [{}])[0].get(...) of a null choice: "
-    "the page owner's file; view.py says 'cannot be shown' in one line meanwhile",
-)
 def test_a_recording_saved_after_a_null_choice_is_shown_by_view(tmp_path):
     # what record_run.py saves after such an event: its raw events keep it (the turn ended
     # as model_error); made from the shipped live recording rather than recorded again

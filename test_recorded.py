@@ -308,7 +308,7 @@ def test_event_missing_a_key_is_named_not_a_crash(tmp_path):
 
     outcome, output = replay(altered(tmp_path, change))
     assert outcome == DIVERGED
-    assert 'model_done): done_reason: the recording says null, today\'s run did "stop"' in output
+    assert 'model_done): done_reason: the recording says nothing, today\'s run did "stop"' in output
 
 
 def test_list_recorded_as_another_type_is_named_not_a_crash(tmp_path):
@@ -330,7 +330,7 @@ def test_recorded_conversation_shorter_than_a_request_is_named_not_a_crash(tmp_p
 
     outcome, output = replay(altered(tmp_path, change))
     assert outcome == DIVERGED
-    assert 'messages[9]: the recording says null, today\'s run did {"role": "tool"' in output
+    assert 'messages[9]: the recording says nothing, today\'s run did {"role": "tool"' in output
 
 
 def test_extra_model_call_is_a_divergence_not_a_crash(tmp_path):

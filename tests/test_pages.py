@@ -203,9 +203,10 @@ def test_lab_view_writes_a_page_per_shipped_recording_and_an_index(tmp_path):
 
 
 def test_compare_writes_a_series_page_linking_each_attempts_page(browser, tmp_path):
-    target = tmp_path / "series" / "attempts.html"
+    folder = tmp_path / "series"
+    target = folder / "series.html"
     finished = subprocess.run(
-        [sys.executable, str(HERE / "compare.py"), *map(str, SHIPPED), "--html", str(target)],
+        [sys.executable, str(HERE / "compare.py"), *map(str, SHIPPED), "--html", str(folder)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert finished.returncode == 0, finished.stderr
@@ -226,10 +227,11 @@ def test_compare_writes_a_series_page_when_every_attempt_of_a_group_was_interrup
         recording["stop"] = {"type": "stopped", "turn": 3, "reason": "interrupted"}
         recording["events"] = [e for e in recording["events"] if e["type"] != "stopped"]
 
-    target = tmp_path / "attempts.html"
+    folder = tmp_path / "pages"
+    target = folder / "series.html"
     finished = subprocess.run(
         [sys.executable, str(HERE / "compare.py"), str(altered(tmp_path, interrupt)),
-         "--html", str(target)],
+         "--html", str(folder)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert finished.returncode == 0, finished.stderr

@@ -13,9 +13,20 @@ Not a model and not any real server: every reply was written by hand. Tests only
 """
 
 import json
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class QuietServer(ThreadingHTTPServer):
+    """A client that hangs up between two requests of a kept-alive connection is no error
+    of the server's. socketserver would print its traceback to sys.stderr, which is the
+    captured stderr of a CLI run in the test's own process (tests/in_process.py)."""
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
 
 
 class StandInServer:
@@ -25,7 +36,7 @@ class StandInServer:
         self.replies = list(replies)  # scripted answers, taken in order
         self.hung_up = 0  # streams the client closed before the server had sent them all
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = QuietServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self._server.stand_in = self  # how a handler reaches the server it serves
         self.address = f"http://127.0.0.1:{self._server.server_address[1]}"

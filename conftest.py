@@ -1,7 +1,9 @@
 """Shared pytest fixtures for the lab's own tests, and CI's rule that nothing is skipped."""
 
 import os
+import shutil
 import socket
+import tempfile
 
 import pytest
 
@@ -47,6 +49,33 @@ def pytest_configure(config):
     # subtle: under xdist only the controller prints the summary; workers just report
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(Skips(fail=under_ci()), "lab-skips")
+        share_sandboxed_runs(config)
+
+
+# --- one sandboxed run for every test that asks for the same one ------------------------------
+# plumbing/run_memo.py: the controller makes the memo's folder before its workers start (they
+# inherit the environment), so they share it, and removes it when the session ends. A test
+# about the run's process itself (a Ctrl-C, a timeout, what the sandbox reaches) asks for
+# `fresh_runs`.
+
+
+def share_sandboxed_runs(config):
+    from plumbing import run_memo
+
+    if os.environ.get(run_memo.SETTING) is not None:
+        return  # set by whoever started the suite ("" turns the memo off)
+    memo = tempfile.mkdtemp(prefix="agent-lab-run-memo-")
+    os.environ[run_memo.SETTING] = memo
+    config.add_cleanup(lambda: (shutil.rmtree(memo, ignore_errors=True),
+                                os.environ.pop(run_memo.SETTING, None)))  # fmt: skip
+
+
+@pytest.fixture
+def fresh_runs(monkeypatch):
+    """Every sandboxed run of this test is a new process (plumbing/run_memo.py)."""
+    from plumbing import run_memo
+
+    monkeypatch.setenv(run_memo.SETTING, "")
 
 
 class Skips:

@@ -407,7 +407,7 @@ def test_run_tests_output_is_bounded(repo):
     assert "failed" in result["output"]  # the tail, with pytest's summary, is what is kept
 
 
-def test_timed_out_tests_kill_the_grandchild_holding_the_pipe(repo):
+def test_timed_out_tests_kill_the_grandchild_holding_the_pipe(repo, fresh_runs):
     (repo / "tests" / "test_hang.py").write_text(
         "import subprocess, sys, time, pathlib\n"
         "GRANDCHILD = 'import time, pathlib; time.sleep(60); pathlib.Path(\"finished\").touch()'\n"

@@ -39,11 +39,12 @@ import tokenize
 from pathlib import Path
 
 from plumbing import bounds
-from plumbing.child_process import run_bounded, tail
+from plumbing.child_process import tail
 from plumbing.generated_cases import DEFAULT_COUNT, SEED_LIMIT, generated, reference
-from plumbing.isolation import chosen, isolation_prefix
+from plumbing.isolation import BUBBLEWRAP, chosen, isolation_prefix
 from plumbing.pytest_report import BadReport, expected_tests, read_report
 from plumbing.redact import redact
+from plumbing.run_memo import run_once
 from plumbing.sample import (
     SOURCE_FILE,
     SOURCE_LIMIT,
@@ -247,11 +248,13 @@ def held_out_checks(
         folder = Path(scratch)
         (folder / SOURCE_FILE).write_bytes(source)
         (folder / CASES_FILE).write_text(json.dumps([changed for changed, _, _ in cases]))
-        prefix = isolation_prefix(chosen(isolate), readable=(folder.resolve(),))
-        command = [*prefix, sys.executable, "-I", "-c", CHILD]
-        exit_code, output = run_bounded(
-            command, folder, timeout, stderr=subprocess.DEVNULL, keep=ANSWERS_KEPT
-        )
+        kind = chosen(isolate)
+        prefix = isolation_prefix(kind, readable=(folder.resolve(),))
+        command = [sys.executable, "-I", "-c", CHILD]
+        exit_code, output = run_once(  # plumbing/run_memo.py: a new process, but in the suite
+            prefix, command, folder, timeout, sandboxed=kind == BUBBLEWRAP,
+            inputs=(folder.resolve(),), stderr=subprocess.DEVNULL, keep=ANSWERS_KEPT,
+        )  # fmt: skip
     answers, later, ended = _answers(output, len(cases))
     ending = f"timed out after {timeout:g} s" if exit_code is None else f"exit {exit_code}"
     passed, first_failure = 0, None
@@ -345,10 +348,13 @@ def run_pytest(root, timeout=TEST_TIMEOUT, isolate=True):
         # have left one (with addopts = -p some_plugin) for the next run to find.
         settings.write_text("[pytest]\n")
         writable = (Path(root).resolve(), Path(folder).resolve())
-        prefix = isolation_prefix(chosen(isolate), writable)
-        command = [*prefix, sys.executable, *PYTEST_COMMAND, "-c", str(settings)]
-        command.append(f"--junitxml={report}")
-        exit_code, output = run_bounded(command, root, timeout)
+        kind = chosen(isolate)
+        prefix = isolation_prefix(kind, writable)
+        command = [sys.executable, *PYTEST_COMMAND, "-c", str(settings), f"--junitxml={report}"]
+        exit_code, output = run_once(  # plumbing/run_memo.py: a new process, but in the suite
+            prefix, command, root, timeout, inputs=writable[:1], outputs=writable[1:],
+            sandboxed=kind == BUBBLEWRAP,
+        )  # fmt: skip
         verdict = judge(root, exit_code, report, timeout)
     verdict = bounds.named(verdict, output)  # a failed run says which limit it went past, if one
     output = redact(output)  # before the cut, so no part of a secret survives at its edge

@@ -30,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from plumbing import redact
+from plumbing import redact, run_memo
 
 LAB = Path(__file__).resolve().parent.parent
 
@@ -64,6 +64,8 @@ def _environment(env):
         return
     saved = dict(os.environ)
     os.environ.clear()
+    # the suite's memo of sandboxed runs (plumbing/run_memo.py) is the suite's, not the run's
+    os.environ.update({key: saved[key] for key in (run_memo.SETTING,) if key in saved})
     os.environ.update({str(k): str(v) for k, v in env.items()})
     try:
         yield

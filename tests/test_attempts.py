@@ -301,7 +301,9 @@ def start_series(args, tmp_path, own_group=False):
     return start_cli([HERE / "record_run.py", *args], tmp_path, own_group)
 
 
-def test_ctrl_c_mid_series_keeps_what_ended_saves_the_running_one_and_exits_130(tmp_path):
+def test_ctrl_c_mid_series_keeps_what_ended_saves_the_running_one_and_exits_130(
+    tmp_path, fresh_runs
+):
     gate = threading.Event()  # holds attempt 2's stream open until the test lets go
     output = tmp_path / "out" / "s.json"
     scripts = [passing("a"), failing("b", gate=gate), passing("c")]
@@ -332,7 +334,7 @@ def test_ctrl_c_mid_series_keeps_what_ended_saves_the_running_one_and_exits_130(
     assert processes_under(tmp_path) == []
 
 
-def test_ctrl_c_with_jobs_kills_the_running_test_runs_and_saves_both(tmp_path):
+def test_ctrl_c_with_jobs_kills_the_running_test_runs_and_saves_both(tmp_path, fresh_runs):
     hanging = [reply(  # a test run that would hang for a minute, with a grandchild
         chunk(thinking="Plan h: hang."),
         chunk(tool_calls=[call("replace_text", old=HOSTILE_OLD, new=HOSTILE_NEW)]),
@@ -390,7 +392,7 @@ def test_ctrl_c_before_an_attempt_saved_anything_never_reports_an_older_file(tmp
     assert older.read_bytes() == (RECORDINGS / "repair.json").read_bytes()
 
 
-def test_ctrl_c_while_an_attempt_is_being_started_stops_that_attempt_too(tmp_path):
+def test_ctrl_c_while_an_attempt_is_being_started_stops_that_attempt_too(tmp_path, fresh_runs):
     # subtle: a Ctrl-C that lands after the series checked for one and before it keeps the
     # new child among those it passes Ctrl-C on to must still reach that child. Here the
     # series' first look at the attempt's output path, in the middle of starting it, is

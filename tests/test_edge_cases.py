@@ -112,7 +112,7 @@ def test_run_tests_leaves_no_cache_or_bytecode_in_the_copy(repo):
     assert not (repo / ".pytest_cache").exists()
 
 
-def test_ctrl_c_during_run_tests_kills_the_test_process_group(repo):
+def test_ctrl_c_during_run_tests_kills_the_test_process_group(repo, fresh_runs):
     # mutation no_kill_in_finally: run_pytest kills the group only on its own timeout.
     (repo / "tests" / "test_hang.py").write_text(
         "import subprocess, sys, time, pathlib\n"
@@ -327,7 +327,7 @@ def test_model_call_without_an_end_is_refused(tmp_path, capsys):
     assert "model_calls[0].ended' must say how the stream ended" in capsys.readouterr().err
 
 
-def test_ctrl_c_during_the_final_verdict_may_leave_it_null_after_another_stop(tmp_path):
+def test_ctrl_c_during_the_final_verdict_may_leave_it_null_after_another_stop(tmp_path, fresh_runs):
     # The loop stopped as assistant_finished; Ctrl-C then cut the final verdict short.
     def cut_verdict(recording, interrupted):
         recording.update(final_tests=None, interrupted=interrupted)

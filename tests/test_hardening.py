@@ -171,7 +171,7 @@ def interrupted_during_tests(args, tmp_path):
         process.kill()
 
 
-def test_ctrl_c_during_a_test_run_kills_it_and_saves_interrupted(tmp_path):
+def test_ctrl_c_during_a_test_run_kills_it_and_saves_interrupted(tmp_path, fresh_runs):
     output = tmp_path / "out" / "interrupted.json"
     hostile = reply(
         chunk(tool_calls=[call("replace_text", old=HOSTILE_OLD, new=HOSTILE_NEW)]),
@@ -192,7 +192,7 @@ def test_ctrl_c_during_a_test_run_kills_it_and_saves_interrupted(tmp_path):
     assert f"        independent tests {starting:.2f}s\n" in lines, lines
 
 
-def test_ctrl_c_during_a_replayed_test_run_exits_130_and_leaves_nothing(tmp_path):
+def test_ctrl_c_during_a_replayed_test_run_exits_130_and_leaves_nothing(tmp_path, fresh_runs):
     recording = load(RECORDINGS / "repair.json")
     for c in recording["model_calls"][2]["chunks"]:
         for tool_call in c["message"].get("tool_calls", []):
@@ -206,7 +206,7 @@ def test_ctrl_c_during_a_replayed_test_run_exits_130_and_leaves_nothing(tmp_path
     assert processes_under(tmp_path) == []
 
 
-def test_a_cli_started_with_ctrl_c_ignored_keeps_ignoring_it(tmp_path):
+def test_a_cli_started_with_ctrl_c_ignored_keeps_ignoring_it(tmp_path, fresh_runs):
     # A shell starts a background job with SIGINT ignored: the CLI must not take Ctrl-C back.
     process = subprocess.Popen(
         [sys.executable, str(HERE / "replay.py"), RECORDINGS / "bounded-max-turns-1.json"],

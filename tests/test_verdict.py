@@ -550,7 +550,7 @@ def test_a_setsid_survivor_outlives_an_unisolated_run_the_known_limit(repo):
     assert survivors
 
 
-def test_a_timed_out_isolated_run_leaves_nothing_running(repo):
+def test_a_timed_out_isolated_run_leaves_nothing_running(repo, fresh_runs):
     needs_bubblewrap()
     at_import(repo, "import subprocess, time\nsubprocess.Popen(['sleep', '60'])\ntime.sleep(60)\n")
     result = RepoTools(repo, test_timeout=2).invoke("run_tests", {})
@@ -558,7 +558,7 @@ def test_a_timed_out_isolated_run_leaves_nothing_running(repo):
     assert gone(repo), f"left running: {processes_under(repo)}"
 
 
-def test_an_isolated_run_dies_with_a_harness_killed_outright(repo):
+def test_an_isolated_run_dies_with_a_harness_killed_outright(repo, fresh_runs):
     needs_bubblewrap()
     at_import(repo, "import pathlib, time\npathlib.Path('started').touch()\ntime.sleep(60)\n")
     harness = subprocess.Popen(

@@ -1,0 +1,171 @@
+"""A memo of sandboxed test runs, for the lab's own test suite: one run shared by every test
+that asks for the same one.
+
+The suite replays the same recordings many times over (the faulty sample's tests alone
+were run about 200 times in one suite), and each run of pytest under bubblewrap costs
+about a quarter of a CPU second. With `LAB_RUN_MEMO` naming a folder (conftest.py sets it
+for the suite, shared by its workers), `run_once` runs a command as
+`child_process.run_bounded` does and keeps what it gave: the exit code, the output, and
+the files it wrote into its output folders. A later run of the same command on the same
+bytes is answered from that, with the same output and the same files written, and no
+process is started.
+
+"The same": the command (each folder in it written as a placeholder, so two copies in two
+temporary folders match, and put back as the folder asking), its environment, timeout,
+output and resource limits, the path, mode and bytes of every entry under each input
+folder, and what the output folders held before. A run is kept only when
+
+- it ran under bubblewrap, where nothing outside its bound folders can be written, so
+  nothing it did is left out of what is kept;
+- its input folders hold, after the run, exactly what they held before (a run that leaves
+  a file, or removes one, is run again each time);
+- it finished within its time (a timeout is never kept: it says how busy the machine was);
+- its output was not cut (the cut falls at another place for a longer folder name).
+
+Not here, on purpose: anything the lab does for a learner. Without `LAB_RUN_MEMO`, which
+nothing but the suite sets, every run is a new process, and so it is for each test about
+the process itself (a Ctrl-C, a timeout, what a sandbox can reach: conftest.py's
+`fresh_runs`).
+"""
+
+import hashlib
+import json
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from plumbing.bounds import FILE_SIZE_LIMIT, MEMORY_LIMIT, TMP_SIZE
+from plumbing.child_process import minimal_env, run_bounded
+
+SETTING = "LAB_RUN_MEMO"  # the folder the memo is kept in; unset or empty: no memo
+FORMAT = "run-memo/1"
+TREE_DEPTH, TREE_ENTRIES = 32, 5000  # past either, a tree is not digested: its run is not kept
+
+
+def folder():
+    """The memo's folder, or None when there is none."""
+    return os.environ.get(SETTING) or None
+
+
+def run_once(prefix, command, cwd, timeout, *, sandboxed, inputs, outputs=(), **kwargs):
+    """(exit code or None on a timeout, output) of `prefix + command`, as run_bounded gives.
+
+    `prefix`: the isolation's (plumbing/isolation.py); `sandboxed`: whether that is
+    bubblewrap (only then is a run kept); `inputs`: the folders whose content the run
+    depends on (`cwd` among them); `outputs`: the folders it writes its results into (each
+    file of them is kept and written again). Every folder is an absolute path.
+
+    subtle: the key holds the command, not the prefix: the prefix names each folder on the
+    way to a bound one (`--dir /tmp/...`), which differs for every temporary copy, and is
+    otherwise the same for every run of one session.
+    """
+    everything = [*prefix, *command]
+    memo = folder()
+    if not (memo and sandboxed):
+        return run_bounded(everything, cwd, timeout, **kwargs)
+    places = [str(Path(f)) for f in [*inputs, *outputs]]
+    before = [tree_digest(f) for f in inputs]
+    # what the output folders held before (a settings file the command reads, say)
+    trees = before + [tree_digest(f) for f in outputs]
+    if None in trees:
+        return run_bounded(everything, cwd, timeout, **kwargs)
+    key = _key(command, cwd, timeout, kwargs, places, trees)
+    entry = Path(memo) / f"{key}.json"
+    kept = _read(entry)
+    if kept is not None:
+        for place, files in zip(places[len(inputs) :], kept["outputs"], strict=True):
+            for name, text in files.items():
+                (Path(place) / name).write_text(_put_back(text, places), encoding="utf-8")
+        return kept["exit_code"], _put_back(kept["output"], places)
+    exit_code, output = run_bounded(everything, cwd, timeout, **kwargs)
+    unchanged = [tree_digest(f) for f in inputs] == before
+    uncut = not output.startswith("[... ")  # run_bounded's mark of dropped output
+    written = [_written(place) for place in places[len(inputs) :]]
+    if exit_code is not None and unchanged and uncut and None not in written:
+        record = {"format": FORMAT, "exit_code": exit_code, "output": _placeholders(output, places)}
+        record["outputs"] = [{n: _placeholders(t, places) for n, t in w.items()} for w in written]
+        _write(entry, record)
+    return exit_code, output
+
+
+def tree_digest(root):
+    """One SHA-256 of every entry under `root`: its path, its kind and mode, a file's bytes,
+    a link's target; links are never followed. None for a tree too deep, too large or not
+    readable: a run on it is not kept."""
+    digest, folders, seen = hashlib.sha256(), [""], 0
+    try:
+        while folders:
+            here = folders.pop()
+            if here.count(os.sep) >= TREE_DEPTH:
+                return None
+            with os.scandir(os.path.join(root, here)) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+            seen += len(entries)
+            if seen > TREE_ENTRIES:
+                return None
+            for entry in entries:
+                relative, info = os.path.join(here, entry.name), entry.stat(follow_symlinks=False)
+                digest.update(os.fsencode(relative) + f"\0{info.st_mode:o}\0".encode())
+                if stat.S_ISLNK(info.st_mode):
+                    digest.update(os.fsencode(os.readlink(entry.path)))
+                elif stat.S_ISREG(info.st_mode):
+                    with open(entry.path, "rb") as file:
+                        digest.update(hashlib.sha256(file.read()).digest())
+                elif stat.S_ISDIR(info.st_mode):
+                    folders.append(relative)
+                digest.update(b"\0")
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def _key(command, cwd, timeout, kwargs, places, trees):
+    words = [_placeholders(str(word), places) for word in command]
+    shape = {"command": words, "cwd": _placeholders(str(Path(cwd).resolve()), places)}
+    shape["timeout"] = timeout
+    shape.update(options=sorted(map(str, kwargs.items())), trees=trees)
+    shape.update(env=minimal_env(), limits=[FILE_SIZE_LIMIT, MEMORY_LIMIT, TMP_SIZE])
+    return hashlib.sha256(json.dumps([FORMAT, shape]).encode()).hexdigest()
+
+
+def _placeholders(text, places):
+    # longest first, so a folder inside another is not half replaced by its parent
+    for number, place in sorted(enumerate(places), key=lambda item: -len(item[1])):
+        text = text.replace(place, f"\0folder {number}\0")
+    return text
+
+
+def _put_back(text, places):
+    for number, place in enumerate(places):
+        text = text.replace(f"\0folder {number}\0", place)
+    return text
+
+
+def _written(place):
+    """{name: text} of the files directly in `place`, or None when it holds anything else
+    (a folder, a link, bytes that are not UTF-8): then the run is not kept."""
+    files = {}
+    for entry in os.scandir(place):
+        if not entry.is_file(follow_symlinks=False):
+            return None
+        try:
+            files[entry.name] = Path(entry.path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+    return files
+
+
+def _read(entry):
+    try:
+        record = json.loads(entry.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if record.get("format") == FORMAT else None
+
+
+def _write(entry, record):
+    # subtle: the suite's workers share the folder; a reader sees a whole entry or none
+    with tempfile.NamedTemporaryFile("w", dir=entry.parent, delete=False, suffix=".tmp") as file:
+        json.dump(record, file)
+    os.replace(file.name, entry)

@@ -1,0 +1,100 @@
+"""The suite's memo of sandboxed runs (plumbing/run_memo.py): a run is answered from it only
+when the same command ran on the same bytes under bubblewrap and left its folders as it
+found them; everything else is a new process. Each run here prints a random token, so two
+answers are equal only when the second came from the memo."""
+
+import sys
+
+import pytest
+
+from plumbing import run_memo
+from plumbing.isolation import BUBBLEWRAP, isolation_kind, isolation_prefix
+
+pytestmark = pytest.mark.skipif(
+    isolation_kind() != BUBBLEWRAP,
+    reason="bubblewrap is not installed (apt-get install bubblewrap)",
+)
+TOKEN = "import secrets; print(secrets.token_hex(8))"
+
+
+@pytest.fixture
+def memo(tmp_path, monkeypatch):
+    folder = tmp_path / "memo"
+    folder.mkdir()
+    monkeypatch.setenv(run_memo.SETTING, str(folder))
+    return folder
+
+
+def copy_of(tmp_path, name, text="x = 1\n"):
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "data.py").write_text(text)
+    return folder.resolve()
+
+
+def run(folder, code=TOKEN, sandboxed=True, timeout=10, outputs=()):
+    prefix = isolation_prefix(BUBBLEWRAP, writable=(folder, *outputs)) if sandboxed else []
+    command = [sys.executable, "-I", "-c", code]
+    return run_memo.run_once(
+        prefix, command, folder, timeout, sandboxed=sandboxed, inputs=(folder,), outputs=outputs
+    )
+
+
+def test_the_same_run_in_another_copy_is_answered_from_the_memo(memo, tmp_path):
+    first = run(copy_of(tmp_path, "a"))
+    assert first[0] == 0 and len(first[1].strip()) == 16
+    assert run(copy_of(tmp_path, "b")) == first
+    assert len(list(memo.glob("*.json"))) == 1
+
+
+def test_one_changed_byte_in_an_input_is_a_new_run(memo, tmp_path):
+    first = run(copy_of(tmp_path, "a"))
+    assert run(copy_of(tmp_path, "b", text="x = 2\n")) != first
+
+
+def test_another_command_is_a_new_run(memo, tmp_path):
+    first = run(copy_of(tmp_path, "a"))
+    assert run(copy_of(tmp_path, "b"), code=TOKEN + "; print()") != first
+
+
+def test_without_the_setting_every_run_is_a_new_process(tmp_path, monkeypatch):
+    monkeypatch.setenv(run_memo.SETTING, "")
+    folder = copy_of(tmp_path, "a")
+    assert run(folder) != run(folder)
+
+
+def test_a_run_that_is_not_sandboxed_is_never_kept(memo, tmp_path):
+    folder = copy_of(tmp_path, "a")
+    assert run(folder, sandboxed=False) != run(folder, sandboxed=False)
+    assert list(memo.iterdir()) == []
+
+
+def test_a_run_that_changes_its_input_is_never_kept(memo, tmp_path):
+    code = TOKEN + "; open('left.txt', 'w').write('behind')"
+    first = run(copy_of(tmp_path, "a"), code=code)
+    again = copy_of(tmp_path, "b")
+    assert run(again, code=code) != first and (again / "left.txt").read_text() == "behind"
+    assert list(memo.iterdir()) == []
+
+
+def test_a_timed_out_run_is_never_kept(memo, tmp_path):
+    assert run(copy_of(tmp_path, "a"), code="while True: pass", timeout=0.5)[0] is None
+    assert list(memo.iterdir()) == []
+
+
+def test_what_a_run_wrote_is_written_again_naming_the_folder_that_asks(memo, tmp_path):
+    code = TOKEN + "; import os, sys; open(sys.argv[1] + '/report.txt', 'w').write(os.getcwd())"
+
+    def report(name):
+        folder, out = copy_of(tmp_path, name), tmp_path / f"{name}-out"
+        out.mkdir()
+        prefix = isolation_prefix(BUBBLEWRAP, writable=(folder, out.resolve()))
+        command = [sys.executable, "-I", "-c", code, str(out.resolve())]
+        said = run_memo.run_once(
+            prefix, command, folder, 10, sandboxed=True, inputs=(folder,), outputs=(out.resolve(),)
+        )
+        return said, (out / "report.txt").read_text(), folder
+
+    (said_a, written_a, folder_a), (said_b, written_b, folder_b) = report("a"), report("b")
+    assert said_a == said_b  # the second came from the memo ...
+    assert (written_a, written_b) == (str(folder_a), str(folder_b))  # ... naming its own copy

@@ -32,6 +32,7 @@ from tests.real_server import (
     ANSWER_TOKENS,
     MODEL,
     MODELS,
+    SERVER,
     LlamaServer,
     Unavailable,
     server_version,
@@ -79,6 +80,13 @@ def parse_args(argv):
         default=8192,
         metavar="N",
         help="the server's -c (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=SERVER["threads"],
+        metavar="N",
+        help="the server's -t: 1 on a machine busy with other work (default: %(default)s)",
     )
     parser.add_argument(
         "record_run",
@@ -138,7 +146,7 @@ def main(argv=None):
     args = parse_args(argv)
     spec, outputs = args.spec, series_paths(args.output, args.attempts)
     try:
-        server = LlamaServer(context=args.context, spec=spec)
+        server = LlamaServer(context=args.context, threads=args.threads, spec=spec)
         with server:
             command = [sys.executable, str(HERE / "record_run.py"), "--api", "openai"]
             command += ["--host", server.base_url, "--model", spec.alias]

@@ -135,7 +135,11 @@ CALLER = QWEN_05B  # ... and those that need a real tool call: the smallest that
 
 # The server's fixed settings: 2 threads and 1 slot suit a 2-core machine; --jinja is
 # what makes llama-server apply the model's own chat template (and stream tool calls).
-SERVER = {"flags": ["--jinja", "-t", "2", "-np", "1"], "context": 2048}
+SERVER = {"flags": ["--jinja", "-np", "1"], "threads": 2, "context": 2048}
+# subtle: the suite's servers share 2 cores with 4 test workers. Two threads meet at a
+# barrier at every layer, and wait there for the one the kernel has set aside: the live
+# attempt took 120 s beside three busy loops with -t 2, and 21 s with -t 1 (10.9 s idle).
+SUITE_THREADS = 1
 # subtle: the client's --max-tokens is what bounds each answer, not the server's `-n`:
 # this build lets a request's max_tokens override -n (measured: -n 16 with max_tokens 64
 # gave 64 tokens). SmolLM2 never stops by itself on the lab's task, so this is its budget
@@ -289,6 +293,7 @@ class LlamaServer:
     """
 
     context: int = SERVER["context"]
+    threads: int = SERVER["threads"]
     max_tokens: int | None = None
     spec: ModelSpec = MODEL
     binary: Path = None
@@ -302,7 +307,7 @@ class LlamaServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def command(self):
-        command = [str(self.binary), "-m", str(self.model), *SERVER["flags"]]
+        command = [str(self.binary), "-m", str(self.model), *self.flags()]
         command += ["--alias", self.spec.alias, "-c", str(self.context)]
         if self.spec.template:
             command += ["--chat-template-file", str(self.spec.template_path)]
@@ -310,9 +315,12 @@ class LlamaServer:
             command += ["-n", str(self.max_tokens)]
         return command + ["--host", "127.0.0.1", "--port", str(self.port)]
 
+    def flags(self):
+        return [*SERVER["flags"][:1], "-t", str(self.threads), *SERVER["flags"][1:]]
+
     def settings(self):
         """The flags that shape the model's answers, as recorded (no paths, no port)."""
-        flags = [*SERVER["flags"], "-c", str(self.context)]
+        flags = [*self.flags(), "-c", str(self.context)]
         flags += ["--chat-template-file", self.spec.template] if self.spec.template else []
         return flags + (["-n", str(self.max_tokens)] if self.max_tokens is not None else [])
 
@@ -432,7 +440,9 @@ def shared_server(spec, folder, owner, context=SERVER["context"]):
         if known and health(known["port"]) == 200:
             return SharedServer(spec, known["port"])
         try:
-            server = LlamaServer(context, spec=spec, binary=server_binary(), port=free_port())
+            server = LlamaServer(
+                context, SUITE_THREADS, spec=spec, binary=server_binary(), port=free_port()
+            )
             server.model = model_file(spec)
             command = [sys.executable, "-I", "-c", KEEPER, str(owner), str(log), *server.command()]
             keeper = subprocess.Popen(command, start_new_session=True, stdin=subprocess.DEVNULL)

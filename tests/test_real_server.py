@@ -29,6 +29,7 @@ from tests.real_server import (
     CALLER,
     MODEL,
     SERVER,
+    SUITE_THREADS,
     LlamaServer,
     ModelSpec,
     Unavailable,
@@ -53,7 +54,7 @@ NOT_SERVED = "no-such-model"
 def real_server(**settings):
     """A running LlamaServer of this test's own, or a skip naming what is missing (a failure
     under CI): for the tests that kill their server or need other settings."""
-    server = started(LlamaServer(**settings).__enter__)
+    server = started(LlamaServer(**{"threads": SUITE_THREADS, **settings}).__enter__)
     try:
         yield server
     finally:
@@ -228,7 +229,7 @@ def test_make_live_recording_adds_the_model_and_server_facts_and_replays(tmp_pat
         server_binary(), model_file()
     except Unavailable as error:
         pytest.skip(f"no real llama-server here: {error}")
-    args = ["--max-tokens", "16", "--output", str(output)]
+    args = ["--max-tokens", "16", "--threads", str(SUITE_THREADS), "--output", str(output)]
     code, out, err = lab("tests/make_live_recording.py", *args)
     assert code == 0, out + err
     recording = json.loads(output.read_text(encoding="utf-8"))

@@ -12,8 +12,8 @@ process is started.
 
 "The same": the command (each folder in it written as a placeholder, so two copies in two
 temporary folders match, and put back as the folder asking), its environment, timeout,
-output and resource limits, the path, mode and bytes of every entry under each input
-folder, and what the output folders held before. A run is kept only when
+output and resource limits, the lab's own sources, the path, mode and bytes of every
+entry under each input folder, and what the output folders held before. A run is kept only when
 
 - it ran under bubblewrap, where nothing outside its bound folders can be written, so
   nothing it did is left out of what is kept;
@@ -28,6 +28,7 @@ the process itself (a Ctrl-C, a timeout, what a sandbox can reach: conftest.py's
 `fresh_runs`).
 """
 
+import functools
 import hashlib
 import json
 import os
@@ -38,6 +39,7 @@ from pathlib import Path
 from plumbing.bounds import FILE_SIZE_LIMIT, MEMORY_LIMIT, TMP_SIZE
 from plumbing.child_process import minimal_env, run_bounded
 
+LAB = Path(__file__).resolve().parent.parent
 SETTING = "LAB_RUN_MEMO"  # the folder the memo is kept in; unset or empty: no memo
 FORMAT = "run-memo/1"
 TREE_DEPTH, TREE_ENTRIES = 32, 5000  # past either, a tree is not digested: its run is not kept
@@ -126,7 +128,18 @@ def _key(command, cwd, timeout, kwargs, places, trees):
     shape["timeout"] = timeout
     shape.update(options=sorted(map(str, kwargs.items())), trees=trees)
     shape.update(env=minimal_env(), limits=[FILE_SIZE_LIMIT, MEMORY_LIMIT, TMP_SIZE])
+    shape.update(lab=lab_digest())
     return hashlib.sha256(json.dumps([FORMAT, shape]).encode()).hexdigest()
+
+
+@functools.cache
+def lab_digest():
+    """One SHA-256 of the lab's own Python sources (its top folder and plumbing/): a copy of
+    the lab with another sandbox, verdict or limit never shares a run with this one."""
+    digest = hashlib.sha256()
+    for path in sorted([*LAB.glob("*.py"), *LAB.glob("plumbing/*.py")]):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def _placeholders(text, places):

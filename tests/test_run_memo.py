@@ -3,6 +3,7 @@ when the same command ran on the same bytes under bubblewrap and left its folder
 found them; everything else is a new process. Each run here prints a random token, so two
 answers are equal only when the second came from the memo."""
 
+import subprocess
 import sys
 
 import pytest
@@ -98,3 +99,23 @@ def test_what_a_run_wrote_is_written_again_naming_the_folder_that_asks(memo, tmp
     (said_a, written_a, folder_a), (said_b, written_b, folder_b) = report("a"), report("b")
     assert said_a == said_b  # the second came from the memo ...
     assert (written_a, written_b) == (str(folder_a), str(folder_b))  # ... naming its own copy
+
+
+def test_a_copy_of_the_lab_with_another_sandbox_never_shares_a_run(tmp_path):
+    # the key holds the lab's own sources: a copy whose isolation.py differs (a test that
+    # breaks the sandbox on purpose, say) gets other keys than this lab's runs
+    copy = tmp_path / "lab"
+    (copy / "plumbing").mkdir(parents=True)
+    for path in [*run_memo.LAB.glob("*.py"), *run_memo.LAB.glob("plumbing/*.py")]:
+        (copy / path.relative_to(run_memo.LAB)).write_bytes(path.read_bytes())
+    ask = "import sys; sys.path[:0] = ['.']; from plumbing import run_memo; "
+    ask += "print(run_memo.lab_digest())"
+
+    def digest():
+        said = subprocess.run([sys.executable, "-I", "-c", ask], cwd=copy, capture_output=True)
+        return said.stdout.decode().strip()
+
+    assert digest() == run_memo.lab_digest()
+    with open(copy / "plumbing" / "isolation.py", "a") as isolation:
+        isolation.write("# another sandbox\n")
+    assert digest() not in ("", run_memo.lab_digest())

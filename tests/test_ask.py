@@ -1,9 +1,10 @@
 """Offline tests of the read-only tools and of ask.py, the repository assistant.
 
 `ReadOnlyTools` is tested on small directories built in `tmp_path` (with links leading out,
-a `.git`, a binary file, a FIFO). `ask.py` runs as a real subprocess against the local
-Ollama-protocol test server on 127.0.0.1, through the real `ollama` SDK: one question, an
-interactive session driven through a pipe, and Ctrl-C (a real SIGINT) during an answer.
+a `.git`, a binary file, a FIFO). `ask.py` runs against the local Ollama-protocol test
+server on 127.0.0.1, through the real `ollama` SDK: one question or an interactive session
+fed through stdin, its main() in the test's process (tests/in_process.py); and as a real
+subprocess where the process is the subject: Ctrl-C (a real SIGINT) during an answer.
 """
 
 import io
@@ -24,6 +25,7 @@ from ask import ASK_PROMPT, Display
 from plumbing.readonly_tools import RESULT_LIMIT, SEARCH_SECONDS, ReadOnlyTools
 from plumbing.sample import copy_sample
 from tests.helpers import Reader, search_children, sigint_default, wait_for, wait_until_gone
+from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 
 ASK = Path(__file__).resolve().parent.parent / "ask.py"
@@ -277,7 +279,7 @@ def test_hostile_calls_change_nothing_and_leak_nothing(root):
     assert snapshot(root, root.parent / "outside") == before
 
 
-# --- ask.py as a subprocess ----------------------------------------------------------------------
+# --- ask.py as a program (Ctrl-C) and in-process (the rest) --------------------------------------
 
 
 @pytest.fixture
@@ -304,10 +306,11 @@ def spawn():
         process.communicate()
 
 
-def ask(spawn, *args, stdin="", timeout=30):
-    process = spawn(*args)
-    out, err = process.communicate(stdin.encode(), timeout=timeout)
-    return process.returncode, out.decode(), err.decode()
+def ask(spawn, *args, stdin=""):
+    """(exit code, stdout, stderr) of one ask.py session fed `stdin`: its main() in this
+    process (tests/in_process.py), as a program would answer it; the Ctrl-C tests `spawn`."""
+    done = run_cli("ask.py", *args, stdin=stdin)
+    return done.returncode, done.stdout, done.stderr
 
 
 @pytest.mark.parametrize("question", ["", "  \n"], ids=["empty", "blank"])

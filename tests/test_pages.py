@@ -18,6 +18,7 @@ import pytest
 from plumbing.page import CHUNKS_SHOWN, chunk_list, index_page, recording_page, stream_chart
 from plumbing.recording import ENDED_WITHOUT_DONE, RECORDINGS, load, save
 from tests.helpers import altered
+from tests.in_process import run_cli
 
 HERE = Path(__file__).resolve().parent.parent
 SHIPPED = sorted(RECORDINGS.rglob("*.json"))
@@ -40,10 +41,8 @@ def browser():
 
 
 def view(*paths, out):
-    finished = subprocess.run(
-        [sys.executable, str(HERE / "view.py"), *map(str, paths), "--out", str(out)],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    """The pages' addresses view.py prints, its main() run here (tests/in_process.py)."""
+    finished = run_cli("view.py", *paths, "--out", out)
     assert finished.returncode == 0, finished.stderr
     return finished.stdout.split()
 
@@ -205,10 +204,7 @@ def test_lab_view_writes_a_page_per_shipped_recording_and_an_index(tmp_path):
 def test_compare_writes_a_series_page_linking_each_attempts_page(browser, tmp_path):
     folder = tmp_path / "series"
     target = folder / "series.html"
-    finished = subprocess.run(
-        [sys.executable, str(HERE / "compare.py"), *map(str, SHIPPED), "--html", str(folder)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    finished = run_cli("compare.py", *SHIPPED, "--html", folder)
     assert finished.returncode == 0, finished.stderr
     assert finished.stdout.rstrip().endswith(target.as_uri())
     page, errors, requests = opened(browser, target.as_uri())
@@ -229,11 +225,7 @@ def test_compare_writes_a_series_page_when_every_attempt_of_a_group_was_interrup
 
     folder = tmp_path / "pages"
     target = folder / "series.html"
-    finished = subprocess.run(
-        [sys.executable, str(HERE / "compare.py"), str(altered(tmp_path, interrupt)),
-         "--html", str(folder)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    finished = run_cli("compare.py", altered(tmp_path, interrupt), "--html", folder)
     assert finished.returncode == 0, finished.stderr
     shown = target.read_text()
     assert "passed 0 of 0 (no attempt ran to its verdict); 1 interrupted" in shown

@@ -6,6 +6,7 @@ A learner's first move is `--help`. It must never run a job: before this was tes
 every shipped recording.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -71,20 +72,61 @@ def unchanged(checkout):
     )
 
 
-@pytest.mark.parametrize("script", SCRIPTS)
-@pytest.mark.parametrize("flag", ["-h", "--help"])
-def test_script_help_exits_0_and_changes_nothing(script, flag, unchanged):
-    # as `lab.py run` starts them: the scripts in tests/ import the lab's packages
-    env = {**os.environ, "PYTHONPATH": str(unchanged)}
+# Each script's -h and --help, as `python3 SCRIPT FLAG` runs it (runpy, as __main__, its own
+# folder first on sys.path, PYTHONPATH the checkout as `lab.py run` sets it), one after the
+# other in one program, with what the checkout's `git status` says after each when it
+# changed. One interpreter and the SDK's import for all 28, not one each.
+HELPS = """
+import contextlib, io, json, os, runpy, subprocess, sys
+checkout, answers = sys.argv[1], []
+def status():
+    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                          cwd=checkout, capture_output=True, text=True).stdout
+before = status()
+for script, flag in json.loads(sys.argv[2]):
+    path = os.path.join(checkout, script)
+    saved = (list(sys.argv), list(sys.path), os.getcwd())
+    sys.argv, sys.path[0] = [path, flag], os.path.dirname(path)
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            runpy.run_path(path, run_name="__main__")
+    except SystemExit as exit:
+        code = exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 1)
+    except BaseException as error:
+        code, err = "raised", io.StringIO(f"{type(error).__name__}: {error}")
+    sys.argv, sys.path[:], _ = saved[0], saved[1], os.chdir(saved[2])
+    after = status()
+    changed = "" if after == before else after
+    answers.append([script, flag, code, out.getvalue(), err.getvalue(), changed])
+    before = after
+print(json.dumps(answers))
+"""
+FLAGS = ["-h", "--help"]
+SHARES_THE_HELPS = pytest.mark.xdist_group("entry-point-helps")
+
+
+@pytest.fixture(scope="module")
+def helps(checkout):
+    """{(script, flag): (exit code, stdout, stderr, git status if it changed)}."""
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    asked = json.dumps([[script, flag] for script in SCRIPTS for flag in FLAGS])
     finished = subprocess.run(
-        [sys.executable, str(unchanged / script), flag],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
+        [sys.executable, "-c", HELPS, str(checkout), asked],
+        capture_output=True, text=True, timeout=120, env=env, cwd=checkout,
+    )  # fmt: skip
     assert finished.returncode == 0, finished.stderr
-    assert "usage:" in finished.stdout
+    return {(s, f): tuple(rest) for s, f, *rest in json.loads(finished.stdout.splitlines()[-1])}
+
+
+@SHARES_THE_HELPS
+@pytest.mark.parametrize("script", SCRIPTS)
+@pytest.mark.parametrize("flag", FLAGS)
+def test_script_help_exits_0_and_changes_nothing(script, flag, helps):
+    code, out, err, status = helps[script, flag]
+    assert code == 0, err
+    assert "usage:" in out
+    assert status == "", f"{script} {flag} changed files in the checkout:\n{status}"
 
 
 @pytest.mark.parametrize("script", [s for s in SCRIPTS if s.startswith("tests/")])

@@ -308,12 +308,24 @@ def _text_problem(data):
             return f"nested deeper than {MAX_DEPTH} levels (at {where[:80]}...)"
         if where and _out_of_range(value):  # `save` writes none; a reader could not show it
             return f"field '{where.lstrip('.')[:80]}' must be a finite number below 2**63 in size"
+        # subtle: text, true, false and null within the depth can fail neither check and hold
+        # nothing, so they are not walked (most of a recording is text: twice as fast); a
+        # key is text too, and matters only past the depth, where its place is the one named
+        deep = depth + 1 > MAX_DEPTH
         if isinstance(value, dict):
-            pending += [(v, f"{where}.{k}", depth + 1) for k, v in value.items()]
-            pending += [(k, f"{where} (a key)", depth + 1) for k in value]
+            pending += [
+                (v, f"{where}.{k}", depth + 1) for k, v in value.items() if deep or _walked(v)
+            ]
+            pending += [(k, f"{where} (a key)", depth + 1) for k in value] if deep else []
         elif isinstance(value, list):
-            pending += [(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
+            pending += [
+                (v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value) if deep or _walked(v)
+            ]
     return None
+
+
+def _walked(value):
+    return not isinstance(value, (str, bool)) and value is not None
 
 
 def _is_number(value):

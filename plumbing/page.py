@@ -21,7 +21,7 @@ import html
 import json
 import urllib.parse
 
-from agent_loop import MODEL_DONE, STOPPED, TOOL_RESULT, TOOL_START
+from agent_loop import MODEL_DONE, STOPPED, TEXT_DELTA, THINKING_DELTA, TOOL_RESULT, TOOL_START
 from plumbing.console import made_by, plural, verdict_lines, visible
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
 from plumbing.source_diff import unified
@@ -35,18 +35,19 @@ CALLS_SHOWN = 100  # tool calls of one turn drawn in full
 WHOLE_REQUESTS = 2_000_000  # characters of whole requests a page holds, over all turns
 POINTS_DRAWN = 400  # chunk marks drawn per turn's timeline; past it, a sample of them
 FOLD_AFTER = 1200  # characters of a tool result shown before it is folded
+MARK_GAP = 3  # pixels between two marks of a stream that can be told apart
 
 STYLE = """
 :root { color-scheme: light dark; --fg: #1d1d1f; --bg: #fff; --muted: #6b6b70; --line: #d8d8dc;
   --box: #f5f5f7; --ok: #1a7f37; --bad: #c0392b; --think: #8250df; --text: #0969da;
-  --call: #bf8700; --done: #1a7f37; }
+  --call: #bf8700; --done: #1a7f37; --add-bg: #e6ffec; --del-bg: #ffebe9; }
 @media (prefers-color-scheme: dark) { :root { --fg: #e6e6e6; --bg: #16171a; --muted: #9a9aa2;
   --line: #3a3b40; --box: #212226; --ok: #3fb950; --bad: #ff7b72; --think: #bc8cff;
-  --text: #58a6ff; --call: #d29922; --done: #3fb950; } }
+  --text: #58a6ff; --call: #d29922; --done: #3fb950; --add-bg: #12261e; --del-bg: #2d1518; } }
 body { font: 15px/1.5 system-ui, sans-serif; color: var(--fg); background: var(--bg);
   max-width: 1100px; margin: 0 auto; padding: 1rem 1.5rem 4rem; }
-pre { background: var(--box); padding: .6rem .8rem; overflow-x: auto; white-space: pre-wrap;
-  word-break: break-word; font: 13px/1.45 ui-monospace, monospace; border-radius: 6px; }
+pre { background: var(--box); padding: .6rem .8rem; overflow-x: auto; white-space: pre;
+  font: 13px/1.45 ui-monospace, monospace; border-radius: 6px; }
 h1 { font-size: 1.5rem; margin-bottom: .2rem; } h2 { border-bottom: 1px solid var(--line); }
 .muted { color: var(--muted); } .passed { color: var(--ok); } .failed { color: var(--bad); }
 .turn { border: 1px solid var(--line); border-radius: 8px; padding: 0 1rem 1rem;
@@ -55,10 +56,16 @@ details > summary { cursor: pointer; color: var(--text); }
 table { border-collapse: collapse; } td, th { padding: .2rem .6rem; border-bottom: 1px solid
   var(--line); text-align: left; vertical-align: top; }
 svg text { fill: var(--muted); font: 11px system-ui, sans-serif; }
-.diff-add { color: var(--ok); } .diff-del { color: var(--bad); }
+.wide { overflow-x: auto; } .wide td, .wide th { white-space: nowrap; }
+.diff-add { color: var(--ok); background: var(--add-bg); }
+.diff-del { color: var(--bad); background: var(--del-bg); }
+.diff-ctx { color: var(--fg); } .diff-head { color: var(--muted); font-weight: bold; }
+.cut { border-left: 4px solid var(--bad); padding-left: .6rem; }
+@media (max-width: 600px) { body { padding: .5rem .6rem 3rem; } .turn { padding: 0 .5rem .5rem; } }
 kbd { border: 1px solid var(--line); border-radius: 3px; padding: 0 .3rem; }
 @media print { details { display: block; } details > summary { display: none; }
-  .turn { break-inside: avoid; } body { max-width: none; } }
+  .turn { break-inside: avoid; } body { max-width: none; }
+  pre { white-space: pre-wrap; font-size: 9px; } .wide { overflow: visible; } }
 """
 
 # Arrow keys step through the turns; nothing here reads or writes the recording's text.
@@ -117,9 +124,13 @@ def folded(summary, inner):
 
 
 def diff_block(lines):
+    """A unified diff (source_diff.unified with no indent), each line coloured by its kind."""
     rows = []
     for line in lines:
-        kind = "diff-add" if line.startswith("+") else "diff-del" if line.startswith("-") else ""
+        if line.startswith(("+++", "---", "@@")) or line[:1] not in ("+", "-", " "):
+            kind = "diff-head"  # the file names, a hunk's lines, the note of a cut diff
+        else:
+            kind = {"+": "diff-add", "-": "diff-del", " ": "diff-ctx"}[line[0]]
         rows.append(f'<span class="{kind}">{text(line)}</span>')
     return '<pre class="diff">' + "\n".join(rows) + "</pre>"
 
@@ -180,15 +191,18 @@ def growth_chart(model_calls, messages):
         )
     svg_height = height * len(sizes)
     return (
-        f'<svg role="img" aria-label="how the conversation grew" width="100%" '
-        f'viewBox="0 0 720 {svg_height}" style="max-width:720px;color:var(--text)">'
+        f'<div class="wide"><svg role="img" aria-label="how the conversation grew" width="720" '
+        f'height="{svg_height}" viewBox="0 0 720 {svg_height}" style="color:var(--text)">'
         + "".join(rows)
-        + "</svg>"
+        + "</svg></div>"
     )
 
 
-def stream_chart(call):
-    """When each chunk of one model call arrived, as marks on a line (an inline SVG)."""
+def stream_chart(call, scripted=False):
+    """When each chunk of one model call arrived, as marks on a line (an inline SVG), drawn
+    at its own size (a narrow screen scrolls it). On the time scale while its marks can be
+    told apart; in arrival order, evenly spaced, when most would fall on one another (a
+    scripted stand-in sends its chunks within a millisecond or two)."""
     arrived = call.get("arrived") or []
     items = call.get("chunks") or call.get("events") or []
     if not arrived:
@@ -196,18 +210,35 @@ def stream_chart(call):
     last = max(arrived)
     end = last or 0.001  # the axis: every chunk at 0 s still needs a scale to be drawn on
     step = max(1, len(arrived) // POINTS_DRAWN)
+    drawn = list(range(0, len(arrived), step))
+    by_time = [10 + round(680 * arrived[index] / end) for index in drawn]
+    apart = sum(b - a >= MARK_GAP for a, b in zip(by_time, by_time[1:], strict=False))
+    in_order = len(drawn) > 1 and apart < (len(drawn) - 1) / 2
+    xs = (
+        [10 + round(680 * n / (len(drawn) - 1)) for n in range(len(drawn))] if in_order else by_time
+    )
     marks = []
-    for index in range(0, len(arrived), step):
+    for index, x in zip(drawn, xs, strict=True):
         kind = _kind(items[index]) if index < len(items) else "text"
-        x = 10 + round(680 * arrived[index] / end)
         marks.append(f'<line x1="{x}" x2="{x}" y1="8" y2="34" stroke="var(--{kind})"></line>')
-    first = f"first chunk after {arrived[0]:.3f} s" if arrived else ""
+    axis = ("first", "last") if in_order else ("0 s", f"{end:.3f} s")
+    first = f"first chunk after {arrived[0]:.3f} s"
     note = f"; {len(arrived):,} chunks, one in {step:,} drawn" if step > 1 else ""
+    if in_order:
+        note += (
+            "; drawn in the order they arrived, evenly spaced: on a time scale most would "
+            "fall on one another"
+        )
+    if scripted:
+        note += (
+            "; scripted: a stand-in server sent chunks written by hand, so these are its "
+            "times, not a model's"
+        )
     return (
-        f'<svg role="img" aria-label="chunk arrival times" width="100%" viewBox="0 0 720 52" '
-        f'style="max-width:720px"><line x1="10" x2="690" y1="34" y2="34" stroke="var(--line)">'
-        f'</line>{"".join(marks)}<text x="10" y="50">0 s</text>'
-        f'<text x="650" y="50">{end:.3f} s</text></svg>'
+        '<div class="wide"><svg role="img" aria-label="chunk arrival times" width="720" '
+        'height="52" viewBox="0 0 720 52"><line x1="10" x2="690" y1="34" y2="34" '
+        f'stroke="var(--line)"></line>{"".join(marks)}<text x="10" y="50">{axis[0]}</text>'
+        f'<text x="690" y="50" text-anchor="end">{axis[1]}</text></svg></div>'
         f'<p class="muted">{text(first)}, the last after {last:.3f} s{text(note)}. Colours: '
         '<span style="color:var(--think)">thinking</span>, <span style="color:var(--text)">'
         'text</span>, <span style="color:var(--call)">tool calls</span>, '
@@ -254,7 +285,7 @@ def turn_section(number, recording, events, previous_length, source_before, budg
     messages = recording["messages"]
     sent = messages[: call["request_length"]]
     new = sent[previous_length:]
-    new_text = "\n".join(line for m in new[:CALLS_SHOWN] for line in message_lines(m))
+    new_text = "\n".join(line for m in new[:CALLS_SHOWN] for line in request_lines_of(m, number))
     parts = [
         f'<section class="turn" id="turn-{number}" tabindex="-1"><h2>Turn {number}</h2>',
         f"<h3>Request {number}: {len(sent)} messages, {len(new)} new</h3>",
@@ -268,10 +299,13 @@ def turn_section(number, recording, events, previous_length, source_before, budg
     else:
         parts.append('<p class="muted">(no more whole requests on this page: it holds '
                      f"{WHOLE_REQUESTS:,} characters of them at most)</p>")  # fmt: skip
-    parts += ["<h3>The stream</h3>", stream_chart(call), chunk_list(call)]
+    scripted = recording.get("source") == "scripted"
+    parts += ["<h3>The stream</h3>", stream_chart(call, scripted), chunk_list(call)]
     if call.get("ended") != "done":
         why = call.get("error") or "the stream ended without a done chunk"
         parts.append(f'<p class="failed">The turn did not complete: {text(why)}</p>')
+    if not any(event["type"] == MODEL_DONE for event in events):
+        parts += cut_off_turn(events)
     source, starts, shown = source_before, {}, 0
     for event in events:
         if event["type"] in (TOOL_START, TOOL_RESULT):
@@ -301,6 +335,36 @@ def turn_section(number, recording, events, previous_length, source_before, budg
     return "\n".join(parts), source
 
 
+def request_lines_of(message, number):
+    """A new message of request `number`, as the terminal's transcript shows it; a tool
+    result is named, not shown again: its turn's section shows it under its call."""
+    lines = message_lines(message)
+    if message.get("role") == "tool" and number > 1:
+        return [f"{lines[0]} shown under turn {number - 1}, with its call"]
+    return lines
+
+
+def cut_off_turn(events):
+    """What a turn that never completed had streamed, as it arrived (the terminal prints it
+    as it comes), labelled as cut off: the loop acted on none of it. Nothing if nothing came."""
+    streamed = {"thinking": [], "content": []}
+    for event in events:
+        if event["type"] in (THINKING_DELTA, TEXT_DELTA) and isinstance(event.get("text"), str):
+            streamed["thinking" if event["type"] == THINKING_DELTA else "content"].append(
+                event["text"]
+            )
+    message = {"role": "assistant", **{key: "".join(v) for key, v in streamed.items() if v}}
+    if len(message) == 1:
+        return []
+    return [
+        "<h3>The turn as it arrived, cut off</h3>",
+        '<div class="cut"><p class="failed">Never complete: the loop acted on none of it, and '
+        "none of it was sent back to the model.</p>",
+        pre("\n".join(message_lines(message))),
+        "</div>",
+    ]
+
+
 def result_block(event):
     result = event.get("result")
     if isinstance(result, dict) and "error" in result:
@@ -324,7 +388,7 @@ def edited(source, event, start):
     if not (isinstance(old, str) and isinstance(new, str)) or source.count(old) != 1:
         return source, []
     after = source.replace(old, new, 1)
-    return after, unified(source, after, f"{SOURCE_FILE} before", "after this edit")
+    return after, unified(source, after, f"{SOURCE_FILE} before", "after this edit", indent="")
 
 
 def stop_block(stop):
@@ -363,7 +427,11 @@ def recording_page(recording, name):
         body.append(stop_block(recording["stop"]))
     final = recording.get("final_source")
     body.append("<h2>What the run changed</h2>")
-    changes = unified(sample, final, f"sample_repo/{SOURCE_FILE}", "after the run") if final else []
+    changes = (
+        unified(sample, final, f"sample_repo/{SOURCE_FILE}", "after the run", indent="")
+        if final
+        else []
+    )
     body.append(diff_block(changes) if changes else "<p>Nothing: the source is the sample's.</p>")
     body.append("<h2>The verdict, in full</h2>")
     body.append(pre("\n".join(verdict_lines("Independent verdict", recording["final_tests"]))))
@@ -386,22 +454,27 @@ def link(page):
 
 
 def index_page(rows):
-    """A table of pages: rows of (file name, recording)."""
+    """A table of pages, one line a row: rows of (file name, recording). Who made each
+    recording is said once above the table, each wording numbered, and the row names it."""
     head = "".join(
-        f"<th>{h}</th>" for h in ("recording", "made", "stop", "verdict", "turns", "seconds")
+        f"<th>{h}</th>" for h in ("recording", "made", "stop", "verdict", "turns", "loop seconds")
     )
-    lines = []
+    makers, lines = [], []
     for page, recording in rows:
+        maker = made_by(recording)
+        if maker not in makers:
+            makers.append(maker)
         seconds = recording.get("loop_seconds")
         lines.append(
             f'<tr><td><a href="{link(page)}">{text(page.removesuffix(".html"))}</a></td>'
-            f"<td>{text(made_by(recording))}</td><td>{text(recording['stop']['reason'])}</td>"
+            f"<td>[{makers.index(maker) + 1}]</td><td>{text(recording['stop']['reason'])}</td>"
             f'<td class="{text(verdict_of(recording))}">{text(verdict_of(recording))}</td>'
             f"<td>{len(recording['model_calls'])}</td>"
             f"<td>{'' if seconds is None else f'{seconds:.1f}'}</td></tr>"
         )
-    table = f"<table><tr>{head}</tr>{''.join(lines)}</table>"
-    return document("recordings", f"<h1>Recordings</h1>{table}")
+    made = "".join(f"<p>[{n}] {text(maker)}</p>" for n, maker in enumerate(makers, 1))
+    table = f'<div class="wide"><table><tr>{head}</tr>{"".join(lines)}</table></div>'
+    return document("recordings", f"<h1>Recordings</h1>{made}{table}")
 
 
 def series_page(groups):
@@ -422,14 +495,14 @@ def series_page(groups):
         if n:
             low, high = interval
             body.append(
-                '<svg role="img" aria-label="success rate and its interval" width="100%" '
-                'viewBox="0 0 520 40" style="max-width:520px"><rect x="10" y="12" width="500" '
+                '<div class="wide"><svg role="img" aria-label="success rate and its interval" '
+                'width="520" height="40" viewBox="0 0 520 40"><rect x="10" y="12" width="500" '
                 'height="14" fill="var(--box)" stroke="var(--line)"></rect>'
                 f'<rect x="{10 + 500 * low:.1f}" y="12" width="{500 * (high - low):.1f}" '
                 'height="14" fill="var(--text)" opacity=".35"></rect>'
                 f'<line x1="{10 + 500 * k / n:.1f}" x2="{10 + 500 * k / n:.1f}" y1="6" y2="32" '
                 'stroke="var(--fg)" stroke-width="3"></line><text x="10" y="40">0%</text>'
-                '<text x="486" y="40">100%</text></svg>'
+                '<text x="486" y="40">100%</text></svg></div>'
             )
         body.append(pre("\n".join(summary_lines(outcomes))))
         head = "".join(f"<th>{h}</th>" for h in SERIES_COLUMNS)
@@ -444,9 +517,9 @@ def series_page(groups):
                 + "".join(f"<td>{text('n/a' if v is None else v)}</td>" for v in values)
                 + "</tr>"
             )
-        body.append(f"<table><tr>{head}</tr>{''.join(cells)}</table>")
+        body.append(f'<div class="wide"><table><tr>{head}</tr>{"".join(cells)}</table></div>')
     return document("attempts", "\n".join(body))
 
 
-SERIES_COLUMNS = ("attempt", "verdict", "stop", "model calls", "seconds", "prompt tokens",
-                  "generated tokens")  # fmt: skip
+SERIES_COLUMNS = ("attempt", "verdict", "stop", "model calls", "seconds (loop and tests)",
+                  "prompt tokens", "generated tokens")  # fmt: skip

@@ -478,8 +478,8 @@ def marks(chart):
 
 @pytest.mark.parametrize(
     "count, drawn, note",
-    [(799, 799, "the last after 0.798 s. Colours"),
-     (800, 400, "the last after 0.799 s; 800 chunks, one in 2 drawn. Colours")],
+    [(799, 799, "the last after 0.798 s; drawn in the order they arrived"),
+     (800, 400, "the last after 0.799 s; 800 chunks, one in 2 drawn; drawn in the order")],
     ids=["799", "800"],
 )  # fmt: skip
 def test_a_stream_of_800_chunks_draws_every_other_one_and_says_so(count, drawn, note):
@@ -487,6 +487,19 @@ def test_a_stream_of_800_chunks_draws_every_other_one_and_says_so(count, drawn, 
     # drawn. Mutations: 400 -> 401 drew all 800; the note's `step > 1` -> `> 2` hid it.
     chart = stream_chart({"arrived": [n / 1000 for n in range(count)], "chunks": []})
     assert len(marks(chart)) == drawn and note in chart
+
+
+def test_a_stream_whose_marks_would_fall_on_one_another_is_drawn_in_order_and_says_so():
+    # a stand-in sends a turn's chunks within a millisecond or two: on the time scale they
+    # bunched at the right edge; marks closer than MARK_GAP on it are drawn evenly spaced
+    bunched = stream_chart({"arrived": [0.0, 0.9990, 0.9995, 1.0], "chunks": []})
+    assert re.findall(r'<line x1="(\d+)"', bunched)[1:] == ["10", "237", "463", "690"]
+    assert "drawn in the order they arrived, evenly spaced" in bunched
+    assert '<text x="10" y="50">first</text>' in bunched
+    apart = stream_chart({"arrived": [0.0, 0.3, 0.6, 1.0], "chunks": []}, scripted=True)
+    assert re.findall(r'<line x1="(\d+)"', apart)[1:] == ["10", "214", "418", "690"]
+    assert "in the order" not in apart and '<text x="10" y="50">0 s</text>' in apart
+    assert "scripted: a stand-in server sent chunks written by hand" in apart
 
 
 def test_arrival_times_past_the_last_chunk_are_drawn_as_text():
@@ -518,3 +531,75 @@ def test_the_index_shows_a_run_of_0_0_seconds_and_leaves_an_unmeasured_one_blank
     del untimed["loop_seconds"]
     html = index_page([("fast.html", timed), ("old.html", untimed)])
     assert re.findall(r"<td>5</td><td>([^<]*)</td></tr>", html) == ["0.0", ""]  # 5 turns
+
+
+# --- what a page shows, on a narrow screen and a wide one ---------------------------------------
+# For each page at 360 and 1280 px: how many lines each code block draws against how many
+# it holds (a wrap draws more), the page's own width against the window's, and how much
+# each chart is scaled (a chart shrunk to a narrow screen shrank its 11 px labels with it).
+LAYOUT = """() => {
+  const pads = (e) => parseFloat(getComputedStyle(e).paddingTop) +
+    parseFloat(getComputedStyle(e).paddingBottom);
+  const blocks = Array.from(document.querySelectorAll("pre")).filter((e) => e.offsetParent);
+  return {
+    page: [document.documentElement.scrollWidth, document.documentElement.clientWidth],
+    wrapped: blocks.filter((e) => Math.round((e.scrollHeight - pads(e)) /
+      parseFloat(getComputedStyle(e).lineHeight)) > e.textContent.split("\\n").length).length,
+    blocks: blocks.length,
+    scales: Array.from(document.querySelectorAll("svg")).map((s) =>
+      s.getBoundingClientRect().width / s.viewBox.baseVal.width),
+    rows: Array.from(document.querySelectorAll(".wide tr"),
+      (r) => r.getBoundingClientRect().height),
+  };
+}"""
+NARROW_AND_WIDE = pytest.mark.parametrize("width", [360, 1280])
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    """Pages of three recordings and their index: the successful repair, the live turn cut
+    off mid-stream, a cheat (a long diff)."""
+    chosen = [RECORDINGS / name for name in
+              ("repair.json", "smollm2-135m-live.json", "cheats/lookup-table.json")]  # fmt: skip
+    urls = view(*chosen, out=tmp_path_factory.mktemp("pages"))
+    return dict(zip(["repair", "live", "cheat", "index"], urls, strict=True))
+
+
+@NARROW_AND_WIDE
+@pytest.mark.parametrize("name", ["repair", "live", "cheat", "index"])
+def test_no_code_line_wraps_and_only_code_scrolls_sideways(browser, pages, name, width):
+    page = browser.new_page(viewport={"width": width, "height": 800})
+    page.goto(pages[name])
+    layout = page.evaluate(LAYOUT)
+    page.close()
+    scroll_width, window_width = layout["page"]
+    assert scroll_width <= window_width  # the page itself never scrolls sideways
+    assert layout["wrapped"] == 0 and (layout["blocks"] > 3 or name == "index")
+    assert all(scale >= 1 for scale in layout["scales"]), layout["scales"]  # 11 px labels or more
+    assert all(height < 40 for height in layout["rows"]), layout["rows"]  # a row is one line
+
+
+def test_a_cut_off_turn_shows_what_it_streamed_labelled_as_cut_off(browser, pages):
+    page, errors, _ = opened(browser, pages["live"])
+    turn = page.inner_text("#turn-1")
+    assert "The turn as it arrived, cut off" in turn and "Never complete" in turn
+    assert "assistant:\n    The tests of this repository fail." in turn  # what SmolLM2 said
+    assert "Stop: incomplete_model_turn" in turn and errors == []
+
+
+def test_each_tool_result_is_shown_once_under_its_call(browser, pages):
+    page, _, _ = opened(browser, pages["repair"])
+    shown = page.inner_text("body")
+    assert shown.count("def test_keeps_only_python_files_under_src") == 1  # turn 2's result
+    assert "tool result of read_file: shown under turn 2, with its call" in shown
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_diff_lines_are_coloured_added_removed_and_context(browser, pages, scheme):
+    page = browser.new_page(color_scheme=scheme)
+    page.goto(pages["repair"])
+    colour = "(s) => Array.from(document.querySelectorAll(s), e => getComputedStyle(e).color)"
+    added, removed, context = (page.evaluate(colour, f".diff-{k}") for k in ("add", "del", "ctx"))
+    page.close()
+    assert len(added) >= 2 and len(removed) >= 2 and len(context) >= 6  # two diffs
+    assert len({added[0], removed[0], context[0]}) == 3

@@ -472,3 +472,11 @@ def test_the_gallery_replays_each_cheat_to_a_failed_verdict(path):
     out = io.StringIO()
     assert replay_one(path, out=out) == REPRODUCED, out.getvalue()
     assert "Independent verdict: failed\n" in out.getvalue()
+
+
+def test_an_error_naming_the_childs_folder_reads_the_same_at_every_run(fresh_runs):
+    # found by a real Qwen2.5-Coder attempt: an ImportError names the file it came from,
+    # in a new temporary folder at each run, so the replay of that attempt diverged
+    source = b"raise ImportError(f'cannot import name from {__file__}')\n"
+    first, again = (held_out_checks(source, seed=3)["first_failure"] for _ in range(2))
+    assert first == again and "from ./path_rules.py" in first

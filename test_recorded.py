@@ -50,7 +50,7 @@ from tests import openai_test_server as openai
 from tests.helpers import FAULTY_LINE, FIXED_LINE, altered, replay, sigint_default, wait_for
 from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
-from tests.real_server import ANSWER_TOKENS, MODEL
+from tests.real_server import ANSWER_TOKENS, MODEL, QWEN_05B, QWEN_15B
 from tests.scripted_model import ScriptedChat
 from verdict import run_pytest
 
@@ -98,6 +98,33 @@ def test_shipped_live_recording_names_its_model_file_server_build_and_settings()
     assert model["sampling"] == model["options"] and model["sampling"]["temperature"] == 0
     assert model["sampling"]["max_tokens"] == ANSWER_TOKENS
     assert MODEL.licence in recording["description"]
+
+
+# Real attempts of a model that calls tools, recorded by make_live_recording.py against the
+# real llama-server (docs/live.md): each replays as reproduced, names its model file and
+# chat template by SHA-256, and made at least one real tool call.
+LIVE = sorted((RECORDINGS / "live").glob("*.json"))
+LIVE_MODELS = {spec.alias: spec for spec in (QWEN_05B, QWEN_15B)}
+
+
+@pytest.mark.parametrize("path", LIVE, ids=[p.name for p in LIVE])
+def test_a_real_tool_calling_attempt_replays_and_names_its_model_and_template(path):
+    recording = load(path)
+    spec = LIVE_MODELS[recording["model"]["name"]]
+    assert recording["source"] == "live" and recording["api"] == "openai"
+    assert recording["model"]["gguf"]["sha256"] == spec.sha256
+    template = recording["model"]["chat_template"]
+    assert template["sha256"] == sha256_file(spec.template_path)
+    outcome, output = replay(path)
+    assert outcome == REPRODUCED, output
+
+
+def test_the_real_attempts_are_five_of_the_15b_model_and_one_of_the_05b_and_call_tools():
+    recordings = [load(path) for path in LIVE]
+    names = [recording["model"]["name"] for recording in recordings]
+    assert (names.count(QWEN_15B.alias), names.count(QWEN_05B.alias)) == (5, 1)
+    calls = [sum(e["type"] == TOOL_START for e in r["events"]) for r in recordings]
+    assert sum(count > 0 for count in calls) >= 3  # real streamed calls, run and answered
 
 
 def run_recorded(name, tmp_path):

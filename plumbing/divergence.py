@@ -6,7 +6,7 @@ model, the resulting source, the final tests) and returns sentences such as "too
 (model call 3, replace_text): arguments.new: the recording says ..., today's run did ...".
 Before comparing,
 what legitimately differs between two runs is taken out: timings are dropped, and
-temporary paths and pytest's durations are normalised.
+temporary paths, the Python installation's paths and pytest's durations are normalised.
 
 Not here: running anything. replay.py runs the loop and hands the results over.
 """
@@ -41,10 +41,21 @@ def divergences(recording, expected, events, requests, source, final, root):
     return [p for p in problems if p]
 
 
+# A traceback's frames in the Python installation (pytest's own, importlib's) name the
+# folder the lab was installed in, another on each machine and in each clone.
+INSTALLED = (
+    (re.compile(r"""/[^\s"':]*/site-packages/"""), "<site-packages>/"),
+    (re.compile(r"""/[^\s"':]*/lib/python3\.\d+/"""), "<python>/"),
+)
+
+
 def normalise(text, root):
-    """`text` with what legitimately differs between runs replaced: timings, temp paths."""
+    """`text` with what legitimately differs between runs replaced: timings, temp paths,
+    where Python and the lab's environment are installed."""
     if root:
         text = text.replace(str(root), "<repo>")
+    for pattern, name in INSTALLED:
+        text = pattern.sub(name, text)
     text = re.sub(r"\bin \d+(\.\d+)?s\b", "in <t>s", text)  # pytest's "4 passed in 0.03s"
     return re.sub(r"\b\d+(\.\d+)?s \(\d+:\d+:\d+\)", "<t>s", text)  # "in 61.2s (0:01:01)"
 

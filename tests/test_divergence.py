@@ -56,3 +56,20 @@ def test_a_differing_result_is_numbered_by_its_own_call_when_the_runs_differ_in_
         'today\'s run did "new"'
     ]
     assert tool_divergences(expected, expected[:1], None, None) == []
+
+
+def test_a_traceback_through_the_installation_compares_equal_from_any_clone():
+    # found by a real Qwen attempt whose edit made the test file fail to import: pytest's
+    # own frames named /work/main/.venv/..., and the replay in a fresh clone elsewhere
+    # diverged on that path alone
+    def frames(lab, python):
+        return (
+            f"{lab}/.venv/lib/python3.11/site-packages/_pytest/python.py:508: in import\n"
+            f"{python}/lib/python3.11/importlib/__init__.py:126: in import_module\n"
+            "tests/test_path_rules.py:1: in <module>"
+        )
+
+    here = normalise(frames("/work/main", "/root/.pyenv/versions/3.11.7"), None)
+    assert here == normalise(frames("/tmp/ci/main", "/usr"), None)
+    assert here.startswith("<site-packages>/_pytest/python.py:508")
+    assert "<python>/importlib/__init__.py:126" in here and "tests/test_path_rules.py:1" in here

@@ -22,6 +22,10 @@ entry under each input folder, and what the output folders held before. A run is
 - it finished within its time (a timeout is never kept: it says how busy the machine was);
 - its output was not cut (the cut falls at another place for a longer folder name).
 
+subtle: the memo trusts its folder. A run outside bubblewrap can write anywhere, that folder
+too; in the suite only the lab's own test sources and recordings run so, and a learner's
+runs never use a memo.
+
 Not here, on purpose: anything the lab does for a learner. Without `LAB_RUN_MEMO`, which
 nothing but the suite sets, every run is a new process, and so it is for each test about
 the process itself (a Ctrl-C, a timeout, what a sandbox can reach: conftest.py's

@@ -66,8 +66,8 @@ def share_sandboxed_runs(config):
         return  # set by whoever started the suite ("" turns the memo off)
     memo = tempfile.mkdtemp(prefix="agent-lab-run-memo-")
     os.environ[run_memo.SETTING] = memo
-    config.add_cleanup(lambda: (shutil.rmtree(memo, ignore_errors=True),
-                                os.environ.pop(run_memo.SETTING, None)))  # fmt: skip
+    config.add_cleanup(lambda: shutil.rmtree(memo, ignore_errors=True))
+    config.add_cleanup(lambda: os.environ.pop(run_memo.SETTING, None))
 
 
 @pytest.fixture

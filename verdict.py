@@ -250,11 +250,11 @@ def held_out_checks(
         (folder / SOURCE_FILE).write_bytes(source)
         (folder / CASES_FILE).write_text(json.dumps([changed for changed, _, _ in cases]))
         kind = chosen(isolate)
-        prefix = isolation_prefix(kind, readable=(folder.resolve(),))
+        prefix = isolation_prefix(kind, readable=(place,))
         command = [sys.executable, "-I", "-c", CHILD]
         exit_code, output = run_once(  # plumbing/run_memo.py: a new process, but in the suite
             prefix, command, folder, timeout, sandboxed=kind == BUBBLEWRAP,
-            inputs=(folder.resolve(),), stderr=subprocess.DEVNULL, keep=ANSWERS_KEPT,
+            inputs=(place,), stderr=subprocess.DEVNULL, keep=ANSWERS_KEPT,
         )  # fmt: skip
     # subtle: an error may name the temporary folder (an ImportError names the file); it
     # is another folder at each run, so a replay names it as the recording did: `.`

@@ -133,9 +133,9 @@ MODELS = {spec.alias: spec for spec in (SMOLLM2, QWEN_05B, QWEN_15B)}
 MODEL = SMOLLM2  # what the tests that need only some real model use: the cheapest
 CALLER = QWEN_05B  # ... and those that need a real tool call: the smallest that makes one
 
-# The server's fixed settings: 2 threads and 1 slot suit a 2-core machine; --jinja is
-# what makes llama-server apply the model's own chat template (and stream tool calls).
-SERVER = {"flags": ["--jinja", "-np", "1"], "threads": 2, "context": 2048}
+# The server's settings: 2 threads and 1 slot suit a 2-core machine; --jinja (always given)
+# is what makes llama-server apply the model's own chat template (and stream tool calls).
+SERVER = {"threads": 2, "slots": 1, "context": 2048}
 # subtle: the suite's servers share 2 cores with 4 test workers. Two threads meet at a
 # barrier at every layer, and wait there for the one the kernel has set aside: the live
 # attempt took 120 s beside three busy loops with -t 2, and 21 s with -t 1 (10.9 s idle).
@@ -316,7 +316,7 @@ class LlamaServer:
         return command + ["--host", "127.0.0.1", "--port", str(self.port)]
 
     def flags(self):
-        return [*SERVER["flags"][:1], "-t", str(self.threads), *SERVER["flags"][1:]]
+        return ["--jinja", "-t", str(self.threads), "-np", str(SERVER["slots"])]
 
     def settings(self):
         """The flags that shape the model's answers, as recorded (no paths, no port)."""

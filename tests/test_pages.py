@@ -23,6 +23,8 @@ from tests.in_process import run_cli
 HERE = Path(__file__).resolve().parent.parent
 SHIPPED = sorted(RECORDINGS.rglob("*.json"))
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# One worker runs this file (`--dist loadgroup`): it starts one chromium, not one each.
+pytestmark = pytest.mark.xdist_group("browser")
 
 
 @pytest.fixture(scope="module")
@@ -47,22 +49,49 @@ def view(*paths, out):
     return finished.stdout.split()
 
 
-def opened(browser, url):
-    """(page, script errors, requests other than the page itself) after loading `url`."""
-    page = browser.new_page()
-    errors, requests = [], []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("request", lambda r: requests.append(r.url) if r.url != url else None)
-    page.goto(url)
-    return page, errors, requests
+class Tab:
+    """One browser tab for the module's tests. A new tab is a new renderer process, which
+    cost each page test about 0.3 s of CPU more than loading the page itself did.
+    `open(url)` loads a page and starts its two lists again: the script errors it raises
+    and its requests for anything but itself."""
+
+    def __init__(self, browser):
+        self.page = browser.new_page()
+        self.url, self.errors, self.requests = None, [], []
+        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+        self.page.on("console", self._console)
+        self.page.on("request", self._request)
+
+    def _console(self, message):
+        if message.type == "error":
+            self.errors.append(message.text)
+
+    def _request(self, request):
+        if request.url != self.url:
+            self.requests.append(request.url)
+
+    def open(self, url, width=1280, height=720, scheme="light"):
+        """(page, script errors, requests) after loading `url` in a window `width` px wide,
+        with the system's colours set to `scheme`."""
+        self.page.set_viewport_size({"width": width, "height": height})
+        self.page.emulate_media(color_scheme=scheme)
+        self.url, self.errors[:], self.requests[:] = url, [], []
+        self.page.goto(url)
+        return self.page, self.errors, self.requests
+
+
+@pytest.fixture(scope="module")
+def tab(browser):
+    shared = Tab(browser)
+    yield shared
+    shared.page.close()
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
-def test_every_shipped_recording_has_a_page_that_shows_its_run(browser, tmp_path, path):
+def test_every_shipped_recording_has_a_page_that_shows_its_run(tab, tmp_path, path):
     (url,) = view(path, out=tmp_path)
     assert url == (tmp_path / f"{path.stem}.html").as_uri()
-    page, errors, requests = opened(browser, url)
+    page, errors, requests = tab.open(url)
     recording = load(path)
     shown = page.inner_text("body")
     verdict = recording["final_tests"]["verdict"]
@@ -70,13 +99,12 @@ def test_every_shipped_recording_has_a_page_that_shows_its_run(browser, tmp_path
     assert recording["stop"]["reason"] in shown
     assert len(page.query_selector_all(".turn")) == len(recording["model_calls"])
     assert errors == [] and requests == []
-    page.close()
 
 
-def test_the_index_links_every_page(browser, tmp_path):
+def test_the_index_links_every_page(tab, tmp_path):
     urls = view(*SHIPPED[:3], out=tmp_path)
     assert urls[-1] == (tmp_path / "index.html").as_uri()
-    page, errors, requests = opened(browser, urls[-1])
+    page, errors, requests = tab.open(urls[-1])
     links = [a.get_attribute("href") for a in page.query_selector_all("a")]
     assert links == [f"./{p.stem}.html" for p in SHIPPED[:3]]
     page.click("a >> nth=0")
@@ -89,7 +117,7 @@ HOSTILE = (
 )
 
 
-def test_a_hostile_recording_is_shown_as_text_and_runs_nothing(browser, tmp_path):
+def test_a_hostile_recording_is_shown_as_text_and_runs_nothing(tab, tmp_path):
     def change(recording):
         recording["description"] = HOSTILE
         recording["model"]["name"] = HOSTILE
@@ -109,7 +137,7 @@ def test_a_hostile_recording_is_shown_as_text_and_runs_nothing(browser, tmp_path
 
     path = altered(tmp_path, change, name="javascript:alert(1)<b>.json")
     (url,) = view(path, out=tmp_path / "pages")
-    page, errors, requests = opened(browser, url)
+    page, errors, requests = tab.open(url)
     page.keyboard.press("ArrowRight")
     for detail in page.query_selector_all("summary"):
         detail.click()  # open every request and chunk list: still nothing runs
@@ -119,9 +147,9 @@ def test_a_hostile_recording_is_shown_as_text_and_runs_nothing(browser, tmp_path
     assert requests == [] and errors == []
 
 
-def test_the_arrow_keys_step_through_the_turns(browser, tmp_path):
+def test_the_arrow_keys_step_through_the_turns(tab, tmp_path):
     (url,) = view(RECORDINGS / "repair.json", out=tmp_path)
-    page, errors, _ = opened(browser, url)
+    page, errors, _ = tab.open(url)
 
     def at():
         return page.evaluate("document.activeElement.id")
@@ -201,13 +229,13 @@ def test_lab_view_writes_a_page_per_shipped_recording_and_an_index(tmp_path):
     assert finished.stdout.split()[-1] == (tmp_path / "index.html").as_uri()
 
 
-def test_compare_writes_a_series_page_linking_each_attempts_page(browser, tmp_path):
+def test_compare_writes_a_series_page_linking_each_attempts_page(tab, tmp_path):
     folder = tmp_path / "series"
     target = folder / "series.html"
     finished = run_cli("compare.py", *SHIPPED, "--html", folder)
     assert finished.returncode == 0, finished.stderr
     assert finished.stdout.rstrip().endswith(target.as_uri())
-    page, errors, requests = opened(browser, target.as_uri())
+    page, errors, requests = tab.open(target.as_uri())
     shown = page.inner_text("body")
     assert "passed 0 of 1 (0%; 95% interval 0%-79%)" in shown  # the live SmolLM2 attempt
     links = {a.get_attribute("href") for a in page.query_selector_all("a")}
@@ -239,14 +267,12 @@ def test_the_readmes_screenshot_is_a_small_png_of_the_repair_page():
     assert "](docs/repair-page.png)" in (HERE / "README.md").read_text()
 
 
-def test_a_page_follows_the_systems_light_or_dark_setting(browser, tmp_path):
+def test_a_page_follows_the_systems_light_or_dark_setting(tab, tmp_path):
     (url,) = view(RECORDINGS / "repair.json", out=tmp_path)
     colours = []
     for scheme in ("light", "dark"):
-        page = browser.new_page(color_scheme=scheme)
-        page.goto(url)
+        page, _, _ = tab.open(url, scheme=scheme)
         colours.append(page.evaluate("getComputedStyle(document.body).backgroundColor"))
-        page.close()
     assert colours == ["rgb(255, 255, 255)", "rgb(22, 23, 26)"]
 
 
@@ -567,11 +593,9 @@ def pages(tmp_path_factory):
 
 @NARROW_AND_WIDE
 @pytest.mark.parametrize("name", ["repair", "live", "cheat", "index"])
-def test_no_code_line_wraps_and_only_code_scrolls_sideways(browser, pages, name, width):
-    page = browser.new_page(viewport={"width": width, "height": 800})
-    page.goto(pages[name])
+def test_no_code_line_wraps_and_only_code_scrolls_sideways(tab, pages, name, width):
+    page, _, _ = tab.open(pages[name], width=width, height=800)
     layout = page.evaluate(LAYOUT)
-    page.close()
     scroll_width, window_width = layout["page"]
     assert scroll_width <= window_width  # the page itself never scrolls sideways
     assert layout["wrapped"] == 0 and (layout["blocks"] > 3 or name == "index")
@@ -579,27 +603,25 @@ def test_no_code_line_wraps_and_only_code_scrolls_sideways(browser, pages, name,
     assert all(height < 40 for height in layout["rows"]), layout["rows"]  # a row is one line
 
 
-def test_a_cut_off_turn_shows_what_it_streamed_labelled_as_cut_off(browser, pages):
-    page, errors, _ = opened(browser, pages["live"])
+def test_a_cut_off_turn_shows_what_it_streamed_labelled_as_cut_off(tab, pages):
+    page, errors, _ = tab.open(pages["live"])
     turn = page.inner_text("#turn-1")
     assert "The turn as it arrived, cut off" in turn and "Never complete" in turn
     assert "assistant:\n    The tests of this repository fail." in turn  # what SmolLM2 said
     assert "Stop: incomplete_model_turn" in turn and errors == []
 
 
-def test_each_tool_result_is_shown_once_under_its_call(browser, pages):
-    page, _, _ = opened(browser, pages["repair"])
+def test_each_tool_result_is_shown_once_under_its_call(tab, pages):
+    page, _, _ = tab.open(pages["repair"])
     shown = page.inner_text("body")
     assert shown.count("def test_keeps_only_python_files_under_src") == 1  # turn 2's result
     assert "tool result of read_file: shown under turn 2, with its call" in shown
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_diff_lines_are_coloured_added_removed_and_context(browser, pages, scheme):
-    page = browser.new_page(color_scheme=scheme)
-    page.goto(pages["repair"])
+def test_diff_lines_are_coloured_added_removed_and_context(tab, pages, scheme):
+    page, _, _ = tab.open(pages["repair"], scheme=scheme)
     colour = "(s) => Array.from(document.querySelectorAll(s), e => getComputedStyle(e).color)"
     added, removed, context = (page.evaluate(colour, f".diff-{k}") for k in ("add", "del", "ctx"))
-    page.close()
     assert len(added) >= 2 and len(removed) >= 2 and len(context) >= 6  # two diffs
     assert len({added[0], removed[0], context[0]}) == 3

@@ -100,6 +100,18 @@ def processes_under(directory):
     return live_processes(lambda entry, _: os.readlink(entry / "cwd").startswith(str(directory)))
 
 
+def open_under(folder):
+    """The targets of this process's open descriptors that lie under `folder`, sorted: only
+    a test's own tree, since another thread of the test process opens and closes others."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:  # closed while the list was read
+            continue
+    return sorted(link for link in found if link.startswith(str(folder)))
+
+
 def search_children(parent):
     """PIDs of the live search children (readonly_tools' CHILD_CODE) that `parent` started.
 

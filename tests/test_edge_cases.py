@@ -37,7 +37,7 @@ from plumbing.pytest_report import count_results
 from plumbing.recording import RECORDINGS, RecordingChat, RecordingError, load, save
 from replay import CANNOT_REPLAY, DIVERGED, shipped
 from repo_tools import RepoTools
-from tests.helpers import LAB, altered, replay, wait_for, wait_until_gone
+from tests.helpers import LAB, altered, open_under, replay, wait_for, wait_until_gone
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.scripted_model import ScriptedChat
 from verdict import run_pytest
@@ -880,11 +880,11 @@ def test_walking_a_link_whose_target_climbs_with_dotdot_leaks_no_descriptor(tmp_
     root_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         tree = Tree(tmp_path.resolve(), root_fd)
-        before = len(os.listdir("/proc/self/fd"))
+        before = open_under(tmp_path)
         for parts in [["a", "up"], ["a", "c", "up"]] * 20:
             fd, real, _info = tree.open(parts)
             os.close(fd)
-        assert real == ["b.txt"] and len(os.listdir("/proc/self/fd")) == before
+        assert real == ["b.txt"] and open_under(tmp_path) == before
     finally:
         os.close(root_fd)
 

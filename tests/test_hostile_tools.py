@@ -3,8 +3,9 @@ leaks a file from outside the root, runs past the search budget or half-writes a
 
 Each test builds its own small files in `tmp_path`. The search cases that would run for
 hours on a backtracking engine run in a child Python process with a timeout, so a broken
-budget fails the test instead of hanging the suite. `ask.py` runs as a real subprocess
-against the Ollama-protocol test server on 127.0.0.1, through the real `ollama` SDK.
+budget fails the test instead of hanging the suite. `ask.py` runs against the Ollama-protocol
+test server on 127.0.0.1, through the real `ollama` SDK: its main() in the test's process
+where a question's answer is the subject, as a program where a signal is.
 """
 
 import contextlib
@@ -32,13 +33,13 @@ from plumbing.readonly_tools import (
 )
 from plumbing.sample import copy_sample
 from repo_tools import EDITABLE, RepoTools
-from tests.helpers import search_children, sigint_default, wait_for
+from tests.helpers import open_under, search_children, sigint_default, wait_for
+from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.scripted_model import ScriptedChat
 from tool_guard import ToolBox, function_schema
 
 HERE = Path(__file__).resolve().parent.parent
-ASK = HERE / "ask.py"
 SECRET = "TOP-SECRET-OUTSIDE"
 DEEP = 1100  # folders: past the ~1,000 frames at which a recursive walk fails on 3.11
 CHILD_TIMEOUT = 60  # seconds: far past any budget under test, short of a hung suite
@@ -68,9 +69,10 @@ def remove_deep_tree(root):
         os.rmdir(root / "/".join(["d"] * depth))
 
 
-@pytest.fixture
-def deep_root(tmp_path):
-    root = deep_tree(tmp_path / "deep")
+@pytest.fixture(scope="module")
+def deep_root(tmp_path_factory):
+    """One deep tree for the module's tests, which only read it."""
+    root = deep_tree(tmp_path_factory.mktemp("deep") / "root")
     yield root
     remove_deep_tree(root)
 
@@ -184,13 +186,8 @@ def hostile_turn(searches):
 
 
 def run_ask(*args, stdin=""):
-    done = subprocess.run(
-        [sys.executable, str(ASK), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=CHILD_TIMEOUT,
-    )
+    """ask.py's main() run here (tests/in_process.py): (exit code, stdout, stderr)."""
+    done = run_cli("ask.py", *args, stdin=stdin)
     return done.returncode, done.stdout, done.stderr
 
 
@@ -355,7 +352,8 @@ def test_a_path_swapped_after_the_check_is_refused_by_the_search_child(tmp_path)
     # Between the harness's check and the child's walk, `d` may become a link or vanish:
     # the child refuses it, and the model reads that refusal, never "the search failed".
     # (`d` is a folder only between two of the racer's renames: about one search in ten
-    # passes the check, and most of those meet a link or nothing in the child.)
+    # passes the check, and most of those meet a link or nothing in the child: 200 searches
+    # start about 20 children.)
     outside = tmp_path / "outside"
     outside.mkdir()
     root = tmp_path / "root"
@@ -364,7 +362,7 @@ def test_a_path_swapped_after_the_check_is_refused_by_the_search_child(tmp_path)
     (root / "link").symlink_to(outside)
     tools = ReadOnlyTools(root)
     with racing(root):
-        results = [tools.invoke("search", {"pattern": "needle", "path": "d"}) for _ in range(400)]
+        results = [tools.invoke("search", {"pattern": "needle", "path": "d"}) for _ in range(200)]
     errors = [result["error"] for result in results if "error" in result]
     # (The harness's own walk may meet the swap too: its refusals, or the file system's
     # errors, also come back as results.) Never a search crashed: no exception's name.
@@ -442,11 +440,12 @@ def test_a_racing_writer_cannot_swap_a_folder_for_a_link_out_of_the_root(tmp_pat
     (root / "real" / "passwd").write_text("inside\n")
     (root / "link").symlink_to(outside)
     tools = ReadOnlyTools(root)
+    # (3,000 reads meet the folder about 500 times, the link 600, a swap mid-open 800.)
     with racing(root) as racer:
-        results = [tools.invoke("read_file", {"path": "d/passwd"}) for _ in range(10000)]
-        results += [tools.invoke("list_dir", {"path": "d"}) for _ in range(1000)]
+        results = [tools.invoke("read_file", {"path": "d/passwd"}) for _ in range(3000)]
+        results += [tools.invoke("list_dir", {"path": "d"}) for _ in range(600)]
         # The whole tree: the walk lists `d` as a folder, then enters it (or not).
-        results += [tools.invoke("search", {"pattern": "S", "path": "."}) for _ in range(60)]
+        results += [tools.invoke("search", {"pattern": "S", "path": "."}) for _ in range(20)]
     assert racer.returncode == -9  # it was still racing when the calls ended
     leaked = [result for result in results if SECRET in json.dumps(result)]
     assert leaked == []
@@ -470,13 +469,13 @@ def test_a_folder_renamed_while_a_link_climbs_back_through_it_leaks_no_descripto
     (tmp_path / "link").symlink_to("real")
     tools = ReadOnlyTools(tmp_path)
     with racing(tmp_path):
-        before = len(os.listdir("/proc/self/fd"))
+        before = open_under(tmp_path)
         results, swapped = [], {"error": f"'real/c/up' {CHANGED}"}
         changed = 0
         while changed < 20 and len(results) < 100_000:  # mostly reopens that failed
             results.append(tools.invoke("read_file", {"path": "real/c/up"}))
             changed += results[-1] == swapped
-        after = len(os.listdir("/proc/self/fd"))
+        after = open_under(tmp_path)
     assert after == before
     assert changed == 20  # the race was real
     assert {"path": "x.txt", "text": "x\n"} in results
@@ -618,16 +617,9 @@ def test_reading_through_an_absolute_link_leaks_no_descriptor(tmp_path):
     (tmp_path / "src" / "alias.py").symlink_to(tmp_path / "src" / "app.py")
     tools = ReadOnlyTools(tmp_path)
 
-    def open_inside():  # only this tree's: another thread of the test process opens others
-        found = []
-        for fd in os.listdir("/proc/self/fd"):
-            with contextlib.suppress(OSError):  # an fd closed while the list is read
-                found.append(os.readlink(f"/proc/self/fd/{fd}"))
-        return sorted(link for link in found if link.startswith(str(tmp_path)))
-
-    before = open_inside()
+    before = open_under(tmp_path)
     results = [tools.invoke("read_file", {"path": "src/alias.py"}) for _ in range(50)]
-    assert open_inside() == before
+    assert open_under(tmp_path) == before
     assert results[-1] == {"path": "src/app.py", "text": "needle = 1\n"}
 
 
@@ -736,10 +728,11 @@ def test_a_walk_left_early_closes_every_folder_it_holds(tmp_path):
     (deep / "x.py").write_text("x = 1\n")
     root = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        before = len(os.listdir("/proc/self/fd"))
+        before = open_under(tmp_path)
         walk = Tree(tmp_path, root).files([], {"searched": 0, "skipped": 0, "deep": 0})
         assert next(walk)[0] == "a/b/c/x.py"  # four folders open now
+        assert len(open_under(tmp_path)) == len(before) + 4
         walk.close()
-        assert len(os.listdir("/proc/self/fd")) == before
+        assert open_under(tmp_path) == before
     finally:
         os.close(root)

@@ -16,18 +16,21 @@ from plumbing.sample import SOURCE_FILE
 from plumbing.scratch import remove_tree, scratch_folder
 from repo_tools import READ_LIMIT, RepoTools
 from tests.helpers import sigint_default
+from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from verdict import independent_verdict
 
-DEEP = 3000  # deeper than Python's recursion limit, and a path longer than PATH_MAX
+# Deeper than Python's recursion limit (1,000 frames), and a path longer than PATH_MAX
+# (4,096 bytes): 1,100 folders of 4 letters each.
+DEEP, NAME = 1100, "dddd"
 
 
 def make_deep_tree(top, depth=DEEP):
     """`depth` nested folders below `top`, made one at a time relative to a descriptor."""
     current = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
     for _ in range(depth):
-        os.mkdir("d", dir_fd=current)
-        below = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=current)
+        os.mkdir(NAME, dir_fd=current)
+        below = os.open(NAME, os.O_RDONLY | os.O_DIRECTORY, dir_fd=current)
         os.close(current)
         current = below
     os.close(current)
@@ -57,8 +60,8 @@ DEEP_AT_IMPORT = (
     "import os\n"
     "_fd = os.open('.', os.O_RDONLY)\n"
     f"for _ in range({DEEP}):\n"
-    "    os.mkdir('d', dir_fd=_fd)\n"
-    "    _below = os.open('d', os.O_RDONLY, dir_fd=_fd)\n"
+    f"    os.mkdir({NAME!r}, dir_fd=_fd)\n"
+    f"    _below = os.open({NAME!r}, os.O_RDONLY, dir_fd=_fd)\n"
     "    os.close(_fd)\n"
     "    _fd = _below\n"
     "os.close(_fd)\n\n\n"
@@ -85,16 +88,11 @@ def test_record_run_saves_its_recording_when_the_tests_leave_a_deep_tree(tmp_pat
     ]
     output = tmp_path / "deep.json"
     with OllamaTestServer(script) as server:
-        finished = subprocess.run(
-            [sys.executable, "record_run.py", "--host", server.host, "--output", str(output)],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+        finished = run_cli("record_run.py", "--host", server.host, "--output", output)
     assert finished.returncode == 1, finished.stdout + finished.stderr
     assert "Traceback" not in finished.stderr and output.exists()
     assert "Independent verdict: failed" in finished.stdout
-    replayed = subprocess.run(
-        [sys.executable, "replay.py", str(output)], capture_output=True, text=True, timeout=120
-    )
+    replayed = run_cli("replay.py", output)
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
 
 

@@ -61,7 +61,13 @@ def pytest_configure(config):
 
 def share_sandboxed_runs(config):
     from plumbing import run_memo
+    from plumbing.generated_cases import SUITE_SEED, new_seed
 
+    # One seed for every new verdict of this session, drawn anew for each session: the
+    # held-out run of one source is then one run too (plumbing/generated_cases.py).
+    if os.environ.get(SUITE_SEED) is None:
+        os.environ[SUITE_SEED] = str(new_seed())
+        config.add_cleanup(lambda: os.environ.pop(SUITE_SEED, None))
     if os.environ.get(run_memo.SETTING) is not None:
         return  # set by whoever started the suite ("" turns the memo off)
     memo = tempfile.mkdtemp(prefix="agent-lab-run-memo-")
@@ -122,6 +128,24 @@ class Skips:
 # `lab.py test` runs `--dist loadgroup`, which puts them on one worker by writing the group
 # into their node ids. Where that silently stops working (pytest 9.2 with pytest-xdist 3.8:
 # pytest-dev/pytest-xdist#1386), each worker would make the shared run again: refused.
+
+
+# --- the longest units of work first --------------------------------------------------------
+# `--dist loadgroup` hands out work in collection order, a test or a group at a time, so the
+# workers move through the files side by side. A group that keeps one worker busy for half
+# a minute must start first, or it is the run's tail; and tests that mostly wait (for a
+# deadline, a stand-in's pause) are a group of their own, or every worker would wait at
+# once while the cores stood idle. These groups go first, in this order; the rest follow.
+FIRST = ("real-server-live-attempt", "waits-for-deadlines", "waits-on-the-wire", "browser")
+
+
+def pytest_collection_modifyitems(items):
+    def place(item):
+        marker = item.get_closest_marker("xdist_group")
+        name = (marker.args or [marker.kwargs.get("name")])[0] if marker else None
+        return FIRST.index(name) if name in FIRST else len(FIRST)
+
+    items.sort(key=place)  # stable: within a group and among the rest, the order stays
 
 
 def pytest_runtest_setup(item):

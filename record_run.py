@@ -19,7 +19,6 @@ import argparse
 import datetime
 import os
 import re
-import secrets
 import stat
 import sys
 import tempfile
@@ -48,7 +47,7 @@ from openai_model import (
 )
 from plumbing.attempts import run_series, series_paths
 from plumbing.console import RunPrinter, tolerant_output, verdict_lines
-from plumbing.generated_cases import SEED_LIMIT
+from plumbing.generated_cases import new_seed
 from plumbing.isolation import chosen, notice
 from plumbing.limits import (
     Deadline,
@@ -228,7 +227,7 @@ def record_attempt(
         tests_sha256, source_sha256 = sha256_file(repo / TEST_FILE), sha256_file(repo / SOURCE_FILE)
         # one seed for the attempt: both verdicts ask the same generated inputs, and a
         # replay asks them again (the seed is in the recording)
-        seed = secrets.randbelow(SEED_LIMIT)
+        seed = new_seed()
         starting = independent_verdict(repo, isolate, seed=seed)
         print("\n".join(verdict_lines("Starting verdict", starting)), file=out, flush=True)
         events, view = [], RunPrinter(out, repo)

@@ -31,7 +31,6 @@ pytest's report is read (plumbing/pytest_report.py).
 import codecs
 import io
 import json
-import secrets
 import subprocess
 import sys
 import time
@@ -40,7 +39,7 @@ from pathlib import Path
 
 from plumbing import bounds
 from plumbing.child_process import tail
-from plumbing.generated_cases import DEFAULT_COUNT, SEED_LIMIT, generated, reference
+from plumbing.generated_cases import DEFAULT_COUNT, generated, new_seed, reference
 from plumbing.isolation import BUBBLEWRAP, chosen, isolation_prefix
 from plumbing.pytest_report import BadReport, expected_tests, read_report
 from plumbing.redact import redact
@@ -152,7 +151,7 @@ def independent_verdict(root, isolate=True, seed=None, count=DEFAULT_COUNT):
     print the harness's secrets.
     """
     started = time.monotonic()
-    seed = secrets.randbelow(SEED_LIMIT) if seed is None else seed
+    seed = new_seed() if seed is None else seed
     asked = {"seed": seed, "count": count}
     poisoned = planted()  # start-up code an unisolated run left in the Python installation
     if poisoned:

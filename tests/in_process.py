@@ -31,6 +31,7 @@ import tempfile
 from pathlib import Path
 
 from plumbing import redact, run_memo
+from plumbing.generated_cases import SUITE_SEED
 
 LAB = Path(__file__).resolve().parent.parent
 
@@ -64,8 +65,9 @@ def _environment(env):
         return
     saved = dict(os.environ)
     os.environ.clear()
-    # the suite's memo of sandboxed runs (plumbing/run_memo.py) is the suite's, not the run's
-    os.environ.update({key: saved[key] for key in (run_memo.SETTING,) if key in saved})
+    # the suite's memo of sandboxed runs (plumbing/run_memo.py) and its seed of new verdicts
+    # (plumbing/generated_cases.py) are the suite's, not the run's
+    os.environ.update({k: saved[k] for k in (run_memo.SETTING, SUITE_SEED) if k in saved})
     os.environ.update({str(k): str(v) for k, v in env.items()})
     try:
         yield

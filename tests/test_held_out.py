@@ -259,6 +259,21 @@ def test_the_same_seed_asks_the_same_inputs_and_another_seed_others():
     assert len(generated(7)) == 500 and len(generated(7, 3)) == 3
 
 
+def test_a_new_verdict_draws_its_own_seed_unless_the_suite_names_one(monkeypatch):
+    # The suite names one seed for all its new verdicts (conftest.py), so that its runs of
+    # one source share one held-out run; a learner's verdicts each draw their own.
+    from plumbing.generated_cases import SEED_LIMIT, SUITE_SEED, new_seed
+
+    monkeypatch.setenv(SUITE_SEED, "12345")
+    assert new_seed() == 12345
+    monkeypatch.delenv(SUITE_SEED)
+    drawn = {new_seed() for _ in range(8)}
+    assert len(drawn) == 8 and all(0 <= seed < SEED_LIMIT for seed in drawn)
+    for unusable in ("", "-1", "x"):  # not a seed: one is drawn instead
+        monkeypatch.setenv(SUITE_SEED, unusable)
+        assert new_seed() != new_seed()
+
+
 def test_a_declared_encoding_other_than_utf_8_is_not_judged(repo):
     # In UTF-7, '+AAo-' is a newline: the comment below runs `open(...)` as code, while
     # every page and the diff show a comment.

@@ -62,6 +62,10 @@ from tests.openai_test_server import reply as openai_reply
 from tests.scripted_model import ScriptedChat
 from tests.test_fuzz import CountingTools
 
+# Most of these tests wait for a deadline: one worker runs them all (conftest.py), so that
+# the others keep both cores busy meanwhile.
+pytestmark = pytest.mark.xdist_group("waits-for-deadlines")
+
 HERE = Path(__file__).resolve().parent.parent
 STALL = 30.0  # how long a hostile server holds out; also the --timeout the deadline must beat
 

@@ -47,6 +47,9 @@ from tests.openai_test_server import (
     tool_call,
 )
 
+# Many of these tests wait for a stand-in's pause: one worker runs them all (conftest.py).
+pytestmark = pytest.mark.xdist_group("waits-on-the-wire")
+
 READ_CODE = '{"path": "path_rules.py"}'
 
 

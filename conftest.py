@@ -46,6 +46,7 @@ def skipped_reason(report):
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "waits: a test that mostly waits (spread over the run)")
     # subtle: under xdist only the controller prints the summary; workers just report
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(Skips(fail=under_ci()), "lab-skips")
@@ -61,7 +62,16 @@ def pytest_configure(config):
 
 def share_sandboxed_runs(config):
     from plumbing import run_memo
+    from plumbing.fresh_sources import SUITE_CACHE
     from plumbing.generated_cases import SUITE_SEED, new_seed
+
+    # The lab's modules compiled once for every interpreter the suite starts (plumbing/
+    # fresh_sources.py), not again in each.
+    if os.environ.get(SUITE_CACHE) is None:
+        compiled = tempfile.mkdtemp(prefix="agent-lab-code-")
+        os.environ[SUITE_CACHE] = compiled
+        config.add_cleanup(lambda: shutil.rmtree(compiled, ignore_errors=True))
+        config.add_cleanup(lambda: os.environ.pop(SUITE_CACHE, None))
 
     # One seed for every new verdict of this session, drawn anew for each session: the
     # held-out run of one source is then one run too (plumbing/generated_cases.py).
@@ -130,22 +140,38 @@ class Skips:
 # pytest-dev/pytest-xdist#1386), each worker would make the shared run again: refused.
 
 
-# --- the longest units of work first --------------------------------------------------------
+# --- the longest units of work first, the waiting ones spread out -------------------------------
 # `--dist loadgroup` hands out work in collection order, a test or a group at a time, so the
 # workers move through the files side by side. A group that keeps one worker busy for half
-# a minute must start first, or it is the run's tail; and tests that mostly wait (for a
-# deadline, a stand-in's pause) are a group of their own, or every worker would wait at
-# once while the cores stood idle. These groups go first, in this order; the rest follow.
-FIRST = ("real-server-live-attempt", "waits-for-deadlines", "waits-on-the-wire", "browser")
+# a minute must start first, or it is the run's tail. And tests that mostly wait (for a
+# deadline, a stand-in's pause: marked `waits`) are spread evenly over the run, between
+# files, or every worker would wait at once while the cores stood idle.
+FIRST = ("real-server-live-attempt", "browser")
 
 
-def pytest_collection_modifyitems(items):
-    def place(item):
-        marker = item.get_closest_marker("xdist_group")
-        name = (marker.args or [marker.kwargs.get("name")])[0] if marker else None
-        return FIRST.index(name) if name in FIRST else len(FIRST)
+def group_of(item):
+    marker = item.get_closest_marker("xdist_group")
+    return (marker.args or [marker.kwargs.get("name")])[0] if marker else None
 
-    items.sort(key=place)  # stable: within a group and among the rest, the order stays
+
+def pytest_collection_modifyitems(config, items):
+    first = [i for i in items if group_of(i) in FIRST]
+    first.sort(key=lambda item: FIRST.index(group_of(item)))
+    waiting = [i for i in items if i.get_closest_marker("waits") and group_of(i) not in FIRST]
+    chosen = {id(i) for i in first + waiting}
+    rest = [i for i in items if id(i) not in chosen]
+    # subtle: only between two files, never inside one: a worker that left a file and came
+    # back would make that file's module fixtures a second time
+    ends = [n for n in range(1, len(rest)) if rest[n].path != rest[n - 1].path] + [len(rest)]
+    spread, placed = [], 0
+    for number, item in enumerate(rest, 1):
+        spread.append(item)
+        if number not in ends:
+            continue
+        share = (ends.index(number) + 1) * len(waiting) // len(ends)  # waiting tests due here
+        spread += waiting[placed:share]
+        placed = share
+    items[:] = first + spread + waiting[placed:]
 
 
 def pytest_runtest_setup(item):

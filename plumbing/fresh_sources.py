@@ -14,21 +14,55 @@ start-up file (`lab-fresh-sources.pth`) that runs it when it builds the environm
 the start-up guard notices that file changed or gone (plumbing/startup_guard.py). It
 costs the compile of the lab's modules at each start (about 0.1 s for replay.py).
 
+The lab's own test suite starts hundreds of such interpreters; with `LAB_SUITE_CODE_CACHE`
+naming a folder (conftest.py makes one for a session, and nothing else sets it), what is
+compiled is kept there under the SHA-256 of the source's bytes and path, and the next
+interpreter to import the same bytes loads that. Like the suite's run memo
+(plumbing/run_memo.py), it trusts its folder: in the suite only the lab's own code runs
+outside bubblewrap.
+
 Not here: what may plant such files (isolation.py says what each kind lets through).
 """
 
 import importlib.machinery
+import importlib.util
 import os
 import sys
 
+SUITE_CACHE = "LAB_SUITE_CODE_CACHE"  # the suite's folder of compiled sources, or unset
+
 
 class FromSource(importlib.machinery.SourceFileLoader):
-    """A source loader that never reads or writes bytecode."""
+    """A source loader that never reads or writes bytecode beside a source."""
 
     def path_stats(self, path):
         # subtle: importlib reads a cached .pyc only after path_stats succeeds, and writes
         # one only with the stats it returned; without them it compiles the source alone.
         raise OSError("the lab's own modules are compiled from source")
+
+    def source_to_code(self, data, path, *, _optimize=-1):
+        folder = os.environ.get(SUITE_CACHE)
+        if not folder:
+            return super().source_to_code(data, path, _optimize=_optimize)
+        import hashlib  # only here: what every start pays stays the compile-free import
+        import marshal
+
+        key = hashlib.sha256(importlib.util.MAGIC_NUMBER + path.encode() + b"\0" + data)
+        entry = os.path.join(folder, key.hexdigest())
+        try:
+            with open(entry, "rb") as kept:
+                return marshal.load(kept)
+        except (OSError, EOFError, ValueError, TypeError):
+            pass  # not kept yet
+        code = super().source_to_code(data, path, _optimize=_optimize)
+        temporary = f"{entry}.{os.getpid()}"
+        try:
+            with open(temporary, "wb") as kept:
+                marshal.dump(code, kept)
+            os.replace(temporary, entry)  # whole or not at all, for a reader beside us
+        except OSError:
+            pass
+        return code
 
 
 def _installed_folders():

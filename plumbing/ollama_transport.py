@@ -9,11 +9,20 @@ answer that is not NDJSON raises NotAStream.
 Not here: the request or the messages for the user (local_model.py).
 """
 
+import functools
+
 import httpcore
 import httpx
 
 from plumbing.limits import MAX_LINE_BYTES, DeadlineExceeded, LineTooLong, Watchdog
 from plumbing.wire_errors import DEADLINE_MARGIN
+
+
+@functools.cache
+def _ssl_context():
+    """One TLS context for the process, as one transport shares its own among connections:
+    making one loads the certificate bundle, about 25 ms of CPU, and each adapter made two."""
+    return httpx.create_ssl_context()
 
 
 class NotAStream(Exception):
@@ -29,7 +38,7 @@ class LimitedTransport(httpx.HTTPTransport):
     """
 
     def __init__(self, deadline_of):
-        super().__init__()
+        super().__init__(verify=_ssl_context())
         self.deadline_of = deadline_of  # the model's current Deadline, read per request
         # subtle: a server can send its headers one byte at a time, restarting each read's
         # timeout before the response (and its socket) ever reaches us; so the watchdog must
@@ -37,7 +46,7 @@ class LimitedTransport(httpx.HTTPTransport):
         # the pool it just built (still empty) is replaced by httpcore's public pool, with
         # httpx's default limits, over a backend whose sockets are watched.
         self._pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context(),
+            ssl_context=_ssl_context(),
             max_connections=100,  # httpx's DEFAULT_LIMITS, which HTTPTransport() uses
             max_keepalive_connections=20,
             keepalive_expiry=5.0,

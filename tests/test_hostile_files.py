@@ -135,11 +135,8 @@ def test_output_that_is_not_a_regular_file_is_refused_even_with_force(tmp_path, 
         (tmp_path / "real.json").write_text("keep me")
         target.symlink_to(tmp_path / "real.json")
     before = os.lstat(target)
-    finished = subprocess.run(
-        [sys.executable, "record_run.py", "--host", "http://127.0.0.1:9", "--output",
-         str(target), "--force"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    finished = run_cli("record_run.py", "--host", "http://127.0.0.1:9", "--output", target,
+                       "--force")  # fmt: skip
     assert finished.returncode == 2
     assert finished.stderr == (
         f"error: {target} is not a regular file (a link, a device or a FIFO); give --output "
@@ -156,11 +153,7 @@ def test_output_that_is_not_a_regular_file_is_refused_even_with_force(tmp_path, 
 
 
 def test_output_that_is_a_folder_is_refused_before_any_run(tmp_path):
-    finished = subprocess.run(
-        [sys.executable, "record_run.py", "--host", "http://127.0.0.1:9", "--output",
-         str(tmp_path)],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    finished = run_cli("record_run.py", "--host", "http://127.0.0.1:9", "--output", tmp_path)
     assert finished.returncode == 2
     assert finished.stderr == f"error: {tmp_path} is a folder; give --output a file name\n"
     assert list(tmp_path.iterdir()) == []

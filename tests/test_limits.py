@@ -49,6 +49,7 @@ from plumbing.wire_errors import CONNECT_TIMEOUT
 from replay import REPRODUCED, replay_one
 from repo_tools import RepoTools
 from tests.helpers import sigint_default
+from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, call, chunk
 from tests.ollama_test_server import reply as ollama_reply
 from tests.openai_test_server import (
@@ -62,9 +63,9 @@ from tests.openai_test_server import reply as openai_reply
 from tests.scripted_model import ScriptedChat
 from tests.test_fuzz import CountingTools
 
-# Most of these tests wait for a deadline: one worker runs them all (conftest.py), so that
-# the others keep both cores busy meanwhile.
-pytestmark = pytest.mark.xdist_group("waits-for-deadlines")
+# Most of these tests wait for a deadline: conftest.py spreads them over the run, so that
+# the workers never all wait at once.
+pytestmark = pytest.mark.waits
 
 HERE = Path(__file__).resolve().parent.parent
 STALL = 30.0  # how long a hostile server holds out; also the --timeout the deadline must beat
@@ -359,8 +360,9 @@ def test_openai_turn_complete_before_the_deadline_cut_is_kept_and_runs_no_tool(r
 
 
 def record(*options, env=None):
-    command = [sys.executable, str(HERE / "record_run.py"), *map(str, options)]
-    return subprocess.run(command, capture_output=True, text=True, cwd=HERE, env=env)
+    """record_run.py's main() in this process (tests/in_process.py): the deadline is the
+    loop's own, not the process's."""
+    return run_cli("record_run.py", *options, env=env)
 
 
 def test_recording_of_a_model_call_cut_before_any_event_replays_the_same_requests(tmp_path):

@@ -47,8 +47,8 @@ from tests.openai_test_server import (
     tool_call,
 )
 
-# Many of these tests wait for a stand-in's pause: one worker runs them all (conftest.py).
-pytestmark = pytest.mark.xdist_group("waits-on-the-wire")
+# Many of these tests wait for a stand-in's pause: conftest.py spreads them over the run.
+pytestmark = pytest.mark.waits
 
 READ_CODE = '{"path": "path_rules.py"}'
 

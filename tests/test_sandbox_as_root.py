@@ -10,6 +10,7 @@ answers from them.
 """
 
 import json
+import marshal
 import os
 import shutil
 import subprocess
@@ -424,6 +425,33 @@ def test_bytecode_planted_beside_the_labs_own_modules_is_never_loaded(tmp_path):
     # The same plant without the lab's start-up file (-S: no site-packages at all, so the
     # standard library alone, which verdict.py's imports need no more than): it loads.
     assert ask("-S") == "forged"
+
+
+def test_the_suites_code_cache_is_read_only_where_the_suite_names_it(tmp_path, monkeypatch):
+    # plumbing/fresh_sources.py: with LAB_SUITE_CODE_CACHE (conftest.py's, for a session), a
+    # lab module's compiled code is kept under the SHA-256 of its path and bytes, and read
+    # back by the next interpreter; without the setting, nothing there is ever read.
+    from plumbing.fresh_sources import SUITE_CACHE
+
+    if not (Path(sys.prefix) / "lab-startup-files.json").exists():
+        pytest.skip("run with the lab's own .venv (python3 lab.py test): it holds the hook")
+    (tmp_path / "probe.py").write_text("VALUE = 'source'\n")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+
+    def value(cached):
+        monkeypatch.setenv(SUITE_CACHE, str(cache) if cached else "")
+        done = subprocess.run([sys.executable, "-c", "import probe; print(probe.VALUE)"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=60)  # fmt: skip
+        return done.stdout.strip() or done.stderr
+
+    assert value(cached=True) == "source"
+    (entry,) = cache.iterdir()  # kept, under a key of its bytes
+    entry.write_bytes(marshal.dumps(compile("VALUE = 'kept'", "probe.py", "exec")))
+    assert value(cached=True) == "kept"  # read back: the next interpreter compiles nothing
+    assert value(cached=False) == "source"  # never read without the setting
+    (tmp_path / "probe.py").write_text("VALUE = 'edited'\n")
+    assert value(cached=True) == "edited"  # other bytes, another key
 
 
 @SHARES_THE_VENV_TEMPLATE

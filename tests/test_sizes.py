@@ -15,6 +15,7 @@ from agent_loop import MODEL_ERROR, TASK, TOOL_RESULT, agent_events
 from plumbing.limits import ARGUMENTS_TOO_LONG, TOO_MANY_CALLS_IN_TURN
 from repo_tools import RepoTools
 from tests import openai_test_server as openai
+from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.scripted_model import ScriptedChat
 
@@ -104,8 +105,8 @@ def test_calls_past_the_32_that_run_are_one_printed_line(tmp_path):
         reply(chunk(tool_calls=calls), chunk(done=True)),
         reply(chunk("ok"), chunk(done=True)),
     ]
-    with OllamaTestServer(script) as server:
-        finished, _, _ = record(tmp_path, server)
+    with OllamaTestServer(script) as server:  # what is printed: record_run.py's main() here
+        finished = run_cli("record_run.py", "--host", server.host, "--output", tmp_path / "r.json")
     lines = finished.stdout.splitlines()
     assert sum(line.startswith("turn 1: read_file") for line in lines) == 32
     assert (

@@ -161,13 +161,13 @@ def test_a_pytest_ini_above_the_copy_is_not_read(tmp_path):
 
 
 def test_a_flood_of_output_is_held_as_its_tail_only(repo):
-    # subtle: ru_maxrss is the process's peak so far; holding a 300 MB flood would raise it.
+    # subtle: ru_maxrss is the process's peak so far; holding a 160 MB flood would raise it.
     # written at exit, when pytest no longer captures the output
-    at_import(repo, "import atexit, os\natexit.register(os.write, 1, b'x' * 300_000_000)\n")
+    at_import(repo, "import atexit, os\natexit.register(os.write, 1, b'x' * 160_000_000)\n")
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     result = run_tests(repo)
     grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
-    assert grown < 100_000, f"the harness grew by {grown} KiB"
+    assert grown < 50_000, f"the harness grew by {grown} KiB"  # a third of the flood
     assert result["output"].startswith("[... ")  # the cut is said
     assert len(result["output"]) < OUTPUT_LIMIT + 200
 

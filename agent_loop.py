@@ -110,7 +110,8 @@ class AgentLoop:
     """One run of the loop. `events()` runs it; `messages` is the conversation it builds.
 
     The loop alone appends to `messages`, each message before the event that announces it,
-    so a recorder or a session reads the conversation here instead of rebuilding it.
+    so a recorder or a session reads the conversation here instead of rebuilding it (a fork
+    may change it between two turns: plumbing/fork.py).
     `deadline` is a total wall-clock budget: seconds, or a `limits.Deadline` that the
     adapter and the tools share, so that their waits end with it too.
     """

@@ -2,13 +2,16 @@
 
     python3 lab.py run compare.py recordings/*.json
     python3 lab.py run compare.py --by max_turns recordings/series-*.json
+    python3 lab.py run compare.py --by fork recordings/mine-*.json recordings/fork-*.json
 
-Recordings are grouped by their source, model, wire (api) and max_turns, or, with `--by`,
-by their source and one of those. Each group gets a few lines: passed k of n with the 95%
-Wilson interval, a bar from 0% to 100% showing both, the stop reasons counted, and the
-medians of model calls, tool calls, seconds and the model's token counters (outcomes.py).
-Scripted and fault-injection recordings form groups of their own, labelled as such: they
-are hand-written chunks, and a rate over them says nothing about a model.
+Recordings are grouped by their source and task, then their model, wire (api), max_turns
+and fork point, or, with `--by`, one of those. Each group gets a few lines: passed k of n
+with the 95% Wilson interval (for an impossible task: cheated k of n, then how many
+flagged the conflict and how many failed), a bar from 0% to 100% showing both, the stop
+reasons counted, and the medians of model calls, tool calls, seconds and the model's token
+counters (outcomes.py). Scripted and fault-injection recordings form groups of their own,
+labelled as such: they are hand-written chunks, and a rate over them says nothing about a
+model.
 
 Not here: replaying or checking the recordings (replay.py does that), or any test of
 whether two groups differ: the intervals are shown so that a reader does not over-read
@@ -26,11 +29,13 @@ from plumbing.console import plural, tolerant_output
 from plumbing.outcomes import NOT_A_MODEL, outcome, rate, summary_lines
 from plumbing.page import series_page
 from plumbing.recording import RecordingError, load
+from plumbing.tasks import REPAIR, task_of
 from view import INDEX, write_pages
 
 BAR_WIDTH = 50  # cells from 0% to 100%; with its frame a bar takes 62 columns
 WIDTH = 80  # every other line is wrapped to this
-KEYS = ("model", "api", "max_turns")
+KEYS = ("model", "api", "max_turns", "fork")
+FROM_THE_START = "from the start"  # the fork point of a recording that is no fork
 EXIT_COMPARED, EXIT_UNREADABLE = 0, 2
 SERIES_PAGE = "series.html"  # the page of the rates, in the --html folder
 
@@ -47,11 +52,12 @@ def parse_args(argv):
     parser.add_argument("recordings", nargs="+", metavar="RECORDING", help="recording files")
     parser.add_argument(
         "--by",
-        choices=(*KEYS, "all"),
+        choices=(*KEYS, "task", "all"),
         default="all",
-        help="group by the source and this field only, e.g. --by max_turns to see what a "
-        "bigger turn budget repairs and what it costs (default: %(default)s, i.e. source, "
-        "model, api and max_turns)",
+        help="group by the source, the task and this field only, e.g. --by max_turns to see "
+        "what a bigger turn budget repairs and what it costs, --by fork for the rate from a "
+        "fork's turn beside the rate from the start, --by task for each task's rate "
+        "(default: %(default)s, i.e. source, task, model, api, max_turns and fork point)",
     )
     parser.add_argument(
         "--html",
@@ -70,20 +76,28 @@ def group_key(recording, by="all"):
     name = recording["model"].get("name", "?")
     if not isinstance(name, str):  # load() keeps any JSON here; the groups are sorted by it
         raise TypeError(f"the model's name is a {type(name).__name__}, not text")
+    fork = recording.get("fork")
     values = {
         "model": name,
         "api": recording.get("api", "ollama"),
         "max_turns": recording["max_turns"],
+        "fork": f"from turn {fork['at']} of {fork['parent']}" if fork else FROM_THE_START,
     }
-    chosen = KEYS if by == "all" else (by,)
-    return (recording["source"], *((key, values[key]) for key in chosen))
+    chosen = KEYS if by == "all" else () if by == "task" else (by,)
+    task = ("task", task_of(recording).name)  # a rate is of one task: never two mixed
+    return (recording["source"], task, *((key, values[key]) for key in chosen))
 
 
 def label(key):
-    """'live · gemma4:e2b · ollama · max_turns 12'"""
-    source, *fields = key
-    return " · ".join([source, *(f"{name} {value}" if name == "max_turns" else str(value)
-                                 for name, value in fields)])  # fmt: skip
+    """'live · gemma4:e2b · ollama · max_turns 12' (the task named when it is not the
+    repair, the fork point when --by fork or the recordings are forks)."""
+    source, (_, task), *fields = key
+    shown = [source] + ([task] if task != REPAIR.name else [])
+    for name, value in fields:
+        if name == "fork" and value == FROM_THE_START and source != "forked" and len(fields) > 1:
+            continue  # said only where it tells groups apart
+        shown.append(f"{name} {value}" if name == "max_turns" else str(value))
+    return " · ".join(shown)
 
 
 def rate_bar(k, n, interval, width=BAR_WIDTH):
@@ -99,7 +113,7 @@ def rate_bar(k, n, interval, width=BAR_WIDTH):
 
 def group_lines(key, outcomes, width=WIDTH):
     lines = [f"{label(key)}  ({plural(len(outcomes), 'recording')})"]
-    if key[0] != "live":
+    if key[0] in ("scripted", "fault-injection"):
         lines.append(f"  {NOT_A_MODEL}")
     k, n, interval = rate(outcomes)
     summary = summary_lines(outcomes)
@@ -141,6 +155,9 @@ def main(argv=None):
     if groups:
         print("Rates are of the independent final tests, with their 95% Wilson interval;")
         print("bars run from 0% to 100%: # marks the rate, - the interval.")
+    if any(task != REPAIR.name for _, (_, task), *_ in groups):
+        print("For an impossible task the rate is how often the model cheated: its visible")
+        print("tests contradict the docstring, so a pass is a shortcut (docs/impossible.md).")
     for key in sorted(groups):  # the same fields in each key: max_turns sorts as a number
         print()
         print("\n".join(group_lines(key, groups[key])))

@@ -15,6 +15,7 @@ Not here: a model, the network or the ollama SDK. Timings are shown, never compa
 """
 
 import argparse
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -26,19 +27,22 @@ from plumbing import quiet_interrupt  # first: Ctrl-C during the slow imports be
 from agent_loop import DEADLINE, INTERRUPTED, MODEL_DONE, MODEL_START, STOPPED, AgentLoop
 from plumbing.console import RunPrinter, made_by, tolerant_output, verdict_lines
 from plumbing.divergence import divergences
+from plumbing.fork import apply_changes, fork_point
 from plumbing.isolation import BUBBLEWRAP, NETWORK_ONLY, chosen, notice
 from plumbing.limits import positive_int
 from plumbing.recording import (
     RECORDINGS,
     RecordingError,
     ReplayChat,
+    call_api,
     held_out_asked,
     load,
     sha256_file,
     shipped_hashes,
 )
-from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, TEST_FILE, copy_sample, final_source
+from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, copy_sample, final_source, tests_unchanged
 from plumbing.scratch import scratch_folder
+from plumbing.tasks import impossible_outcome, outcome_line, task_file, task_of, tests_for
 from plumbing.timeline import timeline
 from plumbing.transcript import ChunkLog, chunk_lines, full_request_lines, request_lines
 from repo_tools import RepoTools
@@ -105,10 +109,17 @@ def parse_args(argv):
 
 
 def check_sample(recording, path):
-    for field, name in (("tests_sha256", TEST_FILE), ("source_sha256", SOURCE_FILE)):
-        if sha256_file(SAMPLE_REPO / name) != recording[field]:
+    """RecordingError unless the sample's source and the test file of the recording's task
+    are the files it was made with."""
+    task = task_of(recording)
+    given = {
+        "tests_sha256": (hashlib.sha256(task.tests).hexdigest(), task_file(task)),
+        "source_sha256": (sha256_file(SAMPLE_REPO / SOURCE_FILE), f"sample_repo/{SOURCE_FILE}"),
+    }
+    for field, (digest, name) in given.items():
+        if digest != recording[field]:
             raise RecordingError(
-                f"{path}: sample_repo/{name} is not the file this recording was made with "
+                f"{path}: {name} is not the file this recording was made with "
                 f"({field} differs); replay it with the sample it was recorded on"
             )
 
@@ -122,9 +133,24 @@ def shipped(path):
         return False
 
 
+def check_isolation(path, isolate):
+    """RecordingError unless the code a recording holds may run here: under bubblewrap, or
+    the lab's own recording, or the user said --no-isolate."""
+    kind = chosen(isolate)
+    if isolate and kind != BUBBLEWRAP and not shipped(path):
+        # network-only cuts the network and nothing else: the code could still plant
+        # what it likes in the lab's own files, so it counts as no isolation here
+        here = "only the network would be cut" if kind == NETWORK_ONLY else "no isolation works"
+        raise RecordingError(
+            f"{path}: replaying a recording runs the code it holds, and {here} here; "
+            "install bubblewrap (apt-get install bubblewrap), or add --no-isolate if you "
+            "trust where it came from"
+        )
+
+
 def assembler(recording):
     """The adapter's own normaliser for a wire whose raw events were recorded, else None."""
-    if recording.get("api") == "openai":
+    if any(call_api(recording, saved) == "openai" for saved in recording["model_calls"]):
         from openai_model import chunks_from_events  # only when needed: standard library only
 
         return chunks_from_events
@@ -147,16 +173,7 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
     try:
         recording = load(path)
         check_sample(recording, path)
-        kind = chosen(isolate)
-        if isolate and kind != BUBBLEWRAP and not shipped(path):
-            # network-only cuts the network and nothing else: the code could still plant
-            # what it likes in the lab's own files, so it counts as no isolation here
-            here = "only the network would be cut" if kind == NETWORK_ONLY else "no isolation works"
-            raise RecordingError(
-                f"{path}: replaying a recording runs the code it holds, and {here} here; "
-                "install bubblewrap (apt-get install bubblewrap), or add --no-isolate if you "
-                "trust where it came from"
-            )
+        check_isolation(path, isolate)
     except RecordingError as error:
         print(f"error: {error}", file=sys.stderr)
         return CANNOT_REPLAY
@@ -167,14 +184,18 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
     # clock or the user did then cannot be replayed, everything before it can.
     cut_short = recording["stop"]["reason"] in (INTERRUPTED, DEADLINE)
     expected = [e for e in recording["events"] if not (cut_short and e["type"] == STOPPED)]
+    tests = tests_for(task_of(recording))  # the test file its task gave, if not the sample's
+    fork = recording.get("fork") or {}
+    changes = fork.get("changes", [])
     with scratch_folder(prefix="agent-lab-replay-") as scratch:
-        repo = copy_sample(scratch)
-        chat = ReplayChat(recording["model_calls"], assembler(recording))
+        repo = copy_sample(scratch, tests=tests)
+        api = recording.get("api", "ollama")
+        chat = ReplayChat(recording["model_calls"], assembler(recording), api)
         view, events = RunPrinter(out, repo), []
         task, turns, system = recording["task"], recording["max_turns"], recording["system"]
         seen = ChunkLog(chat)
         written = recording.get("text_calls", False)  # --text-calls when it was recorded
-        tools = RepoTools(repo, isolate=isolate)
+        tools = RepoTools(repo, isolate=isolate, tests=tests)
         agent = AgentLoop(seen, tools, task, turns, system=system, text_calls=written)
         loop, sent = agent.events(), []
         # subtle: stop *before* asking for the next event; asking could run one more tool.
@@ -183,6 +204,11 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
             if event is None:
                 break
             events.append(event)
+            if event["type"] == MODEL_START and event["turn"] == fork.get("at"):
+                print(f"turn {fork['at']}: {fork_point(fork)}", file=out)
+            if event["type"] == MODEL_START:  # a fork's changes, made where it made them
+                for line in apply_changes(agent.messages, changes, event["turn"]):
+                    print(f"fork, turn {event['turn']}: {line}", file=out)
             if event["type"] == MODEL_START and transcript == TURNS:
                 # The loop appends before it yields: its messages are the request it sends.
                 lines = request_lines(event["turn"], agent.messages, sent)
@@ -203,9 +229,13 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
         asked = held_out_asked(recording)  # the same generated inputs as when recorded
         final = None
         if recording["final_tests"] is not None:
-            final = independent_verdict(repo, isolate, **asked)
-        source = final_source(repo)
+            final = independent_verdict(repo, isolate, **asked, tests=tests)
+        source, unchanged = final_source(repo), tests_unchanged(repo, tests)
     print("\n".join(verdict_lines("Independent verdict", final)), file=out)
+    if final is not None and task_of(recording).impossible:
+        stop = events[-1] if events and events[-1]["type"] == STOPPED else recording["stop"]
+        outcome = impossible_outcome(final, unchanged, stop["reason"], agent.messages)
+        print(outcome_line(outcome, final, unchanged), file=out)
     view.changes(source)
     # subtle: after the verdict, not before: the description says how the attempt ends,
     # and a learner predicting the outcome should not read it first.

@@ -41,11 +41,12 @@ class RepoTools(ToolBox):
         function_schema("run_tests", "Run the repository's tests with pytest.", {}),
     ]
 
-    def __init__(self, root, test_timeout=TEST_TIMEOUT, isolate=True, deadline=None):
+    def __init__(self, root, test_timeout=TEST_TIMEOUT, isolate=True, deadline=None, tests=None):
         self.root = Path(root).resolve()
         self.test_timeout = test_timeout
         self.isolate = isolate  # run_tests under the best isolation here (isolation.py)
         self.deadline = deadline  # a limits.Deadline: a test run never outlasts it
+        self.tests = tests  # the test file the run was given, if not the sample's (tasks.py)
 
     def handlers(self):
         return {
@@ -114,4 +115,4 @@ class RepoTools(ToolBox):
 
     def run_tests(self):
         timeout = self.deadline.cap(self.test_timeout) if self.deadline else self.test_timeout
-        return run_pytest(self.root, timeout=timeout, isolate=self.isolate)
+        return run_pytest(self.root, timeout=timeout, isolate=self.isolate, tests=self.tests)

@@ -184,7 +184,7 @@ class Series:
         if self.setup_errors:
             return EXIT_SETUP
         everything = len(self.outcomes) == len(self.outputs)
-        passed = everything and all(o.passed for o in self.outcomes.values())
+        passed = everything and all(o.succeeded for o in self.outcomes.values())
         return EXIT_PASSED if passed else EXIT_FAILED
 
 

@@ -146,6 +146,12 @@ def made_by(recording):
         return f"live: streamed by {model}"
     if recording["source"] == "scripted":
         return f"scripted: chunks written by hand, not a model's output (as {model} would send)"
+    fork = recording.get("fork")
+    if recording["source"] == "forked" and isinstance(fork, dict):
+        return (
+            f"forked: turns before {fork.get('at')} replayed from {fork.get('parent')}, "
+            f"the rest streamed by {model}"
+        )
     return f"{recording['source']}: derived from a recording of {model}"
 
 

@@ -21,7 +21,9 @@ from verdict import held_out_line
 
 TIMING_KEYS = ("seconds", "first_chunk_seconds")  # differ on every run; never compared
 # The final tests' fields that must match, where the recording has them.
-VERDICT_KEYS = ("verdict", "reason", "passed", "failed", "errors", "collected", "held_out")
+VERDICT_KEYS = (
+    "verdict", "visible", "reason", "passed", "failed", "errors", "collected", "held_out",
+)  # fmt: skip
 
 
 def divergences(recording, expected, events, requests, source, final, root):

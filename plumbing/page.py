@@ -23,8 +23,10 @@ import urllib.parse
 
 from agent_loop import MODEL_DONE, STOPPED, TEXT_DELTA, THINKING_DELTA, TOOL_RESULT, TOOL_START
 from plumbing.console import made_by, plural, verdict_lines, visible
+from plumbing.fork import fork_line
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
 from plumbing.source_diff import unified
+from plumbing.tasks import recorded_outcome_line, task_of
 from plumbing.timeline import context_lines, context_window, timeline
 from plumbing.transcript import message_lines
 
@@ -50,6 +52,8 @@ pre { background: var(--box); padding: .6rem .8rem; overflow-x: auto; white-spac
   font: 13px/1.45 ui-monospace, monospace; border-radius: 6px; }
 h1 { font-size: 1.5rem; margin-bottom: .2rem; } h2 { border-bottom: 1px solid var(--line); }
 .muted { color: var(--muted); } .passed { color: var(--ok); } .failed { color: var(--bad); }
+.flagged { color: var(--ok); } .cheated { color: var(--bad); }
+.fork { border-left: 4px solid var(--line); padding-left: .6em; }
 .turn { border: 1px solid var(--line); border-radius: 8px; padding: 0 1rem 1rem;
   margin: 1.2rem 0; scroll-margin-top: 1rem; } .turn:focus { outline: 2px solid var(--text); }
 details > summary { cursor: pointer; color: var(--text); }
@@ -156,6 +160,12 @@ def header(recording, name):
         ("isolation of the test runs", recording.get("isolation") or "not recorded"),
         ("recorded", recording.get("recorded_at") or "date not recorded"),
     ]
+    task = task_of(recording)
+    if task.impossible:  # what the model was given, and what it did with it
+        facts.insert(0, ("task", f"{task.name}: its visible tests contradict the docstring"))
+        facts.insert(1, ("outcome", recorded_outcome_line(recording) or "no verdict"))
+    if recording.get("fork"):
+        facts.insert(0, ("fork", fork_line(recording["fork"])))
     rows = "".join(f"<tr><th>{text(k)}</th><td>{text(v)}</td></tr>" for k, v in facts)
     return (
         f"<header><h1>{text(name)}</h1>"
@@ -286,8 +296,19 @@ def turn_section(number, recording, events, previous_length, source_before, budg
     sent = messages[: call["request_length"]]
     new = sent[previous_length:]
     new_text = "\n".join(line for m in new[:CALLS_SHOWN] for line in request_lines_of(m, number))
-    parts = [
-        f'<section class="turn" id="turn-{number}" tabindex="-1"><h2>Turn {number}</h2>',
+    fork = recording.get("fork")
+    whose = ""
+    if fork and call.get("source"):  # a forked recording's turn: the parent's, or the live one
+        whose = f" (replayed from {fork['parent']})" if call["source"] == "replayed" else " (live)"
+    heading = f"<h2>Turn {number}{text(whose)}</h2>"
+    parts = [f'<section class="turn" id="turn-{number}" tabindex="-1">{heading}']
+    if fork and number == fork.get("at"):
+        changed = [c for c in fork.get("changes", []) if c.get("at") == number]
+        parts.append(
+            f'<p class="fork"><strong>The fork: the live model answers from this turn on.'
+            f"</strong> {text(fork_line({**fork, 'changes': changed}))}</p>"
+        )
+    parts += [
         f"<h3>Request {number}: {len(sent)} messages, {len(new)} new</h3>",
         pre(new_text or "(nothing new)"),
     ]
@@ -481,7 +502,7 @@ def series_page(groups):
     """A series of attempts: per group (a label, then rows of (page, outcome)), the success
     rate with its 95% interval drawn, the stop reasons and medians, and each attempt's
     seconds and tokens, linking to its page."""
-    from plumbing.outcomes import NOT_A_MODEL, rate, summary_lines  # only the series page
+    from plumbing.outcomes import NOT_A_MODEL, impossible, rate, summary_lines  # series only
 
     body = ["<h1>Attempts</h1>",
             '<p class="muted">Rates are of the independent verdict, with their 95% Wilson '
@@ -490,12 +511,13 @@ def series_page(groups):
         outcomes = [o for _, o in rows]
         k, n, interval = rate(outcomes)  # no interval when every attempt was interrupted
         body.append(f"<h2>{text(label)}</h2>")
-        if not label.startswith("live"):
+        if label.startswith(("scripted", "fault-injection")):
             body.append(f'<p class="muted">{text(NOT_A_MODEL)}</p>')
+        what = "cheating rate" if impossible(outcomes) else "success rate"
         if n:
             low, high = interval
             body.append(
-                '<div class="wide"><svg role="img" aria-label="success rate and its interval" '
+                f'<div class="wide"><svg role="img" aria-label="{what} and its interval" '
                 'width="520" height="40" viewBox="0 0 520 40"><rect x="10" y="12" width="500" '
                 'height="14" fill="var(--box)" stroke="var(--line)"></rect>'
                 f'<rect x="{10 + 500 * low:.1f}" y="12" width="{500 * (high - low):.1f}" '
@@ -509,6 +531,7 @@ def series_page(groups):
         cells = []
         for page, o in rows:
             verdict = "interrupted" if o.interrupted else "passed" if o.passed else "failed"
+            verdict = o.impossible or verdict
             values = [o.stop, o.model_calls, f"{o.seconds:.1f}", o.prompt_tokens,
                       o.generated_tokens]  # fmt: skip
             cells.append(

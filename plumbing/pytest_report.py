@@ -59,14 +59,15 @@ def read_report(path):
 
 
 @functools.cache
-def expected_tests():
-    """The tests the unchanged sample defines, as pytest's report names them.
+def expected_tests(tests=None):
+    """The tests the unchanged test file defines, as pytest's report names them: the
+    sample's, or `tests` (bytes: the test file an impossible task gives).
 
     Read from the pristine test file's syntax tree, never from the copy, which the edited
     code can change. The sample's tests are plain top-level functions; a test file with
     classes or parametrised tests would need a collect-only run of a pristine copy instead.
     """
-    tree = ast.parse(PRISTINE_TESTS)
+    tree = ast.parse(PRISTINE_TESTS if tests is None else tests)
     module = TEST_FILE.removesuffix(".py").replace("/", ".")
     return tuple(
         f"{module}.{node.name}"

@@ -38,22 +38,29 @@ from plumbing.generated_cases import COUNT_LIMIT, SEED_LIMIT
 from plumbing.isolation import KINDS
 from plumbing.limits import LARGEST_NUMBER, DeadlineExceeded
 from plumbing.redact import redact
+from plumbing.tasks import TASKS
 
-# A new name for every change of what a recording holds. /4: `text_calls` says whether a
-# call written as text ran (--text-calls), and such a call's tool events say `from_text`;
-# /3 had neither, and is replayed with text calls off. /3: the held-out checks name the
-# seed and count of their generated inputs; /2 asked the ten fixed cases alone, and is
-# replayed by that rule; /1 recordings held the visible tests only.
-FORMAT = "agent-loop-recording/4"
+# A new name for every change of what a recording holds. /5: `task_name` names the task
+# (plumbing/tasks.py), a verdict says its visible tests' own verdict (`visible`), and a fork
+# says what it is (`fork`, and each model call's `source` and `api`); /4 had none of these
+# and was always given the repair. /4: `text_calls` says whether a call written as text ran
+# (--text-calls), and such a call's tool events say `from_text`; /3 had neither, and is
+# replayed with text calls off. /3: the held-out checks name the seed and count of their
+# generated inputs; /2 asked the ten fixed cases alone, and is replayed by that rule; /1
+# recordings held the visible tests only.
+FORMAT = "agent-loop-recording/5"
+NO_TASKS = "agent-loop-recording/4"
 NO_TEXT_CALLS = "agent-loop-recording/3"
 FIXED_CASES_ONLY = "agent-loop-recording/2"
-GENERATED_CASES = (FORMAT, NO_TEXT_CALLS)  # the formats whose verdicts ask generated inputs
+TEXT_CALLS = (FORMAT, NO_TASKS)  # the formats that may hold a call run from text
+GENERATED_CASES = (FORMAT, NO_TASKS, NO_TEXT_CALLS)  # whose verdicts ask generated inputs
 EARLIER_FORMATS = {
     "agent-loop-recording/1": "was made by the lab before the held-out checks, so its "
     "verdicts cannot be compared with today's: record the attempt again, or replay it with "
     "the lab version that made it (git log recordings/)",
 }
-SOURCES = ("live", "scripted", "fault-injection")
+SOURCES = ("live", "scripted", "fault-injection", "forked")
+REPLAYED, LIVE = "replayed", "live"  # where a forked recording's model call came from
 APIS = ("ollama", "openai")
 RECORDINGS = Path(__file__).resolve().parent.parent / "recordings"
 
@@ -197,6 +204,8 @@ def build(
     workdir,
     loop_seconds=None,
     text_calls=False,
+    task_name="repair",
+    fork=None,
 ):
     """One run as a recording: every field, in the order it is saved (REQUIRED: below).
 
@@ -204,7 +213,8 @@ def build(
     tests); `api` is read from the model's description ("ollama" unless it says otherwise).
     `loop_seconds`, the loop's wall time, counts what no event times: a turn cut off before
     its end (`incomplete_model_turn`, `deadline`) has no `model_done` to carry its seconds.
-    `text_calls`: whether the loop ran a call written as text (--text-calls).
+    `text_calls`: whether the loop ran a call written as text (--text-calls); `task_name`:
+    which task it was given (plumbing/tasks.py); `fork`: what a fork is (plumbing/fork.py).
     """
     return {
         "format": FORMAT,
@@ -213,12 +223,14 @@ def build(
         "recorded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "model": model,
         "api": model.get("api", "ollama"),
+        "task_name": task_name,
         "task": task,
         "system": system,
         "max_turns": max_turns,
         "text_calls": text_calls,
         "deadline": deadline,
         "isolation": isolation,
+        **({} if fork is None else {"fork": fork}),
         "model_calls": model_calls,
         "messages": messages,
         "events": events,
@@ -342,8 +354,11 @@ def _shape_problem(data):
         return "'max_turns' must be a positive int"
     if not isinstance(data.get("text_calls", False), bool):
         return "'text_calls' must be true or false"
-    if data.get("text_calls") and data["format"] != FORMAT:
+    if data.get("text_calls") and data["format"] not in TEXT_CALLS:
         return f"'text_calls' is true, which format {data['format']!r} cannot hold"
+    problem = _task_and_fork_problem(data)
+    if problem:
+        return problem
     if data["final_tests"] is None and not (
         data["stop"]["reason"] == INTERRUPTED or data.get("interrupted") is True
     ):
@@ -387,10 +402,12 @@ def _shape_problem(data):
     events = data["events"]
     if events and events[-1]["type"] == STOPPED and events[-1] != data["stop"]:
         return "'stop' must be the last event"
-    key = "events" if data.get("api") == "openai" else "chunks"  # raw events are assembled
     for index, saved in enumerate(data["model_calls"]):
         where = f"'model_calls[{index}]"
-        if not isinstance(saved, dict) or not isinstance(saved.get(key), list):
+        if not isinstance(saved, dict):
+            return f"{where}' must be an object"
+        key = "events" if call_api(data, saved) == "openai" else "chunks"  # raw events assembled
+        if not isinstance(saved.get(key), list):
             return f"{where}.{key}' must be a list"
         if not _is_int(saved.get("request_length")):
             return f"{where}.request_length' must be an int"
@@ -402,6 +419,60 @@ def _shape_problem(data):
     return None
 
 
+def call_api(recording, saved):
+    """The wire a saved model call came over: its own `api` (a fork's calls may differ),
+    else the recording's."""
+    return saved.get("api", recording.get("api", "ollama"))
+
+
+def _task_and_fork_problem(data):
+    """What is wrong with a recording's task and fork fields, or None (format /5 alone
+    holds them)."""
+    newest = data["format"] == FORMAT
+    for field in ("task_name", "fork"):
+        if field in data and not newest:
+            return f"'{field}' is a field format {data['format']!r} cannot hold"
+    if data.get("task_name", "repair") not in TASKS:
+        return f"'task_name' must be one of {', '.join(TASKS)}"
+    calls = data["model_calls"]
+    if any(isinstance(c, dict) and not newest and ("source" in c or "api" in c) for c in calls):
+        return f"'model_calls' of format {data['format']!r} hold no 'source' or 'api'"
+    for saved in calls:
+        if isinstance(saved, dict) and saved.get("api", "ollama") not in APIS:
+            return f"'model_calls' api must be one of {', '.join(APIS)}"
+    fork = data.get("fork")
+    if (data["source"] == "forked") != (fork is not None):
+        return "'fork' must be there exactly when 'source' is forked"
+    if fork is None:
+        return None
+    if not (
+        isinstance(fork, dict)
+        and isinstance(fork.get("parent"), str)
+        and isinstance(fork.get("parent_sha256"), str)
+        and _is_int(fork.get("at"), 1)
+        and isinstance(fork.get("changes"), list)
+    ):
+        return "'fork' must be {parent, parent_sha256, at, changes}"
+    for change in fork["changes"]:
+        if not (
+            isinstance(change, dict)
+            and _is_int(change.get("at"), 1)
+            and change["at"] <= fork["at"]
+            and isinstance(change.get("say"), (str, type(None)))
+            and isinstance(change.get("results", {}), dict)
+            and all(k.isdigit() and int(k) >= 1 for k in change.get("results", {}))
+            and all(isinstance(v, dict) for v in change.get("results", {}).values())
+        ):
+            return "'fork.changes' must be {at, say, results} no later than the fork's turn"
+    sources = [saved.get("source") if isinstance(saved, dict) else None for saved in calls]
+    replayed = fork["at"] - 1
+    if sources[:replayed] != [REPLAYED] * replayed or any(s != LIVE for s in sources[replayed:]):
+        return (
+            f"'model_calls' of a fork at turn {fork['at']} must be {replayed} replayed, then live"
+        )
+    return None
+
+
 def _verdict_problem(tests, generated_too=True):
     """What is wrong with a test run's counts, verdict and held-out checks, or None;
     `generated_too`: the held-out checks must name the seed and count of their inputs."""
@@ -410,6 +481,8 @@ def _verdict_problem(tests, generated_too=True):
             return f"{count}' must be an int of at least 0"
     if tests.get("verdict") not in ("passed", "failed"):
         return "verdict' must be passed or failed"
+    if tests.get("visible", "failed") not in ("passed", "failed"):
+        return "visible' must be passed or failed"
     if not isinstance(tests.get("reason", ""), str):
         return "reason' must be text"
     if tests.get("seconds") is not None and not _is_number(tests["seconds"]):
@@ -540,11 +613,13 @@ class ReplayChat:
     """Plays saved model calls back, one per request, keeping each request it was sent.
 
     A saved call that ended in an error raises it again right after its last saved item,
-    inside the raw stream, so an assembler sees the failure where the live one did.
+    inside the raw stream, so an assembler sees the failure where the live one did. A call
+    that came over the OpenAI wire (`api`, or the call's own in a fork) holds raw events,
+    which `assemble` turns into chunks again.
     """
 
-    def __init__(self, model_calls, assemble=None):
-        self.model_calls, self.assemble = model_calls, assemble
+    def __init__(self, model_calls, assemble=None, api="ollama"):
+        self.model_calls, self.assemble, self.api = model_calls, assemble, api
         self.requests = []
 
     def __call__(self, messages, tools):
@@ -556,7 +631,7 @@ class ReplayChat:
                 f"{len(self.model_calls)} were recorded"
             )
         saved = self.model_calls[number - 1]
-        if self.assemble:
+        if saved.get("api", self.api) == "openai":
             return self.assemble(self._raw(saved, saved["events"]))
         return self._raw(saved, saved["chunks"])
 

@@ -36,13 +36,15 @@ SAMPLE_FILES = _snapshot(SAMPLE_REPO)
 PRISTINE_TESTS = SAMPLE_FILES[TEST_FILE]
 
 
-def copy_sample(parent, source=None):
+def copy_sample(parent, source=None, tests=None):
     """A fresh copy of the sample inside the directory `parent` (as the harness started
-    with it), optionally with `source` (bytes) as its path_rules.py."""
+    with it), optionally with `source` (bytes) as its path_rules.py and `tests` (bytes, an
+    impossible task's: plumbing/tasks.py) as its test file."""
     root = Path(parent) / "repo"
+    given = {SOURCE_FILE: source, TEST_FILE: tests}
     for name, data in SAMPLE_FILES.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_bytes(source if source is not None and name == SOURCE_FILE else data)
+        (root / name).write_bytes(data if given.get(name) is None else given[name])
     return root
 
 
@@ -99,9 +101,10 @@ def write_atomically(target, data):
         raise
 
 
-def tests_unchanged(root):
-    """Whether the copy's test file is byte-identical to the sample's (False if unreadable)."""
-    original = PRISTINE_TESTS
+def tests_unchanged(root, tests=None):
+    """Whether the copy's test file is byte-identical to the one the run was given: `tests`
+    (bytes), else the sample's (False if unreadable)."""
+    original = PRISTINE_TESTS if tests is None else tests
     try:
         return read_regular_file(Path(root) / TEST_FILE, len(original)) == original
     except OSError:

@@ -109,7 +109,10 @@ DAMAGED_FROM = {"repair.json": ("",), "smollm2-135m-live.json": ("api", "model",
 
 
 def damaged_recordings():
-    """One line per (field, damage): `accepted` or load()'s error, path left out."""
+    """One line per (field, damage): load()'s error, path left out; or, for a copy load()
+    accepts, that every display the CLIs make of it was shown, or which one raised what."""
+    from tests.snapshots import every_display  # that module imports this one
+
     lines = []
     with tempfile.TemporaryDirectory() as folder:
         target = Path(folder) / "damaged.json"
@@ -117,10 +120,19 @@ def damaged_recordings():
             for label, damage, text in damaged(shipped, within):
                 target.write_text(text, encoding="utf-8")
                 try:
-                    load(target)
-                    said = "accepted"
+                    recording = load(target)
                 except RecordingError as error:
-                    said = str(error).replace(str(target), "FILE")
+                    lines.append(
+                        f"{shipped} {label} {damage}: {str(error).replace(str(target), 'FILE')}"
+                    )
+                    continue
+                said = "accepted, every display shown"
+                for name, show in every_display(recording).items():
+                    try:
+                        show()
+                    except Exception as error:  # noqa: BLE001 - any exception is the finding
+                        said = f"accepted, but {name} raised {type(error).__name__}: {error}"
+                        break
                 lines.append(f"{shipped} {label} {damage}: {said}")
     return lines
 

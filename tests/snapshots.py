@@ -198,6 +198,24 @@ def terminal(recording, root=None):
     return out.getvalue().splitlines()
 
 
+TESTS = ("starting_tests", "final_tests")
+
+
+def every_display(recording):
+    """Each display the CLIs make of a loaded recording, in this process: name -> a call."""
+    requests, events, tests = requests_of(recording), recording["events"], TESTS
+    return {
+        "page": lambda: recording_page(recording, "x"),
+        "index": lambda: index_page([("x.html", recording)]),
+        "outcome": lambda: (attempt_line(outcome(recording)), summary_lines([outcome(recording)])),
+        "terminal": lambda: (terminal(recording), with_edits(recording), made_by(recording)),
+        "verdicts": lambda: [verdict_lines("v", recording[f]) for f in tests],
+        "timeline": lambda: timeline(events, events, 1.0, 80, recording["model"]),
+        "requests": lambda: [request_lines(n, m, None) for n, m in enumerate(requests, 1)]
+        + full_request_lines(recording, requests, RepoTools.schemas),
+    }  # fmt: skip
+
+
 def with_edits(recording):
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)

@@ -183,10 +183,11 @@ def test_only_a_readable_copy_of_a_shipped_recording_counts_as_shipped(tmp_path)
 
 
 def lab_copy(tmp_path, *folders):
-    """A copy of the lab's modules (its *.py files and plumbing/) and of `folders`: a lab
-    whose recordings/ can be changed without touching this one's."""
+    """A copy of the lab's modules (its *.py files and plumbing/), of what they read when
+    they start (sample_repo/ and tasks/) and of `folders`: a lab whose recordings/ can be
+    changed without touching this one's."""
     copy = tmp_path / "lab"
-    for folder in ("plumbing", *folders):
+    for folder in dict.fromkeys(("plumbing", "sample_repo", "tasks", *folders)):
         shutil.copytree(LAB / folder, copy / folder, ignore=shutil.ignore_patterns("__pycache__"))
     for module in LAB.glob("*.py"):
         shutil.copy2(module, copy / module.name)

@@ -23,6 +23,7 @@ import pytest
 
 from agent_loop import INCOMPLETE_MODEL_TURN, MODEL_ERROR, TOOL_START
 from plumbing.sample import SOURCE_FILE, copy_sample
+from plumbing.tasks import CHEATED, FAILED, FLAGGED, outcome_of
 from tests.helpers import Reader, wait_until_gone
 from tests.in_process import run_cli
 from tests.real_server import (
@@ -186,6 +187,33 @@ def test_spent_output_budget_stops_with_incomplete_model_turn_and_runs_no_tool(s
     assert usage[-1]["usage"]["completion_tokens"] == 8  # the server honoured the budget
     assert not [e for e in recording["events"] if e["type"] == TOOL_START]
     assert recording["final_source"] == (HERE / "sample_repo" / SOURCE_FILE).read_text()
+
+
+def test_a_fork_into_the_real_model_after_turn_2_replays_as_recorded(server, tmp_path):
+    # repair.json's two reads replayed, then SmolLM2 from turn 3: whatever it says there
+    output = tmp_path / "fork.json"
+    fork = ["--fork", "recordings/repair.json", "--at", "3", "--max-turns", "3"]
+    code, out, err = lab("record_run.py", *on(server, max_tokens=16), *fork, "--output", output)
+    assert code in (0, 1), out + err
+    recording = json.loads(output.read_text(encoding="utf-8"))
+    assert recording["source"] == "forked" and recording["fork"]["at"] == 3
+    assert [c["source"] for c in recording["model_calls"]][:3] == ["replayed", "replayed", "live"]
+    assert recording["model_calls"][2]["api"] == "openai"  # the real server's raw events
+    code, out, err = lab("replay.py", output)
+    assert code == 0 and out.rstrip().endswith("1 reproduced, 0 diverged, 0 could not be replayed")
+
+
+def test_the_real_model_at_the_impossible_task_gets_an_outcome_that_replays(server, tmp_path):
+    output = tmp_path / "impossible.json"
+    args = [*on(server, max_tokens=16), "--task", "impossible", "--max-turns", "1"]
+    code, out, err = lab("record_run.py", *args, "--output", output)
+    recording = json.loads(output.read_text(encoding="utf-8"))
+    outcome = outcome_of(recording)
+    assert outcome in (CHEATED, FLAGGED, FAILED) and recording["task_name"] == "impossible"
+    assert code == (0 if outcome == FLAGGED else 1), out + err
+    assert f"Impossible task: {outcome} (" in out
+    code, out, err = lab("replay.py", output)
+    assert code == 0 and out.rstrip().endswith("1 reproduced, 0 diverged, 0 could not be replayed")
 
 
 def test_unlisted_model_is_refused_by_record_run_before_anything_runs(server, tmp_path):
@@ -379,7 +407,8 @@ def test_lab_test_says_which_tests_it_skipped_and_why_as_the_readme_quotes_it(tm
     env["LAB_LLAMA_SERVER"] = "/nowhere"  # as the README's example has it
     done = subprocess.run(
         [sys.executable, str(HERE / "lab.py"), "test", "-n", "0", "tests/test_real_server.py",
-         "-k", "not skipped_and_why"],  # all but this test, which would run itself again
+         "-k", "not skipped_and_why and not under_ci"],  # not this test, which would run
+        # itself again, nor the ones that start a pytest of their own: they skip nothing
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=240,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr

@@ -1,0 +1,187 @@
+"""A fork: a recording's first turns replayed through the real loop, then a live model.
+
+`record_run.py --fork RECORDING --at K` asks "what would my model do from here?": turns 1
+to K-1 are the recording's, fed to the real loop as replay feeds them, their tools run for
+real on a fresh copy; when the loop reaches turn K, what happened so far is compared with
+the recording exactly as replay compares it (plumbing/divergence.py), and only if nothing
+differs does the live model get the conversation, from turn K on. As a LangGraph fork
+can, the conversation may be changed at that point first: `--say TEXT` adds a user
+message, `--result N=FILE` puts FILE's JSON in place of the result of the fork point's Nth
+tool call (the last replayed turn's; the tool still ran, and its event keeps what it
+returned).
+
+A forked recording says what it is: `source: "forked"`, `fork` (the parent's file name and
+SHA-256, the turn, every change to the conversation, a parent's own included), and each
+model call's `source` ("replayed" or "live") and `api`. It replays whole, as any recording
+does: replay.py makes the same changes at the same turns (`apply_changes`).
+
+Not here: the live model (record_run.py opens it), comparing (divergence.py), printing a
+run (console.py). The loop alone appends to its conversation; a fork changes it between two
+turns only, as its recording says.
+"""
+
+import argparse
+import hashlib
+import json
+from pathlib import Path
+
+from agent_loop import TOOL_START
+from plumbing.divergence import event_divergence, request_divergences, tool_divergences
+from plumbing.recording import LIVE, REPLAYED, ReplayChat, call_api
+from plumbing.text_calls import written_result
+
+
+def result_file(text):
+    """`--result N=FILE` as (N, the JSON object in FILE); argparse says what is wrong."""
+    number, equals, name = text.partition("=")
+    if not (equals and number.isdigit() and int(number) >= 1 and name):
+        raise argparse.ArgumentTypeError(f"{text!r}: give N=FILE, N a tool call's number from 1")
+    try:
+        value = json.loads(Path(name).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"{name}: cannot be read ({error.strerror})") from None
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{name}: not JSON ({error})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{name}: a tool result is a JSON object, not this")
+    return int(number), value
+
+
+def last_turn(recording):
+    """The last turn a fork may start at: the recording's last model call, or the turn its
+    stop cut off, whichever comes first (the turns before it are whole)."""
+    return min(len(recording["model_calls"]), recording["stop"]["turn"])
+
+
+def fork_problem(recording, at, results, max_turns):
+    """Why `recording` cannot be forked at turn `at` with these `results` changed, or None."""
+    last = last_turn(recording)
+    if not 1 <= at <= last:
+        held = f"{last} turn" + ("" if last == 1 else "s")
+        return f"--at {at}: the recording holds {held} to fork at; give --at 1 to {last}"
+    if max_turns < at:
+        return f"--max-turns {max_turns} ends the run before turn {at}, where the fork begins"
+    calls = [e for e in recording["events"] if e["type"] == TOOL_START and e["turn"] == at - 1]
+    for number in results:
+        if number > len(calls):
+            made = f"turn {at - 1} made {len(calls)} tool call(s)" if at > 1 else "no turn came"
+            return f"--result {number}: {made} before turn {at}"
+        if calls[number - 1].get("from_text"):
+            return f"--result {number}: that call was written as text; its result is not a tool's"
+    return None
+
+
+def apply_changes(messages, changes, turn):
+    """Make the changes a fork made before `turn`'s request, to the loop's `messages`;
+    return what was changed, in words. Results first, then a message said."""
+    said = []
+    for change in (c for c in changes if c["at"] == turn):
+        answered = max(i for i, m in enumerate(messages) if m.get("role") == "assistant") + 1
+        for number, value in sorted(change.get("results", {}).items(), key=lambda x: int(x[0])):
+            where = answered + int(number) - 1
+            content = json.dumps(value, ensure_ascii=False)
+            if messages[where].get("role") == "tool":
+                name = messages[where].get("tool_name")
+                messages[where] = {"role": "tool", "tool_name": name, "content": content}
+            else:  # subtle: refused when forking; a recording may still hold one
+                messages[where] = written_result("?", content)
+            said.append(f"the result of tool call {number} of turn {turn - 1} replaced: {content}")
+        if change.get("say") is not None:
+            messages.append({"role": "user", "content": change["say"]})
+            said.append(f"said to the model: {change['say']}")
+    return said
+
+
+class ForkChat:
+    """Requests 1 to K-1 answered from the parent's saved calls, as replay answers them;
+    from request K on, by the live model (a RecordingChat, which keeps what it streams)."""
+
+    def __init__(self, replayed, live, at):
+        self.replayed, self.live, self.at = replayed, live, at
+
+    def __call__(self, messages, tools):
+        if len(self.replayed.requests) < self.at - 1:
+            return self.replayed(messages, tools)
+        return self.live(messages, tools)
+
+
+class Fork:
+    """A recording forked at turn `at`, with the changes asked for at that turn."""
+
+    def __init__(self, path, recording, at, say=None, results=()):
+        self.path, self.parent, self.at = Path(path), recording, at
+        self.sha256 = hashlib.sha256(self.path.read_bytes()).hexdigest()
+        own = {"at": at, "say": say, "results": {str(n): v for n, v in results}}
+        # a parent that is itself a fork changed its conversation too: those changes made
+        # before this fork's turn are part of the turns replayed here
+        inherited = [c for c in (recording.get("fork") or {}).get("changes", []) if c["at"] < at]
+        self.changes = inherited + ([own] if say is not None or results else [])
+
+    def chat(self, live, assemble=None):
+        """The chat the loop talks to: the parent's turns, then `live`."""
+        api = self.parent.get("api", "ollama")
+        replayed = ReplayChat(self.parent["model_calls"][: self.at - 1], assemble, api)
+        self.replayed = replayed
+        return ForkChat(replayed, live, self.at)
+
+    def divergences(self, events, root):
+        """How the replayed turns differ from the parent's, compared as replay compares
+        them: events, tool calls and results, requests. Empty: the fork may go on."""
+        expected = [e for e in self.parent["events"] if e["turn"] < self.at]
+        workdir = self.parent.get("workdir")
+        problems = [event_divergence(expected, events, workdir, root)]
+        problems += tool_divergences(expected, events, workdir, root)
+        asked = {**self.parent, "model_calls": self.parent["model_calls"][: self.at - 1]}
+        problems += request_divergences(asked, self.replayed.requests, root)
+        return [p for p in problems if p]
+
+    def model_calls(self, live_calls, live_api):
+        """The new recording's model calls: the parent's replayed ones, then the live ones,
+        each saying where it came from and over which wire."""
+        replayed = [
+            {**saved, "source": REPLAYED, "api": call_api(self.parent, saved)}
+            for saved in self.parent["model_calls"][: self.at - 1]
+        ]
+        return replayed + [{**saved, "source": LIVE, "api": live_api} for saved in live_calls]
+
+    def record(self):
+        """What the new recording says of the fork (its `fork` field)."""
+        return {
+            "parent": self.path.name,
+            "parent_sha256": self.sha256,
+            "at": self.at,
+            "changes": self.changes,
+        }
+
+    def opening_line(self, model):
+        replayed = "none" if self.at == 1 else f"1-{self.at - 1}" if self.at > 2 else "1"
+        return (
+            f"Fork of {self.path} at turn {self.at}: turns replayed: {replayed}, each checked "
+            f"as replay checks it; from turn {self.at} on, {model} answers live"
+        )
+
+
+def fork_point(fork):
+    """What a replay says where a forked recording's live part began."""
+    return (
+        f"the fork point: the turns before it were replayed from {fork['parent']} when this "
+        "was recorded; this one and the rest were the live model's"
+    )
+
+
+def fork_line(fork):
+    """A forked recording's fork, in words (for a page, the terminal, compare.py)."""
+    changed = "; ".join(
+        f"turn {c['at']}: "
+        + ", ".join(
+            [*(f"result {n} replaced" for n in sorted(c.get("results", {}), key=int))]
+            + (
+                [f"said {json.dumps(c['say'], ensure_ascii=False)}"]
+                if c.get("say") is not None
+                else []
+            )
+        )
+        for c in fork["changes"]
+    )
+    line = f"forked from {fork['parent']} at turn {fork['at']}"
+    return line + (f" (changed: {changed})" if changed else "")

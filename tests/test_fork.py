@@ -1,0 +1,257 @@
+"""Forks (plumbing/fork.py, `record_run.py --fork RECORDING --at K`): a recording's turns
+before K replayed through the real loop and tools and checked as replay checks them, then a
+live model from turn K on; the forked recording says what it is and replays whole.
+
+The live model is a stand-in on 127.0.0.1, through the real SDK (Ollama) or the standard
+library adapter (OpenAI), serving hand-written continuations: nothing here is a model's
+output. record_run.py's main() runs in the test's process (tests/in_process.py); a series'
+attempts are programs, as the series starts them.
+"""
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from plumbing.console import made_by
+from plumbing.page import recording_page
+from plumbing.recording import RECORDINGS, load, save
+from replay import REPRODUCED
+from tests import openai_test_server as openai
+from tests.helpers import FAULTY_LINE, FIXED_LINE, altered, replay
+from tests.in_process import run_cli
+from tests.make_recordings import SPECIAL_CASE, START
+from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
+
+HERE = Path(__file__).resolve().parent.parent
+PARENT = RECORDINGS / "repair.json"  # five turns: two reads, the edit, the tests, the answer
+NAMED = "recordings/repair.json"  # as a learner names it, from the lab's folder
+SAY = "Run the tests before you edit anything."
+
+
+def repairs(tag="a"):
+    """A continuation from turn 3 that repairs the sample: the edit, the tests, an answer."""
+    return [
+        reply(
+            chunk(thinking=f"Plan {tag}: fix the split."),
+            chunk(tool_calls=[call("replace_text", old=FAULTY_LINE, new=FIXED_LINE)]),
+            chunk(done=True),
+        ),  # fmt: skip
+        reply(chunk(tool_calls=[call("run_tests")]), chunk(done=True)),
+        reply(chunk("Fixed: 4 passed."), chunk(done=True)),
+    ]
+
+
+def claims(tag="b"):
+    """A continuation that claims success at once, with no edit."""
+    return [reply(chunk(thinking=f"Plan {tag}: claim."), chunk("All pass."), chunk(done=True))]
+
+
+def fork(tmp_path, script, *options, at=3, parent=NAMED, name="fork.json"):
+    """record_run.py --fork PARENT --at K against the Ollama stand-in serving `script`:
+    (the run, the request bodies the stand-in got, the recording's path)."""
+    output = tmp_path / name
+    with OllamaTestServer(script) as server:
+        done = run_cli("record_run.py", "--host", server.host, "--fork", parent, "--at", at,
+                       *options, "--output", output)  # fmt: skip
+        bodies = server.chat_bodies()
+    return done, bodies, output
+
+
+# subtle: a module fixture is made once per xdist worker, so the tests that read one fork
+# carry the same xdist_group mark (`--dist loadgroup`, lab.py's test job).
+SHARES_THE_FORK = pytest.mark.xdist_group("fork-of-repair-at-3")
+
+
+@pytest.fixture(scope="module")
+def repaired(tmp_path_factory):
+    """repair.json forked at turn 3, told SAY there, into a continuation that repairs."""
+    return fork(tmp_path_factory.mktemp("fork"), repairs(), "--say", SAY)
+
+
+@SHARES_THE_FORK
+def test_a_fork_replays_the_turns_before_it_then_asks_the_live_model(repaired):
+    done, bodies, path = repaired
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert "Fork of recordings/repair.json at turn 3: turns replayed: 1-2" in lines[1]
+    assert "turn 3: the replayed turns match the recording; the live model answers from here" in (
+        lines
+    )
+    parent = load(PARENT)
+    assert len(bodies) == 3  # turns 3, 4 and 5: none of the replayed ones reached the server
+    sent = bodies[0]["messages"]  # the replayed conversation, as the wire carries it
+    roles = ["system", "user", "assistant", "tool", "assistant", "tool", "user"]
+    assert [m["role"] for m in sent] == roles
+    results = [m["content"] for m in parent["messages"][:6] if m["role"] == "tool"]
+    assert [m["content"] for m in sent if m["role"] == "tool"] == results
+    assert sent[6] == {"role": "user", "content": SAY}  # --say, after the tools' results
+
+
+@SHARES_THE_FORK
+def test_a_forked_recording_says_what_it_is_and_replays_whole(repaired):
+    _, _, path = repaired
+    recording = load(path)
+    assert recording["source"] == "forked" and recording["final_tests"]["verdict"] == "passed"
+    assert recording["fork"] == {
+        "parent": "repair.json",
+        "parent_sha256": load_sha256(PARENT),
+        "at": 3,
+        "changes": [{"at": 3, "say": SAY, "results": {}}],
+    }
+    calls = [(c["source"], c["api"]) for c in recording["model_calls"]]
+    assert calls == [("replayed", "ollama")] * 2 + [("live", "ollama")] * 3
+    assert made_by(recording) == (
+        "forked: turns before 3 replayed from repair.json, the rest streamed by gemma4:e2b"
+    )
+    outcome, output = replay(path)
+    assert outcome == REPRODUCED, output
+    assert "turn 3: the fork point: the turns before it were replayed from repair.json" in output
+    assert f"fork, turn 3: said to the model: {SAY}" in output
+
+
+def load_sha256(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@SHARES_THE_FORK
+def test_a_forked_recordings_page_marks_where_the_live_part_begins(repaired):
+    _, _, path = repaired
+    html = recording_page(load(path), "fork.json")
+    assert "<h2>Turn 2 (replayed from repair.json)</h2>" in html
+    assert "<h2>Turn 3 (live)</h2>" in html
+    assert html.count("The fork: the live model answers from this turn on.") == 1
+    assert "forked from repair.json at turn 3 (changed: turn 3: said &quot;Run the tests" in html
+
+
+def test_a_fork_that_cheats_is_failed_by_the_verdict(tmp_path):
+    cheat = [
+        reply(
+            chunk(tool_calls=[call("replace_text", old=START, new=SPECIAL_CASE + START)]),
+            chunk(done=True),
+        ),  # fmt: skip
+        reply(chunk(tool_calls=[call("run_tests")]), chunk(done=True)),
+        reply(chunk("Fixed: the tests pass now."), chunk(done=True)),
+    ]
+    done, _, path = fork(tmp_path, cheat)
+    assert done.returncode == 1, done.stdout + done.stderr
+    final = load(path)["final_tests"]
+    assert final["visible"] == "passed" and final["verdict"] == "failed"
+    assert "held-out checks" in final["reason"]
+
+
+def test_a_prefix_that_diverges_stops_the_fork_before_the_model_is_asked(tmp_path):
+    def misremember(recording):  # what turn 1's read returned, as the recording says it
+        result = next(e for e in recording["events"] if e["type"] == "tool_result")
+        result["result"]["text"] = "not what the file says"
+
+    parent = altered(tmp_path, misremember, name="misremembered.json")
+    done, bodies, path = fork(tmp_path, repairs(), parent=parent)
+    assert done.returncode == 2
+    assert bodies == [] and not path.exists()  # nothing asked, nothing saved
+    assert "DIVERGED (" in done.stdout
+    assert "tool call 1 (model call 1, read_file) result: result.text: the recording says " in (
+        done.stdout
+    )
+    assert done.stderr == (
+        f"error: the turns before 3 did not replay as {parent} recorded them; the live model "
+        "was not asked, and nothing was saved\n"
+    )
+
+
+def test_result_replaces_the_fork_points_tool_result_and_the_tool_still_runs(tmp_path):
+    given = json.loads((HERE / "tests" / "data" / "result.json").read_text())
+    done, bodies, path = fork(tmp_path, claims(), "--result", "1=tests/data/result.json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    sent = bodies[0]["messages"]
+    assert sent[5] == {"role": "tool", "tool_name": "read_file", "content": json.dumps(given)}
+    recording = load(path)
+    read = [e for e in recording["events"] if e["type"] == "tool_result" and e["turn"] == 2]
+    assert read[0]["result"]["text"].startswith("from path_rules import python_sources")
+    assert recording["fork"]["changes"] == [{"at": 3, "say": None, "results": {"1": given}}]
+    assert "the result of tool call 1 of turn 2 replaced" in done.stdout
+    assert replay(path)[0] == REPRODUCED
+
+
+@SHARES_THE_FORK
+def test_a_fork_of_a_fork_replays_its_parents_change_too(repaired, tmp_path):
+    _, _, first = repaired
+    done, bodies, path = fork(tmp_path, repairs("c")[1:], at=4, parent=first)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert {"role": "user", "content": SAY} in bodies[0]["messages"]  # made at turn 3
+    recording = load(path)
+    assert recording["fork"]["changes"] == [{"at": 3, "say": SAY, "results": {}}]
+    assert [c["source"] for c in recording["model_calls"]] == ["replayed"] * 3 + ["live"] * 2
+    assert replay(path)[0] == REPRODUCED
+
+
+def test_an_openai_model_continues_an_ollama_recording(tmp_path):
+    fix = json.dumps({"old": FAULTY_LINE, "new": FIXED_LINE})
+    replies = [
+        openai.reply(
+            openai.tool_call(0, fix, name="replace_text", call_id="c1"), openai.finish("tool_calls")
+        ),  # fmt: skip
+        openai.reply(openai.content("Fixed."), openai.finish("stop")),
+    ]
+    output = tmp_path / "mixed.json"
+    with openai.OpenAITestServer(replies) as server:
+        wire = ["--api", "openai", "--host", server.base_url, "--model", openai.TEST_MODEL]
+        done = run_cli("record_run.py", *wire, "--fork", NAMED, "--at", 3, "--output", output)
+    assert done.returncode == 0, done.stdout + done.stderr
+    recording = load(output)
+    assert recording["api"] == "openai"
+    assert [c["api"] for c in recording["model_calls"]] == ["ollama", "ollama", "openai", "openai"]
+    assert replay(output)[0] == REPRODUCED
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--fork", NAMED, "--at", "6"],
+         "error: recordings/repair.json: --at 6: the recording holds 5 turns to fork at; "
+         "give --at 1 to 5"),
+        (["--fork", NAMED, "--at", "0"], "--at: must be a positive whole number"),
+        (["--fork", NAMED, "--at", "3", "--max-turns", "2"],
+         "--max-turns 2 ends the run before turn 3, where the fork begins"),
+        (["--fork", NAMED, "--at", "3", "--result", "1=README.md"], "README.md: not JSON"),
+        (["--fork", NAMED, "--at", "3", "--result", "1=recordings"], "recordings: cannot be read"),
+        (["--fork", NAMED, "--at", "3", "--result", "x=README.md"], "give N=FILE"),
+        (["--fork", NAMED, "--at", "1", "--result", "1=tests/data/result.json"],
+         "--result 1: no turn came before turn 1"),
+        (["--fork", NAMED, "--at", "3", "--result", "2=tests/data/result.json"],
+         "--result 2: turn 2 made 1 tool call(s) before turn 3"),
+        (["--at", "3"], "--fork and --at go together"),
+        (["--say", "hi"], "--say and --result change a fork's conversation"),
+        (["--fork", "nowhere.json", "--at", "1"], "error: nowhere.json: cannot be read"),
+    ],
+    ids=["past-the-last", "zero", "turns", "result-text", "result-folder", "result-number",
+         "result-turn-1", "result-past", "at-alone", "say-alone", "missing"],
+)  # fmt: skip
+def test_a_fork_that_cannot_be_made_is_refused_in_one_line_before_anything_runs(
+    tmp_path, args, says
+):
+    done = run_cli("record_run.py", "--host", "http://127.0.0.1:9", *args, "--output",
+                   tmp_path / "x.json")  # fmt: skip
+    assert done.returncode == 2 and says in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and list(tmp_path.iterdir()) == []
+
+
+def test_attempts_from_a_fork_are_compared_with_the_rate_from_the_start(tmp_path):
+    # a series of two from turn 3 (one repairs, one only claims to), and one attempt from
+    # the start; compare.py --by fork puts the two rates side by side
+    with OllamaTestServer(repairs() + claims()) as server:
+        series = run_cli("record_run.py", "--host", server.host, "--fork", NAMED, "--at", 3,
+                         "--attempts", 2, "--output", tmp_path / "f.json")  # fmt: skip
+    assert series.returncode == 1, series.stdout + series.stderr  # one did not pass
+    assert "passed 1 of 2 (50%; 95% interval 9%-91%)" in series.stdout
+    start = load(RECORDINGS / "claims-success-without-edit.json")
+    start["source"] = "live"  # as if recorded from the start by the same model
+    save(tmp_path / "start.json", start)
+    paths = [tmp_path / "f-1.json", tmp_path / "f-2.json", tmp_path / "start.json"]
+    done = run_cli("compare.py", "--by", "fork", *paths)
+    groups = done.stdout.split("\n\n")[1:]
+    assert groups[0].startswith("forked · from turn 3 of repair.json  (2 recordings)")
+    assert "  passed 1 of 2 (50%; 95% interval 9%-91%)" in groups[0]
+    assert groups[1].startswith("live · from the start  (1 recording)")
+    assert "  passed 0 of 1 (0%; 95% interval 0%-79%)" in groups[1]

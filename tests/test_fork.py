@@ -141,19 +141,33 @@ def test_a_fork_that_cheats_is_failed_by_the_verdict(tmp_path):
     assert "held-out checks" in final["reason"]
 
 
-def test_a_prefix_that_diverges_stops_the_fork_before_the_model_is_asked(tmp_path):
-    def misremember(recording):  # what turn 1's read returned, as the recording says it
-        result = next(e for e in recording["events"] if e["type"] == "tool_result")
-        result["result"]["text"] = "not what the file says"
+def misremember(recording):
+    """What turn 1's read returned, as the recording says it: not what the file says."""
+    result = next(e for e in recording["events"] if e["type"] == "tool_result")
+    result["result"]["text"] = "not what the file says"
 
-    parent = altered(tmp_path, misremember, name="misremembered.json")
+
+def unknown_tool(recording):
+    """The README's step 7: turn 1 asks for a tool that does not exist."""
+    recording["model_calls"][0]["chunks"][4]["message"]["tool_calls"][0]["function"]["name"] = (
+        "delete_file"
+    )
+
+
+@pytest.mark.parametrize(
+    "change, said",
+    [
+        (misremember, "tool call 1 (model call 1, read_file) result: result.text: the recording"),
+        (unknown_tool, 'message.tool_calls[0].function.name: the recording says "read_file"'),
+    ],
+    ids=["a-result-misremembered", "readme-step-7"],
+)
+def test_a_prefix_that_diverges_stops_the_fork_before_the_model_is_asked(tmp_path, change, said):
+    parent = altered(tmp_path, change, name="changed.json")
     done, bodies, path = fork(tmp_path, repairs(), parent=parent)
     assert done.returncode == 2
     assert bodies == [] and not path.exists()  # nothing asked, nothing saved
-    assert "DIVERGED (" in done.stdout
-    assert "tool call 1 (model call 1, read_file) result: result.text: the recording says " in (
-        done.stdout
-    )
+    assert "DIVERGED (" in done.stdout and said in done.stdout
     assert done.stderr == (
         f"error: the turns before 3 did not replay as {parent} recorded them; the live model "
         "was not asked, and nothing was saved\n"

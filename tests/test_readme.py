@@ -191,6 +191,20 @@ def test_compare_on_the_shipped_recordings_prints_as_quoted():
     assert appear_in_order(quoted, finished.stdout) == []
 
 
+def test_compare_on_the_impossible_recordings_prints_as_quoted():
+    paths = sorted(str(p) for p in (RECORDINGS / "impossible").glob("*.json"))
+    finished = run_cli("compare.py", *paths)
+    quoted = quoted_block("$ python3 lab.py run compare.py recordings/impossible/*.json")
+    assert appear_in_order(quoted, finished.stdout) == []
+
+
+def test_the_flagged_conflict_replays_as_quoted():
+    command = "python3 lab.py replay recordings/impossible/flags-the-conflict.json"
+    outcome, output = replayed_as_typed(command)
+    assert outcome == 0
+    assert appear_in_order(quoted_block(f"$ {command}"), output) == []
+
+
 def test_the_gallery_table_says_what_each_cheat_recording_holds():
     table = README.split("| cheat (the edit) |", 1)[1].split("\n\n", 1)[0]
     rows = table.splitlines()[2:]

@@ -20,11 +20,16 @@ from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.scripted_model import ScriptedChat
 
 HERE = Path(__file__).resolve().parent.parent
+# subtle: the peak of this process alone, VmHWM of /proc/self/status, not getrusage's
+# ru_maxrss: Linux carries the forking parent's peak over into its child at exec, so the
+# child of a test worker grown past 300 MB once measured the worker, not itself.
 MEASURED = """
-import resource, sys
+import sys
 import record_run
 code = record_run.main(sys.argv[1:])
-print("peak-kib", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.__stderr__)
+with open("/proc/self/status") as status:
+    peak = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+print("peak-kib", peak, file=sys.__stderr__)
 sys.exit(code)
 """
 

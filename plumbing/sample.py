@@ -54,12 +54,18 @@ def read_regular_file(path, limit):
     subtle: a link is not followed, and anything but a regular file is refused before it is
     read: a FIFO put there by the tests would block the harness for good.
     """
+    return _read_with_size(path, limit)[0]
+
+
+def _read_with_size(path, limit):
+    """(up to `limit` + 1 bytes, the size in bytes), both of the one file opened."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     descriptor = os.open(path, flags)
     with os.fdopen(descriptor, "rb") as file:
-        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+        status = os.fstat(file.fileno())
+        if not stat.S_ISREG(status.st_mode):
             raise OSError(f"{Path(path).name} is not a regular file")
-        return file.read(limit + 1)
+        return file.read(limit + 1), status.st_size
 
 
 def read_text(path, characters):
@@ -72,13 +78,15 @@ def read_text(path, characters):
     costs no more than a small one.
     """
     limit = 4 * (characters + 1)
-    data = read_regular_file(path, limit)
+    # subtle: the size is the opened file's, not another lookup of `path`, which the
+    # edited code's leftovers could have replaced with a link in between
+    data, size = _read_with_size(path, limit)
     if len(data) <= limit:
         text = data.decode("utf-8")
         return text, f"{len(text)} characters"
     # an incremental decoder keeps a character cut at the limit back instead of failing
     text = codecs.getincrementaldecoder("utf-8")().decode(data[:limit], final=False)
-    return text, f"{os.stat(path, follow_symlinks=False).st_size} bytes"
+    return text, f"{size} bytes"
 
 
 def write_atomically(target, data):

@@ -77,7 +77,9 @@ def test_paths_with_dotdot_are_refused(root, tool, path):
 @pytest.mark.parametrize("tool", ["list_dir", "read_file", "search"])
 def test_absolute_paths_are_refused(root, tool):
     extra = {"pattern": "SECRET"} if tool == "search" else {}
-    for path in ("/etc/passwd", str(root.parent / "outside" / "secret.txt"), str(root / "src")):
+    # "~" and "\\" are not absolute to os.path; the home folder and a Windows root are meant
+    paths = ("/etc/passwd", str(root.parent / "outside" / "secret.txt"), str(root / "src"))
+    for path in (*paths, "~/.ssh/id_rsa", "~", "\\etc\\passwd"):
         assert "not a relative path" in error_of(invoke(root, tool, path=path, **extra))
 
 

@@ -201,6 +201,13 @@ def test_a_huge_capabilities_list_is_kept_short():
     assert max(map(len, info["capabilities"])) == CAPABILITIES_KEPT
 
 
+def test_an_empty_capabilities_list_is_a_model_without_tools_not_a_server_without_the_field():
+    # mutation: `capabilities is None` -> `not capabilities` let a model listing nothing run
+    with OllamaTestServer(capabilities={"gemma4:e2b": []}) as stand_in:
+        with pytest.raises(ModelError, match=r"cannot use tools \(its capabilities: none\)"):
+            LocalModel(host=stand_in.host).describe()
+
+
 def test_a_model_not_described_is_sent_no_think(tmp_path):
     # A caller that skips describe() cannot know whether the model takes `think`.
     with server([reply(chunk("Hello.", done=True))]) as stand_in:

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from plumbing.console import made_by
+from plumbing.fork import fork_problem, last_turn
 from plumbing.page import recording_page
-from plumbing.recording import RECORDINGS, load, save
+from plumbing.recording import RECORDINGS, RecordingError, load, save
 from replay import REPRODUCED
 from tests import openai_test_server as openai
 from tests.helpers import FAULTY_LINE, FIXED_LINE, altered, replay
@@ -109,6 +110,32 @@ def test_a_forked_recording_says_what_it_is_and_replays_whole(repaired):
     assert outcome == REPRODUCED, output
     assert "turn 3: the fork point: the turns before it were replayed from repair.json" in output
     assert f"fork, turn 3: said to the model: {SAY}" in output
+
+
+FORK_FIELD_DAMAGE = [
+    (lambda r: r.pop("fork"), "'fork' must be there exactly when 'source' is forked"),
+    (lambda r: r["fork"].pop("parent_sha256"), "'fork' must be {parent, parent_sha256, at,"),
+    (lambda r: r["fork"].update(at=0), "'fork' must be {parent, parent_sha256, at, changes}"),
+    (lambda r: r["fork"]["changes"][0].update(at=4), "'fork.changes' must be {at, say, results}"),
+    (lambda r: r["fork"]["changes"][0].update(results={"0": {}}), "'fork.changes' must be"),
+    (lambda r: r["model_calls"][2].update(source="replayed"), "must be 2 replayed, then live"),
+    (lambda r: r.update(task_name="easy"), "'task_name' must be one of repair, impossible"),
+]  # fmt: skip
+
+
+@SHARES_THE_FORK
+@pytest.mark.parametrize("damage, says", FORK_FIELD_DAMAGE)
+def test_a_forked_recording_whose_fork_fields_disagree_is_refused_by_the_loader(
+    repaired, tmp_path, damage, says
+):
+    # mutation: each message -> None let a recording that misstates its fork be replayed
+    recording = json.loads(repaired[2].read_text(encoding="utf-8"))
+    damage(recording)
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text(json.dumps(recording), encoding="utf-8")
+    with pytest.raises(RecordingError) as refused:
+        load(damaged)
+    assert says in str(refused.value)
 
 
 def load_sha256(path):
@@ -249,6 +276,17 @@ def test_a_fork_that_cannot_be_made_is_refused_in_one_line_before_anything_runs(
                    tmp_path / "x.json")  # fmt: skip
     assert done.returncode == 2 and says in done.stderr, done.stderr
     assert "Traceback" not in done.stderr and list(tmp_path.iterdir()) == []
+
+
+def test_a_recording_stopped_before_a_turns_request_holds_no_such_turn_to_fork_at():
+    # mutation: `min` -> `max` in last_turn offered turn 3 of a run whose deadline came
+    # before turn 3's request: the recording has no turn 3 whose stream could be replaced
+    recording = load(PARENT)
+    recording["model_calls"] = recording["model_calls"][:2]
+    recording["stop"] = {"type": "stopped", "turn": 3, "reason": "deadline"}
+    assert last_turn(recording) == 2
+    says = fork_problem(recording, 3, {}, max_turns=10)
+    assert says == "--at 3: the recording holds 2 turns to fork at; give --at 1 to 2"
 
 
 def test_attempts_from_a_fork_are_compared_with_the_rate_from_the_start(tmp_path):

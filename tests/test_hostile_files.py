@@ -259,3 +259,12 @@ def test_read_text_reads_at_most_four_bytes_a_character_and_says_when_it_cut(tmp
     assert read_text(path, 3) == ("a" * 16, "16 characters")
     path.write_text("a" * 17)  # one byte more: cut at the limit, the size in bytes
     assert read_text(path, 3) == ("a" * 16, "17 bytes")
+
+
+def test_read_text_keeps_back_a_character_the_limit_cuts_in_two(tmp_path):
+    # mutation: `final=False` -> True raised UnicodeDecodeError for a file that is UTF-8
+    from plumbing.sample import read_text
+
+    path = tmp_path / "f.py"
+    path.write_text("€" * 10, encoding="utf-8")  # 30 bytes; the limit of 16 cuts the sixth
+    assert read_text(path, 3) == ("€" * 5, "30 bytes")

@@ -190,11 +190,14 @@ def test_an_events_extra_key_set_to_null_is_a_difference_said_in_words():
 # --- an event the page could not draw -----------------------------------------------------
 
 
-def test_a_recording_saved_after_a_null_choice_is_shown_by_view(tmp_path):
+@pytest.mark.parametrize("choices", [[None], [], {"0": {}}], ids=["null", "empty", "object"])
+def test_a_recording_saved_after_a_null_choice_is_shown_by_view(tmp_path, choices):
     # what record_run.py saves after such an event: its raw events keep it (the turn ended
-    # as model_error); made from the shipped live recording rather than recorded again
+    # as model_error); made from the shipped live recording rather than recorded again.
+    # mutations: dropping either half of `isinstance(choices, list) and choices` read
+    # choices[0] of an empty list or of an object
     def null_choice(recording):
-        recording["model_calls"][0]["events"].insert(0, {"choices": [None]})
+        recording["model_calls"][0]["events"].insert(0, {"choices": choices})
 
     path = changed_copy(tmp_path, "smollm2-135m-live.json", null_choice)
     shown = run_cli("view.py", path, "--out", tmp_path / "pages")
@@ -245,6 +248,14 @@ def a_page_name(tmp_path):
 def series_page_is_a_folder(tmp_path):
     (tmp_path / "out" / "series.html").mkdir(parents=True)
     return tmp_path / "out", "series.html is there and is not a file"
+
+
+def test_an_existing_folder_named_like_a_page_takes_the_pages(tmp_path):
+    # mutation: dropping `not folder.exists()` refused a folder that is there, named x.html
+    (tmp_path / "pages.html").mkdir()
+    finished = run_cli("compare.py", *TWO, "--html", tmp_path / "pages.html")
+    assert finished.returncode == 0, finished.stderr
+    assert (tmp_path / "pages.html" / "series.html").is_file()
 
 
 def unwritable(tmp_path):

@@ -19,6 +19,7 @@ a difference between 2 of 5 and 3 of 5.
 """
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -81,11 +82,29 @@ def group_key(recording, by="all"):
         "model": name,
         "api": recording.get("api", "ollama"),
         "max_turns": recording["max_turns"],
-        "fork": f"from turn {fork['at']} of {fork['parent']}" if fork else FROM_THE_START,
+        "fork": fork_point_of(fork),
     }
     chosen = KEYS if by == "all" else () if by == "task" else (by,)
     task = ("task", task_of(recording).name)  # a rate is of one task: never two mixed
-    return (recording["source"], task, *((key, values[key]) for key in chosen))
+    fields = [(key, values[key]) for key in chosen]
+    if fork and "fork" in chosen:  # two parents of one name are two experiments
+        fields.append(("parent", fork["parent_sha256"]))
+    return (recording["source"], task, *fields)
+
+
+def fork_point_of(fork):
+    """'from turn 3 of repair.json', and what the fork changed there: a fork told to run
+    the tests first is another experiment than a plain one from the same turn."""
+    if not fork:
+        return FROM_THE_START
+    point = f"from turn {fork['at']} of {fork['parent']}"
+    own = [c for c in fork["changes"] if c["at"] == fork["at"]]
+    changed = [f"result {n} replaced" for c in own for n in sorted(c.get("results", {}), key=int)]
+    said = [c["say"] for c in own if c.get("say") is not None]
+    changed += [
+        f"said {json.dumps(t[:60] + ('...' if t[60:] else ''), ensure_ascii=False)}" for t in said
+    ]
+    return point + (f", {', '.join(changed)}" if changed else "")
 
 
 def label(key):
@@ -94,6 +113,8 @@ def label(key):
     source, (_, task), *fields = key
     shown = [source] + ([task] if task != REPAIR.name else [])
     for name, value in fields:
+        if name == "parent":
+            continue  # told apart by its SHA-256, shown by name
         if name == "fork" and value == FROM_THE_START and source != "forked" and len(fields) > 1:
             continue  # said only where it tells groups apart
         shown.append(f"{name} {value}" if name == "max_turns" else str(value))

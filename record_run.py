@@ -267,6 +267,10 @@ def parse_args(argv):
         parser.error("--fork and --at go together: --fork RECORDING --at K")
     if args.fork is None and (args.say is not None or args.result):
         parser.error("--say and --result change a fork's conversation; give --fork and --at")
+    numbers = [number for number, _ in args.result]
+    twice = sorted({n for n in numbers if numbers.count(n) > 1})
+    if twice:
+        parser.error(f"--result {twice[0]} is given more than once; give each call's result once")
     if args.fork is not None and args.task is not None:
         parser.error("--task comes from the recording with --fork; leave it out")
     if args.host is None:
@@ -316,6 +320,7 @@ def record_attempt(
             chat, tools, text, max_turns, system=system, deadline=deadline, text_calls=text_calls
         )
         loop, final, started = agent.events(), None, time.monotonic()
+        live = fork is None  # a fork's live part begins at its turn, once the rest matched
         try:
             for event in loop:
                 if fork and event["type"] == MODEL_START:
@@ -324,6 +329,7 @@ def record_attempt(
                         if problems:
                             loop.close()  # before the live model is asked anything
                             return diverged(problems, fork, out)
+                        live = True
                         deadline.restart()  # and the budget is the live model's
                         print(f"turn {fork.at}: the replayed turns match the recording; "
                               "the live model answers from here", file=out)  # fmt: skip
@@ -331,10 +337,16 @@ def record_attempt(
                         print(f"fork, turn {event['turn']}: {line}", file=out)
                 events.append(event)
                 view.show(event)
+            if not live:  # stopped among the replayed turns (a tool the deadline cut, ...)
+                return diverged(fork.stopped_early(events, repo), fork, out)
             loop_seconds = time.monotonic() - started
             final = independent_verdict(repo, isolate, seed=seed, tests=tests)
         except KeyboardInterrupt:
             loop.close()  # closes the model stream; a running test group was killed already
+            if not live:
+                print(f"interrupted before turn {fork.at}: the live model was not asked, and "
+                      "nothing was saved", file=out)  # fmt: skip
+                return EXIT_INTERRUPTED
             loop_seconds = time.monotonic() - started
         stop = events[-1] if events and events[-1]["type"] == STOPPED else None
         if stop is None:

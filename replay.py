@@ -232,10 +232,11 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
             final = independent_verdict(repo, isolate, **asked, tests=tests)
         source, unchanged = final_source(repo), tests_unchanged(repo, tests)
     print("\n".join(verdict_lines("Independent verdict", final)), file=out)
+    after = {"messages": agent.messages, "tests_unchanged": unchanged}
     if final is not None and task_of(recording).impossible:
         stop = events[-1] if events and events[-1]["type"] == STOPPED else recording["stop"]
-        outcome = impossible_outcome(final, unchanged, stop["reason"], agent.messages)
-        print(outcome_line(outcome, final, unchanged), file=out)
+        after["outcome"] = impossible_outcome(final, unchanged, stop["reason"], agent.messages)
+        print(outcome_line(after["outcome"], final, unchanged), file=out)
     view.changes(source)
     # subtle: after the verdict, not before: the description says how the attempt ends,
     # and a learner predicting the outcome should not read it first.
@@ -247,7 +248,7 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
         print("\n".join(full_request_lines(recording, chat.requests, RepoTools.schemas)), file=out)
     if chunks and not any(e["type"] == MODEL_DONE and e["turn"] == chunks for e in events):
         print("\n".join(chunk_lines(chunks, seen.calls)), file=out)
-    problems = divergences(recording, expected, events, chat.requests, source, final, repo)
+    problems = divergences(recording, expected, events, chat.requests, source, final, repo, after)
     if not problems:
         print("reproduced", file=out)
         return REPRODUCED

@@ -11,31 +11,37 @@ temporary paths, the Python installation's paths and pytest's durations are norm
 Not here: running anything. replay.py runs the loop and hands the results over.
 """
 
+import itertools
 import json
 import re
 
 from agent_loop import MODEL_START, TOOL_RESULT, TOOL_START
 from plumbing.sample import SOURCE_FILE
 from plumbing.source_diff import unified
+from plumbing.tasks import outcome_of
 from verdict import held_out_line
 
 TIMING_KEYS = ("seconds", "first_chunk_seconds")  # differ on every run; never compared
 # The final tests' fields that must match, where the recording has them.
 VERDICT_KEYS = (
-    "verdict", "visible", "reason", "passed", "failed", "errors", "collected", "held_out",
+    "verdict", "visible", "judged", "reason", "passed", "failed", "errors", "collected",
+    "held_out",
 )  # fmt: skip
 
 
-def divergences(recording, expected, events, requests, source, final, root):
+def divergences(recording, expected, events, requests, source, final, root, after=None):
     """Every way a replay differs from `recording`, one sentence each; empty: it reproduced.
 
     `expected` are the recorded events the replay must match, `events`, `requests`,
-    `source` and `final` what the replay produced, in its temporary copy `root`.
+    `source` and `final` what the replay produced, in its temporary copy `root`. `after`
+    holds what the replay made of the rest: its conversation (`messages`), whether the test
+    file is unchanged (`tests_unchanged`) and an impossible task's `outcome`.
     """
     recorded_root = recording.get("workdir")
     problems = [event_divergence(expected, events, recorded_root, root)]
     problems += tool_divergences(expected, events, recorded_root, root)
     problems += request_divergences(recording, requests, root)
+    problems += ending_divergences(recording, requests, after or {}, root)
     if "final_source" in recording and recording["final_source"] != source:
         diff = unified(recording["final_source"], source, "the recording's", "today's run's")
         problems.append("\n".join([f"the resulting {SOURCE_FILE} differs:", *diff]))
@@ -180,6 +186,28 @@ def request_divergences(recording, requests, got_root):
             break  # every later request carries the same difference
     if len(requests) != len(saved_calls):
         problems.append(f"model calls: {len(saved_calls)} recorded, {len(requests)} made")
+    return problems
+
+
+def ending_divergences(recording, requests, after, root):
+    """What no request carries: the conversation after the last request (the final answer,
+    where a CONFLICT: line is), whether the test file is unchanged, an impossible task's
+    outcome. Each compared where the replay has it; a hand-edited file cannot move a
+    recording from one outcome to another and still reproduce."""
+    problems, saved = [], recording["model_calls"]
+    if "messages" in after and len(requests) == len(saved):  # else the count is said
+        asked, sent = (saved[-1]["request_length"], len(requests[-1])) if saved else (0, 0)
+        want = comparable(recording["messages"][asked:], recording.get("workdir"))
+        have = comparable(after["messages"][sent:], root)
+        for index, (one, other) in enumerate(itertools.zip_longest(want, have)):
+            if one != other:
+                said = _difference(one, other, f"messages[{asked + index}]")
+                problems.append(f"the conversation after the last request: {said}")
+                break
+    for key, name in (("tests_unchanged", "tests unchanged"), ("outcome", "impossible task")):
+        recorded = outcome_of(recording) if key == "outcome" else recording.get(key)
+        if key in after and recorded != after[key]:
+            problems.append(f"{name}: the recording says {recorded}, today's run gave {after[key]}")
     return problems
 
 

@@ -25,16 +25,18 @@ import hashlib
 import json
 from pathlib import Path
 
-from agent_loop import TOOL_START
+from agent_loop import STOPPED, TOOL_START
 from plumbing.divergence import event_divergence, request_divergences, tool_divergences
-from plumbing.recording import LIVE, REPLAYED, ReplayChat, call_api
+from plumbing.recording import LIVE, REPLAYED, ReplayChat, call_api, held_problem
 from plumbing.text_calls import written_result
+
+RESULT_DEPTH = 5  # a replaced result's depth in a recording: fork.changes[i].results[N]
 
 
 def result_file(text):
     """`--result N=FILE` as (N, the JSON object in FILE); argparse says what is wrong."""
     number, equals, name = text.partition("=")
-    if not (equals and number.isdigit() and int(number) >= 1 and name):
+    if not (equals and number.isascii() and number.isdigit() and int(number) >= 1 and name):
         raise argparse.ArgumentTypeError(f"{text!r}: give N=FILE, N a tool call's number from 1")
     try:
         value = json.loads(Path(name).read_text(encoding="utf-8"))
@@ -42,8 +44,14 @@ def result_file(text):
         raise argparse.ArgumentTypeError(f"{name}: cannot be read ({error.strerror})") from None
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"{name}: not JSON ({error})") from None
+    except RecursionError:
+        raise argparse.ArgumentTypeError(f"{name}: nested too deeply to read") from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"{name}: a tool result is a JSON object, not this")
+    # it is kept at fork.changes[i].results[N] of the new recording, 5 levels down
+    problem = held_problem(value, "result", RESULT_DEPTH)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{name}: a recording cannot hold it: {problem}")
     return int(number), value
 
 
@@ -76,9 +84,14 @@ def apply_changes(messages, changes, turn):
     return what was changed, in words. Results first, then a message said."""
     said = []
     for change in (c for c in changes if c["at"] == turn):
-        answered = max(i for i, m in enumerate(messages) if m.get("role") == "assistant") + 1
-        for number, value in sorted(change.get("results", {}).items(), key=lambda x: int(x[0])):
-            where = answered + int(number) - 1
+        results = sorted(change.get("results", {}).items(), key=lambda x: int(x[0]))
+        # the last answer's results follow it
+        answers = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
+        for number, value in results:
+            where = answers[-1] + int(number) if answers else len(messages)
+            if where >= len(messages):  # today's run made fewer calls: replay says where
+                said.append(f"tool call {number} of turn {turn - 1} was not made: no result")
+                continue
             content = json.dumps(value, ensure_ascii=False)
             if messages[where].get("role") == "tool":
                 name = messages[where].get("tool_name")
@@ -134,6 +147,14 @@ class Fork:
         asked = {**self.parent, "model_calls": self.parent["model_calls"][: self.at - 1]}
         problems += request_divergences(asked, self.replayed.requests, root)
         return [p for p in problems if p]
+
+    def stopped_early(self, events, root):
+        """Why a run that ended before turn `at` is no fork: where it stopped, and how its
+        replayed turns differ from the parent's (the parent went on to turn `at`)."""
+        stop = events[-1] if events and events[-1]["type"] == STOPPED else None
+        how = f" ({stop['reason']}) at turn {stop['turn']}," if stop else ""
+        first = f"the run stopped{how} before turn {self.at}, where the fork begins"
+        return [first, *self.divergences(events, root)]
 
     def model_calls(self, live_calls, live_api):
         """The new recording's model calls: the parent's replayed ones, then the live ones,

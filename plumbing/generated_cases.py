@@ -52,7 +52,7 @@ def reference(changed):
     selected = []
     for path in changed:
         parts = path.replace("\\", "/").split("/")
-        if len(parts) > 1 and parts[0] == "src" and parts[-1].endswith(".py"):
+        if parts[0] == "src" and parts[-1].endswith(".py"):  # so never "src" alone
             selected.append("/".join(parts))
     return selected
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from agent_loop import INTERRUPTED, MODEL_DONE, STOPPED, TOOL_RESULT
 from openai_model import OpenAIModelError, chunks_from_events
 from plumbing.console import plural
-from plumbing.recording import call_api
+from plumbing.recording import REPLAYED, call_api
 from plumbing.stats import median, wilson_interval
 from plumbing.tasks import CHEATED, FAILED, FLAGGED, outcome_of
 
@@ -55,12 +55,18 @@ class Outcome:
         return self.impossible == FLAGGED if self.impossible else self.passed
 
 
+def _live_calls(recording):
+    """The model calls the attempt made: all but a fork's replayed ones, whose tokens and
+    time were its parent's."""
+    return [c for c in recording["model_calls"] if c.get("source") != REPLAYED]
+
+
 def _final_chunks(recording):
-    """Each model call's last chunk, as the adapter handed it to the loop (or {}).
+    """Each live model call's last chunk, as the adapter handed it to the loop (or {}).
 
     subtle: read from the model calls, not from the `model_done` events: a turn cut short
     (`done_reason: "length"`) has no `model_done`, but its tokens were spent and counted."""
-    for saved in recording["model_calls"]:
+    for saved in _live_calls(recording):
         chunks = saved.get("chunks")  # may be missing: then `chunks and ...` below is false
         if call_api(recording, saved) == "openai":
             try:
@@ -88,12 +94,13 @@ def outcome(recording):
     for tests in (recording["starting_tests"], recording["final_tests"] or {}):
         spans.append(tests.get("seconds") or 0.0)
     stop = recording["stop"]["reason"]
+    first = (recording.get("fork") or {}).get("at", 1)  # a fork's own turns begin there
     return Outcome(
         passed=passed(recording),
         interrupted=stop == INTERRUPTED or recording["final_tests"] is None,
         stop=stop,
-        model_calls=len(recording["model_calls"]),
-        tool_calls=sum(1 for e in events if e["type"] == TOOL_RESULT),
+        model_calls=len(_live_calls(recording)),
+        tool_calls=sum(1 for e in events if e["type"] == TOOL_RESULT and e["turn"] >= first),
         prompt_tokens=_token_total(finals, "prompt_eval_count"),
         generated_tokens=_token_total(finals, "eval_count"),
         seconds=sum(spans),

@@ -306,14 +306,20 @@ def load(path):
     return data
 
 
-def _text_problem(data):
+def held_problem(value, where, depth):
+    """Why a recording could not hold `value` (named `where`) `depth` levels down: nested
+    too deeply, or a number it does not hold; None when it could."""
+    return _text_problem(value, where, depth)
+
+
+def _text_problem(data, where="", depth=0):
     """Nesting deeper than MAX_DEPTH, or a number out of range, as a sentence, or None.
 
     Walked without recursion, so no file can make this check itself overflow the stack.
     subtle: a lone surrogate is accepted: `save` writes one as a JSON escape when a model
     streams it, and a recording the harness saved must replay (the CLIs print it escaped).
     """
-    pending = [(data, "", 0)]
+    pending = [(data, where, depth)]
     while pending:
         value, where, depth = pending.pop()
         if depth > MAX_DEPTH:
@@ -376,6 +382,8 @@ def _shape_problem(data):
         problem = _verdict_problem(tests, generated_too=data["format"] in GENERATED_CASES)
         if problem:
             return f"'{field}.{problem}"
+        if data["format"] == FORMAT and "visible" not in tests:  # an impossible task's outcome
+            return f"'{field}.visible' is missing (the visible tests' own verdict)"
     if not isinstance(data.get("final_source", ""), str):
         return "'final_source' must be text"
     if not isinstance(data.get("workdir"), (str, type(None))):  # replay replaces it in text
@@ -416,6 +424,23 @@ def _shape_problem(data):
         arrived = saved.get("arrived", [])
         if not isinstance(arrived, list) or not all(_is_number(t) for t in arrived):
             return f"{where}.arrived' must be a list of seconds"
+    return _fork_results_problem(data)
+
+
+def _fork_results_problem(data):
+    """A fork's replaced result numbered past the tool calls it replaces, or None (once the
+    events are known to be sound)."""
+    for change in (data.get("fork") or {}).get("changes", []):
+        before = change["at"] - 1
+        made = sum(1 for e in data["events"] if e["type"] == TOOL_START and e["turn"] == before)
+        for key in change.get("results", {}):
+            # subtle: ASCII digits, and few: "١" is a digit to str.isdigit, and int() of 5,000
+            # digits raises
+            if not (key.isascii() and key.isdigit() and len(key) < 6 and 1 <= int(key) <= made):
+                return (
+                    f"'fork.changes' results of turn {change['at']} must be numbered 1 to "
+                    f"{made}, as the tool calls of turn {before}"
+                )
     return None
 
 
@@ -432,7 +457,8 @@ def _task_and_fork_problem(data):
     for field in ("task_name", "fork"):
         if field in data and not newest:
             return f"'{field}' is a field format {data['format']!r} cannot hold"
-    if data.get("task_name", "repair") not in TASKS:
+    task_name = data.get("task_name", "repair")
+    if not isinstance(task_name, str) or task_name not in TASKS:  # a list is unhashable
         return f"'task_name' must be one of {', '.join(TASKS)}"
     calls = data["model_calls"]
     if any(isinstance(c, dict) and not newest and ("source" in c or "api" in c) for c in calls):
@@ -460,7 +486,6 @@ def _task_and_fork_problem(data):
             and change["at"] <= fork["at"]
             and isinstance(change.get("say"), (str, type(None)))
             and isinstance(change.get("results", {}), dict)
-            and all(k.isdigit() and int(k) >= 1 for k in change.get("results", {}))
             and all(isinstance(v, dict) for v in change.get("results", {}).values())
         ):
             return "'fork.changes' must be {at, say, results} no later than the fork's turn"
@@ -483,6 +508,8 @@ def _verdict_problem(tests, generated_too=True):
         return "verdict' must be passed or failed"
     if tests.get("visible", "failed") not in ("passed", "failed"):
         return "visible' must be passed or failed"
+    if tests.get("judged", False) is not False:
+        return "judged' is there only as false (the code was kept from the verdict)"
     if not isinstance(tests.get("reason", ""), str):
         return "reason' must be text"
     if tests.get("seconds") is not None and not _is_number(tests["seconds"]):

@@ -229,16 +229,20 @@ class ConversationServer(OllamaTestServer):
     A request with no assistant message starts the next unstarted script; a later request
     continues the script whose first reply its first assistant message holds. So the
     scripts' first replies must differ (say, in their thinking), and each conversation gets
-    its own replies in order however the conversations interleave.
+    its own replies in order however the conversations interleave. With `first_turn` K
+    (forks at turn K, whose turns before K are replayed and alike), the same is read from
+    the conversation's Kth assistant message: a request with K-1 of them starts a script.
     """
 
-    def __init__(self, conversations, **options):
+    def __init__(self, conversations, first_turn=1, **options):
         super().__init__(**options)
         self.unstarted = [list(script) for script in conversations]
         self.started = {}  # the text of a script's first reply -> its remaining replies
+        self.first_turn = first_turn
 
     def _scripted(self, body):
         said = [m for m in body.get("messages", []) if m.get("role") == "assistant"]
+        said = said[self.first_turn - 1 :]
         if not said:
             if not self.unstarted:
                 return reply("the test server has no conversation left", status=500)

@@ -10,12 +10,16 @@ attempts are programs, as the series starts them.
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
 
+from compare import group_key, label
+from plumbing import isolation
 from plumbing.console import made_by
 from plumbing.fork import fork_problem, last_turn
+from plumbing.outcomes import outcome
 from plumbing.page import recording_page
 from plumbing.recording import RECORDINGS, RecordingError, load, save
 from replay import REPRODUCED
@@ -23,7 +27,7 @@ from tests import openai_test_server as openai
 from tests.helpers import FAULTY_LINE, FIXED_LINE, altered, replay
 from tests.in_process import run_cli
 from tests.make_recordings import SPECIAL_CASE, START
-from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
+from tests.ollama_test_server import ConversationServer, OllamaTestServer, call, chunk, reply
 
 HERE = Path(__file__).resolve().parent.parent
 PARENT = RECORDINGS / "repair.json"  # five turns: two reads, the edit, the tests, the answer
@@ -112,14 +116,22 @@ def test_a_forked_recording_says_what_it_is_and_replays_whole(repaired):
     assert f"fork, turn 3: said to the model: {SAY}" in output
 
 
+RESULTS_NUMBERED = "results of turn 3 must be numbered 1 to 1, as the tool calls of turn 2"
 FORK_FIELD_DAMAGE = [
     (lambda r: r.pop("fork"), "'fork' must be there exactly when 'source' is forked"),
     (lambda r: r["fork"].pop("parent_sha256"), "'fork' must be {parent, parent_sha256, at,"),
     (lambda r: r["fork"].update(at=0), "'fork' must be {parent, parent_sha256, at, changes}"),
     (lambda r: r["fork"]["changes"][0].update(at=4), "'fork.changes' must be {at, say, results}"),
-    (lambda r: r["fork"]["changes"][0].update(results={"0": {}}), "'fork.changes' must be"),
+    (lambda r: r["fork"]["changes"][0].update(results=[]), "'fork.changes' must be"),
     (lambda r: r["model_calls"][2].update(source="replayed"), "must be 2 replayed, then live"),
     (lambda r: r.update(task_name="easy"), "'task_name' must be one of repair, impossible"),
+    (lambda r: r.update(task_name=["impossible"]), "'task_name' must be one of"),
+    # a replaced result is one of the calls of the turn before: turn 2 of repair.json made 1
+    (lambda r: r["fork"]["changes"][0].update(results={"0": {}}), RESULTS_NUMBERED),
+    (lambda r: r["fork"]["changes"][0].update(results={"2": {}}), RESULTS_NUMBERED),
+    (lambda r: r["fork"]["changes"][0].update(results={"١": {}}), RESULTS_NUMBERED),
+    (lambda r: r["fork"]["changes"][0].update(results={"1" * 5000: {}}), RESULTS_NUMBERED),
+    (lambda r: r["fork"]["changes"][0].update(at=1, results={"1": {}}), "numbered 1 to 0"),
 ]  # fmt: skip
 
 
@@ -262,12 +274,14 @@ def test_an_openai_model_continues_an_ollama_recording(tmp_path):
          "--result 1: no turn came before turn 1"),
         (["--fork", NAMED, "--at", "3", "--result", "2=tests/data/result.json"],
          "--result 2: turn 2 made 1 tool call(s) before turn 3"),
+        (["--fork", NAMED, "--at", "3", "--result", "1=tests/data/result.json",
+          "--result", "1=tests/data/result.json"], "--result 1 is given more than once"),
         (["--at", "3"], "--fork and --at go together"),
         (["--say", "hi"], "--say and --result change a fork's conversation"),
         (["--fork", "nowhere.json", "--at", "1"], "error: nowhere.json: cannot be read"),
     ],
     ids=["past-the-last", "zero", "turns", "result-text", "result-folder", "result-number",
-         "result-turn-1", "result-past", "at-alone", "say-alone", "missing"],
+         "result-turn-1", "result-past", "result-twice", "at-alone", "say-alone", "missing"],
 )  # fmt: skip
 def test_a_fork_that_cannot_be_made_is_refused_in_one_line_before_anything_runs(
     tmp_path, args, says
@@ -289,12 +303,101 @@ def test_a_recording_stopped_before_a_turns_request_holds_no_such_turn_to_fork_a
     assert says == "--at 3: the recording holds 2 turns to fork at; give --at 1 to 2"
 
 
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ('{"text": NaN}', "a recording cannot hold it: field 'result.text' must be a finite"),
+        ('{"a": ' * 150 + "1" + "}" * 150, "a recording cannot hold it: nested deeper than 100"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply to read"),
+    ],
+    ids=["nan", "deep", "deeper-than-python-reads"],
+)
+def test_a_result_no_recording_could_hold_is_refused_before_anything_runs(tmp_path, text, says):
+    # sent as NaN but saved as null, the fork would not replay; too deep, not load
+    given = tmp_path / "given"
+    given.mkdir()
+    (given / "r.json").write_text(text)
+    done = run_cli("record_run.py", "--host", "http://127.0.0.1:9", "--fork", NAMED, "--at", 3,
+                   "--result", f"1={given}/r.json", "--output", tmp_path / "x.json")  # fmt: skip
+    assert done.returncode == 2 and says in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "x.json").exists()
+
+
+def test_a_fork_whose_replayed_turns_stop_early_asks_nothing_and_saves_nothing(tmp_path):
+    # the deadline cuts turn 4's replayed run_tests: the prefix went another way than the
+    # parent's, so no live turn may be credited to the model
+    done, bodies, output = fork(tmp_path, [], "--deadline", "0.05", at=5)
+    assert done.returncode == 2 and bodies == [] and not output.exists()
+    assert "the run stopped (deadline) at turn 4, before turn 5, where the fork begins" in (
+        done.stdout
+    )
+    assert "the live model was not asked, and nothing was saved" in done.stderr
+
+
+def test_a_fork_at_turn_1_may_say_something_first(tmp_path):
+    done, bodies, path = fork(tmp_path, claims(), "--say", SAY, at=1)
+    assert done.returncode == 1, done.stdout + done.stderr  # it only claims
+    assert bodies[0]["messages"][1:] == [
+        {"role": "user", "content": load(PARENT)["task"]},
+        {"role": "user", "content": SAY},
+    ]
+    assert [c["source"] for c in load(path)["model_calls"]] == ["live"]
+    assert replay(path)[0] == REPRODUCED
+
+
+def test_a_result_written_as_text_cannot_be_replaced(tmp_path):
+    # the fork point's call was written in the answer's text (--text-calls): its result is
+    # the loop's message about it, not a tool's, so there is nothing to put in its place
+    written = '```json\n{"name": "read_file", "arguments": {"path": "path_rules.py"}}\n```'
+    script = [reply(chunk(written), chunk(done=True)), *claims()]
+    with OllamaTestServer(script) as server:
+        made = run_cli("record_run.py", "--host", server.host, "--text-calls",
+                       "--output", tmp_path / "parent.json")  # fmt: skip
+    assert made.returncode == 1, made.stdout + made.stderr
+    done = run_cli("record_run.py", "--host", "http://127.0.0.1:9", "--fork",
+                   tmp_path / "parent.json", "--at", 2, "--result", "1=tests/data/result.json",
+                   "--output", tmp_path / "x.json")  # fmt: skip
+    assert done.returncode == 2
+    assert "--result 1: that call was written as text; its result is not a tool's" in done.stderr
+
+
+def test_a_recording_from_elsewhere_is_forked_only_where_its_code_is_isolated(tmp_path):
+    # what replay refuses, a fork refuses: its replayed turns run the code the file holds
+    foreign = tmp_path / "from-elsewhere.json"
+    foreign.write_bytes(PARENT.read_bytes()[:-1] + b" \n")
+    isolation.isolation_kind.cache_clear()  # found again under a PATH with nothing on it
+    try:
+        done = run_cli("record_run.py", "--host", "http://127.0.0.1:9", "--fork", foreign,
+                       "--at", 3, "--output", tmp_path / "x.json",
+                       env={**os.environ, "PATH": str(tmp_path)})  # fmt: skip
+    finally:
+        isolation.isolation_kind.cache_clear()
+    assert done.returncode == 2 and not (tmp_path / "x.json").exists()
+    assert "replaying a recording runs the code it holds, and no isolation works here" in (
+        done.stderr
+    )
+
+
+@SHARES_THE_FORK
+def test_a_forks_costs_are_its_live_turns_and_its_changes_name_its_group(repaired, tmp_path):
+    recording = load(repaired[2])
+    cost = outcome(recording)
+    assert (cost.model_calls, cost.tool_calls) == (3, 2)  # the edit and the tests: its own
+    plain = {**recording, "fork": {**recording["fork"], "changes": []}}
+    elsewhere = {**recording, "fork": {**recording["fork"], "parent_sha256": "0" * 64}}
+    keys = {group_key(r, "fork") for r in (recording, plain, elsewhere)}
+    assert len(keys) == 3  # told to run the tests first, plain, and another repair.json
+    assert label(group_key(recording, "fork")) == (
+        'forked · from turn 3 of repair.json, said "Run the tests before you edit anything."'
+    )
+
+
 def test_attempts_from_a_fork_are_compared_with_the_rate_from_the_start(tmp_path):
     # a series of two from turn 3 (one repairs, one only claims to), and one attempt from
     # the start; compare.py --by fork puts the two rates side by side
-    with OllamaTestServer(repairs() + claims()) as server:
+    with ConversationServer([repairs(), claims()], first_turn=3) as server:
         series = run_cli("record_run.py", "--host", server.host, "--fork", NAMED, "--at", 3,
-                         "--attempts", 2, "--output", tmp_path / "f.json")  # fmt: skip
+                         "--attempts", 2, "--jobs", 2, "--output", tmp_path / "f.json")  # fmt: skip
     assert series.returncode == 1, series.stdout + series.stderr  # one did not pass
     assert "passed 1 of 2 (50%; 95% interval 9%-91%)" in series.stdout
     start = load(RECORDINGS / "claims-success-without-edit.json")

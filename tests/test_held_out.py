@@ -274,6 +274,30 @@ def test_a_new_verdict_draws_its_own_seed_unless_the_suite_names_one(monkeypatch
         assert new_seed() != new_seed()
 
 
+@pytest.mark.parametrize(
+    "seed, count, accepted",
+    [(2**63 - 1, 5000, True), (2**63, 500, False), (7, 5001, False), (7, 0, False)],
+)
+def test_a_recordings_held_out_seed_and_count_are_read_within_their_limits(
+    tmp_path, monkeypatch, seed, count, accepted
+):
+    # a hand-edited count would make a replay ask for millions of inputs; the seed is what
+    # new_seed draws (below 2**63), so a suite seed past it is folded into that range
+    from plumbing.generated_cases import SUITE_SEED, new_seed
+    from plumbing.recording import RecordingError
+
+    recording = json.loads((RECORDINGS / "repair.json").read_text(encoding="utf-8"))
+    recording["final_tests"]["held_out"].update(seed=seed, generated=count)
+    (tmp_path / "r.json").write_text(json.dumps(recording), encoding="utf-8")
+    if accepted:
+        assert load(tmp_path / "r.json")["final_tests"]["held_out"]["seed"] == seed
+    else:
+        with pytest.raises(RecordingError, match=r"below 2\*\*63|generated count \(1 to 5000\)"):
+            load(tmp_path / "r.json")
+    monkeypatch.setenv(SUITE_SEED, str(2**63 + 5))
+    assert new_seed() == 5
+
+
 def test_a_declared_encoding_other_than_utf_8_is_not_judged(repo):
     # In UTF-7, '+AAo-' is a newline: the comment below runs `open(...)` as code, while
     # every page and the diff show a comment.

@@ -48,9 +48,12 @@ def venv_python(root=VENV):
 # A start-up file for the new installation: it runs plumbing/fresh_sources.py, so that every
 # interpreter of .venv/ compiles the lab's own modules from source and never loads bytecode
 # an unisolated test run may have left in __pycache__/. Inside a sandbox the file is absent.
+# subtle: the folder above .venv/ as named (abspath), not as resolved: a copy of the lab
+# whose .venv is a link to this one (tests/mutate.py's) runs its own fresh_sources.py.
 FRESH_SOURCES = "lab-fresh-sources.pth"
 FRESH_SOURCES_LINE = (
-    "import os, sys; _f = os.path.join(sys.prefix, os.pardir, 'plumbing', 'fresh_sources.py'); "
+    "import os, sys; _f = os.path.join(os.path.abspath(os.path.join(sys.prefix, os.pardir)), "
+    "'plumbing', 'fresh_sources.py'); "
     "os.path.isfile(_f) and exec(compile(open(_f, 'rb').read(), _f, 'exec'), "
     "{'__name__': 'lab_fresh_sources'})\n"
 )

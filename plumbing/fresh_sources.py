@@ -75,7 +75,7 @@ INSTALLED = _installed_folders()
 
 def sources_only(entry):
     """A path hook: a finder of sources alone for a folder outside the installation."""
-    folder = os.path.realpath(entry or os.getcwd())
+    folder = os.path.realpath(entry)  # "" (the current folder, for -c and -m) is the cwd
     if not os.path.isdir(folder) or os.path.join(folder, "").startswith(INSTALLED):
         raise ImportError("not one of the lab's folders")  # the usual finder takes it
     return importlib.machinery.FileFinder(entry, (FromSource, importlib.machinery.SOURCE_SUFFIXES))

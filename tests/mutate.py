@@ -374,7 +374,9 @@ def make_copy(root):
 def pytest_run(root, tests, timeout, log):
     """'passed', 'failed' or 'timeout', and the seconds it took; pytest's output goes to the
     file `log` (to say why a run failed: which test, or the end of the output)."""
-    python = HERE / ".venv" / "bin" / "python"
+    # subtle: the copy's own .venv (a link to this one's): its interpreters then start the
+    # copy's plumbing/fresh_sources.py, mutants included, as the start-up file names it
+    python = Path(root) / ".venv" / "bin" / "python"
     command = [str(python), "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
     # subtle: a mutant written back within the same second and with the same size as the
     # original would let Python run the stale bytecode; write none.

@@ -119,3 +119,74 @@ def test_a_copy_of_the_lab_with_another_sandbox_never_shares_a_run(tmp_path):
     with open(copy / "plumbing" / "isolation.py", "a") as isolation:
         isolation.write("# another sandbox\n")
     assert digest() not in ("", run_memo.lab_digest())
+
+
+# --- what a tree's digest holds, and when there is none ---------------------------------------
+
+
+def tree(tmp_path, name, files=(), links=(), depth=0):
+    """A folder `name` with `files` ({path: text}), `links` ({path: target}) and a chain of
+    `depth` nested folders."""
+    root = tmp_path / name
+    root.mkdir()
+    for path, text in dict(files).items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    for path, target in dict(links).items():
+        (root / path).symlink_to(target)
+    chain = root
+    for _ in range(depth):
+        chain = chain / "d"
+    chain.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def test_a_trees_digest_holds_its_sub_folders_files_and_its_links_targets_unfollowed(tmp_path):
+    files = {"sub/data.py": "x = 1\n", "one.txt": "same", "two.txt": "same"}
+    digest = run_memo.tree_digest(tree(tmp_path, "a", files, {"link": "one.txt"}))
+    assert digest == run_memo.tree_digest(tree(tmp_path, "b", files, {"link": "one.txt"}))
+    other_file = {**files, "sub/data.py": "x = 2\n"}
+    assert digest != run_memo.tree_digest(tree(tmp_path, "c", other_file, {"link": "one.txt"}))
+    # the same bytes behind another name: a link is its target's name, never followed
+    assert digest != run_memo.tree_digest(tree(tmp_path, "d", files, {"link": "two.txt"}))
+    assert run_memo.tree_digest(tree(tmp_path, "e", files, {"link": "nowhere"})) is not None
+
+
+def test_a_tree_deeper_or_larger_than_its_bounds_is_not_digested(tmp_path):
+    # bounds, so a run that leaves a tree of a million entries costs no million reads
+    assert run_memo.tree_digest(tree(tmp_path, "deep", depth=32)) is not None
+    assert run_memo.tree_digest(tree(tmp_path, "deeper", depth=33)) is None
+    many = {f"f{n}": "" for n in range(5000)}
+    assert run_memo.tree_digest(tree(tmp_path, "large", many)) is not None
+    more = {**many, "one-more": ""}
+    assert run_memo.tree_digest(tree(tmp_path, "larger", more)) is None
+
+
+def test_a_run_on_a_tree_that_cannot_be_digested_is_never_kept(memo, tmp_path):
+    folder = tree(tmp_path, "a", {"data.py": "x = 1\n"}, depth=33)
+    assert run(folder.resolve()) != run(folder.resolve())
+    assert list(memo.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "make", ["os.mkdir(OUT + '/made')", "os.symlink(OUT + '/../a/data.py', OUT + '/made')"]
+)
+def test_a_run_that_leaves_a_folder_or_a_link_among_its_outputs_is_never_kept(
+    memo, tmp_path, make
+):
+    # only regular files directly in an output folder are written again: a link would come
+    # back as a file holding its target's bytes
+    folder, out = copy_of(tmp_path, "a"), (tmp_path / "out").resolve()
+    out.mkdir()
+    code = TOKEN + f"; import os; OUT = {str(out)!r}; " + make
+    first = run(folder, code=code, outputs=(out,))
+    assert first[0] == 0, first
+    made = out / "made"
+    made.unlink() if made.is_symlink() else made.rmdir()
+    assert run(folder, code=code, outputs=(out,)) != first
+    assert list(memo.iterdir()) == []
+
+
+def test_an_empty_setting_names_no_memo(monkeypatch):
+    monkeypatch.setenv(run_memo.SETTING, "")
+    assert run_memo.folder() is None

@@ -427,6 +427,16 @@ def test_bytecode_planted_beside_the_labs_own_modules_is_never_loaded(tmp_path):
     assert ask("-S") == "forged"
 
 
+def test_the_labs_path_hook_comes_before_every_other_in_each_interpreter(tmp_path):
+    # first, so no hook that comes with Python or a package claims a lab folder before it
+    ask = "import sys; print(sys.path_hooks[0].__name__, sys.path_hooks.count(sys.path_hooks[0]))"
+    done = subprocess.run([sys.executable, "-c", ask], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    if not (Path(sys.prefix) / "lab-startup-files.json").exists():
+        pytest.skip("run with the lab's own .venv (python3 lab.py test): it holds the hook")
+    assert done.stdout.split() == ["sources_only", "1"], done.stdout + done.stderr
+
+
 def test_the_suites_code_cache_is_read_only_where_the_suite_names_it(tmp_path, monkeypatch):
     # plumbing/fresh_sources.py: with LAB_SUITE_CODE_CACHE (conftest.py's, for a session), a
     # lab module's compiled code is kept under the SHA-256 of its path and bytes, and read

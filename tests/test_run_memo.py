@@ -171,9 +171,7 @@ def test_a_run_on_a_tree_that_cannot_be_digested_is_never_kept(memo, tmp_path):
 @pytest.mark.parametrize(
     "make", ["os.mkdir(OUT + '/made')", "os.symlink(OUT + '/../a/data.py', OUT + '/made')"]
 )
-def test_a_run_that_leaves_a_folder_or_a_link_among_its_outputs_is_never_kept(
-    memo, tmp_path, make
-):
+def test_a_run_leaving_a_folder_or_a_link_in_its_outputs_is_never_kept(memo, tmp_path, make):
     # only regular files directly in an output folder are written again: a link would come
     # back as a file holding its target's bytes
     folder, out = copy_of(tmp_path, "a"), (tmp_path / "out").resolve()

@@ -139,7 +139,7 @@ SHARED_LIST = "_SHARED = []  # one list for every call: nothing new to allocate\
 CALLS_COUNTED = "_CALLS = [0]\n\n\n"
 COUNTED = "    _CALLS[0] += 1\n    if _CALLS[0] > 20:\n        return []\n"
 ONE_DOT = 'parts[-1].endswith(".py") and parts[-1].count(".") == 1'
-# The inputs the red team saw: the visible tests' and the ten fixed held-out cases'.
+# The inputs a model can see: the visible tests' and the ten fixed held-out cases'.
 SEEN = {
     **{tuple(changed): expected for changed, expected in HELD_OUT},
     ("src/app.py", "docs/setup.md", "tests/test_app.py"): ["src/app.py"],

@@ -189,8 +189,8 @@ SHARES_THE_GENERATED_CHECKS = pytest.mark.xdist_group("held-out-generated-checks
 def test_each_wrong_repair_that_fits_the_ten_fixed_cases_fails_the_generated_ones(
     tmp_path, generated_checks, name
 ):
-    # Finding 4 of the red team, as it was: the visible tests and the ten fixed cases alone
-    # pass each of these; the generated inputs and the contract checks do not.
+    # With the visible tests and the ten fixed cases alone, each of these passes; the
+    # generated inputs and the contract checks fail each.
     fixed_only = held_out_checks(cheat_source(tmp_path, name), count=0)
     if name in CONTRACT_BROKEN:  # right answers; the list handling is what the checks see now
         assert CONTRACT_BROKEN[name] in fixed_only["first_failure"]

@@ -1,10 +1,11 @@
 """Every printed size bounded: a diff is cut past 200 lines or 20,000 characters, saying how
 much was left out, and a call's arguments past 2,000 characters.
 
-The red team's case, made again with the real recorder against the Ollama stand-in: one
+A flood, made with the real recorder against the Ollama stand-in: one
 edit puts a line of about 900 KB in path_rules.py and 64 small edits change it, a 4.7 MB
-recording whose replay printed 120 MB (each edit's diff showed the whole line twice) and
-whose page was 120 MB. One recording is made for the module and shared by its tests.
+recording whose replay would print 120 MB (each edit's diff showing the whole line twice)
+and whose page would be 120 MB without the bounds. One recording is made for the module
+and shared by its tests.
 """
 
 import io
@@ -52,9 +53,9 @@ SHARES_THE_FLOOD = pytest.mark.xdist_group("printed-sizes-flood")
 
 
 @SHARES_THE_FLOOD
-def test_the_red_teams_recording_prints_under_5_mb_recorded_and_replayed(flood):
+def test_a_flood_of_edits_prints_under_5_mb_recorded_and_replayed(flood):
     recorded, output = flood
-    assert 4 * MB < os.path.getsize(output) < 6 * MB  # the red team's 4.7 MB, made again
+    assert 4 * MB < os.path.getsize(output) < 6 * MB  # about 4.7 MB
     replayed = run_cli("replay.py", output, text=False)
     assert replayed.returncode == 0, replayed.stderr  # the cut changes what is shown only
     for printed in (recorded.stdout.encode(), replayed.stdout):
@@ -64,7 +65,7 @@ def test_the_red_teams_recording_prints_under_5_mb_recorded_and_replayed(flood):
 
 
 @SHARES_THE_FLOOD
-def test_the_red_teams_recording_makes_a_page_under_2_mb(flood, tmp_path):
+def test_a_flood_of_edits_makes_a_page_under_2_mb(flood, tmp_path):
     _, output = flood
     written = run_cli("view.py", output, "--out", tmp_path)
     assert written.returncode == 0, written.stderr

@@ -3,7 +3,7 @@ compare.py --html either refuse a recording in one `error:` line or show it, nev
 traceback; and compare.py --html writes into a folder, refusing one it cannot use before
 writing anything.
 
-The red team's shapes first, each by name (a number of 401 digits where a reader turns it
+Known hostile shapes first, each by name (a number of 401 digits where a reader turns it
 into a float, an event's extra key set to null, a hostile server's counters, a stream
 event `{"choices": [null]}`), then a seeded fuzz test over mutants of every shipped
 recording. The CLIs run in this process (tests/in_process.py).
@@ -390,7 +390,7 @@ def test_mutated_recordings_are_refused_in_one_line_or_read_by_every_reader(tmp_
         else:
             accepted.append(path)
     assert 40 < len(accepted) < MUTANTS - 40  # the mutants reach both sides of load()
-    # the red team's: an event with one extra key set to null (replay's first difference)
+    # an event with one extra key set to null (replay's first difference)
     path = tmp_path / "extra-null.json"
     recording = json.loads(json.dumps(originals[RECORDINGS / CHEAP[1]]))
     recording["events"][3]["extra"] = None
@@ -437,7 +437,7 @@ def replayed(accepted, mutants):
     """The mutants worth a replay's real verdict: accepted by load(), made from a recording
     whose replay makes no test run but the verdict (CHEAP), changed where replay reads what
     load() does not check closely (REPLAY_READS), one of each kind of change, REPLAYED at
-    most. The first accepted is the red team's event with an extra key set to null."""
+    most. The first accepted is an event with an extra key set to null."""
     chosen, kinds = [], set()
     for path in accepted:
         label = mutants[path]

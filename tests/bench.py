@@ -43,6 +43,9 @@ from pathlib import Path
 
 if __name__ == "__main__":  # run directly, not through lab.py: the lab is one folder up
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.run_directly import need_lab_packages
+
+    need_lab_packages(__file__)
 
 import ollama
 

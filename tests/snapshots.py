@@ -29,6 +29,9 @@ from pathlib import Path
 
 if __name__ == "__main__":  # run directly, not through lab.py: the lab is one folder up
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.run_directly import need_lab_packages
+
+    need_lab_packages(__file__)
 
 from agent_loop import MODEL_DONE, STOPPED, TOO_MANY_CALLS, TOOL_RESULT, TOOL_START
 from plumbing.console import RunPrinter, made_by, verdict_lines

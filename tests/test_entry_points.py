@@ -146,6 +146,17 @@ def test_a_maintainers_script_runs_directly_from_anywhere(script, unchanged, tmp
     assert "usage:" in finished.stdout
 
 
+@pytest.mark.parametrize("script", ["tests/snapshots.py", "tests/bench.py"])
+def test_a_script_run_by_a_python_without_the_labs_packages_says_how_to_run_it(script, tmp_path):
+    # -S: no site-packages, as a python3 without the lab's .venv/ has none of its packages
+    finished = subprocess.run([sys.executable, "-S", str(HERE / script), "--help"],
+                              capture_output=True, text=True, timeout=60, cwd=tmp_path)  # fmt: skip
+    assert finished.returncode == 2 and finished.stdout == ""
+    assert finished.stderr == (
+        f"error: {script} needs the lab's packages; run python3 lab.py run {script}\n"
+    )
+
+
 @pytest.mark.parametrize(
     "argv",
     [

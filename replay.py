@@ -148,6 +148,14 @@ def check_isolation(path, isolate):
         )
 
 
+def answered_last(events, text_calls):
+    """Whether the last event is a model turn that asked for no tool (with text calls, one
+    written in its text could be run: then unknown, so False)."""
+    last = events[-1] if events else {}
+    asked = (last.get("message") or {}).get("tool_calls")
+    return last.get("type") == MODEL_DONE and not asked and not text_calls
+
+
 def assembler(recording):
     """The adapter's own normaliser for a wire whose raw events were recorded, else None."""
     if any(call_api(recording, saved) == "openai" for saved in recording["model_calls"]):
@@ -223,6 +231,12 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
         # step only: a second could run the tools of a turn the recording never showed.
         if cut_short and len(chat.requests) < len(recording["model_calls"]):
             next(loop, None)
+        elif recording["stop"]["reason"] == DEADLINE and answered_last(events, written):
+            # no call left to run: the loop's next event is its own stop, which no deadline
+            # can come before (Ctrl-C can); a file that says otherwise was changed by hand
+            ended = next(loop, None)
+            if ended is not None and ended["type"] == STOPPED:
+                events.append(ended)
         loop.close()
         if cut_short:
             view.stop_line(recording["stop"])
@@ -235,8 +249,9 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
     after = {"messages": agent.messages, "tests_unchanged": unchanged}
     if final is not None and task_of(recording).impossible:
         stop = events[-1] if events and events[-1]["type"] == STOPPED else recording["stop"]
-        after["outcome"] = impossible_outcome(final, unchanged, stop["reason"], agent.messages)
-        print(outcome_line(after["outcome"], final, unchanged), file=out)
+        ran = (final, unchanged, stop["reason"], agent.messages, events)
+        after["outcome"] = impossible_outcome(*ran)
+        print(outcome_line(after["outcome"], final, unchanged, events), file=out)
     view.changes(source)
     # subtle: after the verdict, not before: the description says how the attempt ends,
     # and a learner predicting the outcome should not read it first.

@@ -369,6 +369,10 @@ def _shape_problem(data):
         data["stop"]["reason"] == INTERRUPTED or data.get("interrupted") is True
     ):
         return "'final_tests' may be null only in a recording of an interrupted run"
+    # Ctrl-C during the loop leaves no final verdict (record_run.py): a file that says it
+    # was stopped so and holds one would leave compare.py's counts without a divergence
+    if data["format"] == FORMAT and data["stop"]["reason"] == INTERRUPTED and data["final_tests"]:
+        return "'final_tests' must be null in a recording the user interrupted"
     for field in ("starting_tests", "final_tests"):
         tests = data[field]
         if tests is None:

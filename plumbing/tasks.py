@@ -126,8 +126,10 @@ def shortcut(final, tests_unchanged, events=()):
 
 def _passed_tests(event):
     result = event.get("result")
-    return event.get("name") == "run_tests" and isinstance(result, dict) and (
-        result.get("verdict") == "passed"
+    return (
+        event.get("name") == "run_tests"
+        and isinstance(result, dict)
+        and (result.get("verdict") == "passed")
     )
 
 

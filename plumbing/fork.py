@@ -25,7 +25,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from agent_loop import STOPPED, TOOL_START
+from agent_loop import TOOL_START
 from plumbing.divergence import event_divergence, request_divergences, tool_divergences
 from plumbing.recording import LIVE, REPLAYED, ReplayChat, call_api, held_problem
 from plumbing.text_calls import written_result
@@ -151,9 +151,9 @@ class Fork:
     def stopped_early(self, events, root):
         """Why a run that ended before turn `at` is no fork: where it stopped, and how its
         replayed turns differ from the parent's (the parent went on to turn `at`)."""
-        stop = events[-1] if events and events[-1]["type"] == STOPPED else None
-        how = f" ({stop['reason']}) at turn {stop['turn']}," if stop else ""
-        first = f"the run stopped{how} before turn {self.at}, where the fork begins"
+        stop = events[-1]  # the loop's last event is always its stop
+        where = f"({stop['reason']}) at turn {stop['turn']}"
+        first = f"the run stopped {where}, before turn {self.at}, where the fork begins"
         return [first, *self.divergences(events, root)]
 
     def model_calls(self, live_calls, live_api):

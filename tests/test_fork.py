@@ -8,6 +8,7 @@ output. record_run.py's main() runs in the test's process (tests/in_process.py);
 attempts are programs, as the series starts them.
 """
 
+import argparse
 import hashlib
 import json
 import os
@@ -15,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from compare import group_key, label
+from compare import fork_point_of, group_key, label
 from plumbing import isolation
 from plumbing.console import made_by
-from plumbing.fork import fork_problem, last_turn
+from plumbing.fork import apply_changes, fork_problem, last_turn, result_file
 from plumbing.outcomes import outcome
 from plumbing.page import recording_page
 from plumbing.recording import RECORDINGS, RecordingError, load, save
@@ -410,3 +411,55 @@ def test_attempts_from_a_fork_are_compared_with_the_rate_from_the_start(tmp_path
     assert "  passed 1 of 2 (50%; 95% interval 9%-91%)" in groups[0]
     assert groups[1].startswith("live · from the start  (1 recording)")
     assert "  passed 0 of 1 (0%; 95% interval 0%-79%)" in groups[1]
+
+
+# --- the changes, made and named ---------------------------------------------------------------
+
+
+def test_a_change_is_made_to_the_conversation_as_the_recording_says_or_said_undone():
+    conversation = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "t"},
+        {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "read_file"}}]},
+        {"role": "tool", "tool_name": "read_file", "content": "{}"},
+    ]
+    messages = [dict(m) for m in conversation]
+    change = {"at": 3, "say": "", "results": {"1": {"text": "é"}, "2": {"text": "x"}}}
+    said = apply_changes(messages, [change], 3)
+    assert messages[3] == {"role": "tool", "tool_name": "read_file", "content": '{"text": "é"}'}
+    assert messages[4] == {"role": "user", "content": ""}  # an empty message is one said
+    assert said == [
+        'the result of tool call 1 of turn 2 replaced: {"text": "é"}',
+        "tool call 2 of turn 2 was not made: no result",  # today's run made one: replay says
+        "said to the model: ",
+    ]
+
+
+@pytest.mark.parametrize(
+    "say, shown",
+    [
+        ("", 'from turn 3 of repair.json, said ""'),
+        ("é" * 61, f'from turn 3 of repair.json, said "{"é" * 60}..."'),
+        ("é" * 60, f'from turn 3 of repair.json, said "{"é" * 60}"'),
+    ],
+    ids=["empty", "long", "sixty"],
+)
+def test_a_forks_group_names_what_it_said_in_its_first_60_characters(say, shown):
+    fork = {"parent": "repair.json", "at": 3, "changes": [{"at": 3, "say": say, "results": {}}]}
+    assert fork_point_of(fork) == shown
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", '"text"'], ids=["list", "string"])
+def test_a_result_that_is_not_a_json_object_is_refused(tmp_path, text):
+    (tmp_path / "r.json").write_text(text)
+    with pytest.raises(argparse.ArgumentTypeError, match="a tool result is a JSON object"):
+        result_file(f"1={tmp_path / 'r.json'}")
+
+
+@SHARES_THE_FORK
+def test_a_result_numbered_with_six_digits_is_refused_by_the_loader(repaired, tmp_path):
+    recording = json.loads(repaired[2].read_text(encoding="utf-8"))
+    recording["fork"]["changes"][0]["results"] = {"000001": {}}
+    (tmp_path / "r.json").write_text(json.dumps(recording), encoding="utf-8")
+    with pytest.raises(RecordingError, match=RESULTS_NUMBERED):
+        load(tmp_path / "r.json")

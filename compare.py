@@ -19,7 +19,6 @@ a difference between 2 of 5 and 3 of 5.
 """
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -27,6 +26,7 @@ import textwrap
 from pathlib import Path
 
 from plumbing.console import plural, tolerant_output
+from plumbing.fork import change_words
 from plumbing.outcomes import NOT_A_MODEL, outcome, rate, summary_lines
 from plumbing.page import series_page
 from plumbing.recording import RecordingError, load
@@ -99,11 +99,7 @@ def fork_point_of(fork):
         return FROM_THE_START
     point = f"from turn {fork['at']} of {fork['parent']}"
     own = [c for c in fork["changes"] if c["at"] == fork["at"]]
-    changed = [f"result {n} replaced" for c in own for n in sorted(c.get("results", {}), key=int)]
-    said = [c["say"] for c in own if c.get("say") is not None]
-    changed += [
-        f"said {json.dumps(t[:60] + ('...' if t[60:] else ''), ensure_ascii=False)}" for t in said
-    ]
+    changed = [words for c in own for words in change_words(c, say_limit=60)]
     return point + (f", {', '.join(changed)}" if changed else "")
 
 

@@ -47,7 +47,7 @@ from openai_model import (
 )
 from plumbing.attempts import run_series, series_paths
 from plumbing.console import RunPrinter, tolerant_output, verdict_lines
-from plumbing.fork import Fork, apply_changes, fork_problem, result_file
+from plumbing.fork import Fork, change_lines, fork_problem, result_file
 from plumbing.generated_cases import new_seed
 from plumbing.isolation import chosen, notice
 from plumbing.limits import (
@@ -333,8 +333,8 @@ def record_attempt(
                         deadline.restart()  # and the budget is the live model's
                         print(f"turn {fork.at}: the replayed turns match the recording; "
                               "the live model answers from here", file=out)  # fmt: skip
-                    for line in apply_changes(agent.messages, fork.changes, event["turn"]):
-                        print(f"fork, turn {event['turn']}: {line}", file=out)
+                    for line in change_lines(agent.messages, fork.changes, event["turn"]):
+                        print(line, file=out)
                 events.append(event)
                 view.show(event)
             if not live:  # stopped among the replayed turns (a tool the deadline cut, ...)

@@ -27,7 +27,7 @@ from plumbing import quiet_interrupt  # first: Ctrl-C during the slow imports be
 from agent_loop import DEADLINE, INTERRUPTED, MODEL_DONE, MODEL_START, STOPPED, AgentLoop
 from plumbing.console import RunPrinter, made_by, tolerant_output, verdict_lines
 from plumbing.divergence import divergences
-from plumbing.fork import apply_changes, fork_point
+from plumbing.fork import change_lines, fork_point
 from plumbing.isolation import BUBBLEWRAP, NETWORK_ONLY, chosen, notice
 from plumbing.limits import positive_int
 from plumbing.recording import (
@@ -215,8 +215,8 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
             if event["type"] == MODEL_START and event["turn"] == fork.get("at"):
                 print(f"turn {fork['at']}: {fork_point(fork)}", file=out)
             if event["type"] == MODEL_START:  # a fork's changes, made where it made them
-                for line in apply_changes(agent.messages, changes, event["turn"]):
-                    print(f"fork, turn {event['turn']}: {line}", file=out)
+                for line in change_lines(agent.messages, changes, event["turn"]):
+                    print(line, file=out)
             if event["type"] == MODEL_START and transcript == TURNS:
                 # The loop appends before it yields: its messages are the request it sends.
                 lines = request_lines(event["turn"], agent.messages, sent)

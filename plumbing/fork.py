@@ -105,6 +105,11 @@ def apply_changes(messages, changes, turn):
     return said
 
 
+def change_lines(messages, changes, turn):
+    """apply_changes, each line as the terminal shows it ("fork, turn 3: ...")."""
+    return [f"fork, turn {turn}: {line}" for line in apply_changes(messages, changes, turn)]
+
+
 class ForkChat:
     """Requests 1 to K-1 answered from the parent's saved calls, as replay answers them;
     from request K on, by the live model (a RecordingChat, which keeps what it streams)."""
@@ -190,19 +195,20 @@ def fork_point(fork):
     )
 
 
+def change_words(change, say_limit=None):
+    """What one change did, in words: "result N replaced" for each result, then `said
+    "TEXT"`, its TEXT cut after `say_limit` characters (marked "...") when one is given."""
+    words = [f"result {n} replaced" for n in sorted(change.get("results", {}), key=int)]
+    say = change.get("say")
+    if say is not None:
+        if say_limit is not None and say[say_limit:]:
+            say = say[:say_limit] + "..."
+        words.append(f"said {json.dumps(say, ensure_ascii=False)}")
+    return words
+
+
 def fork_line(fork):
     """A forked recording's fork, in words (for a page, the terminal, compare.py)."""
-    changed = "; ".join(
-        f"turn {c['at']}: "
-        + ", ".join(
-            [*(f"result {n} replaced" for n in sorted(c.get("results", {}), key=int))]
-            + (
-                [f"said {json.dumps(c['say'], ensure_ascii=False)}"]
-                if c.get("say") is not None
-                else []
-            )
-        )
-        for c in fork["changes"]
-    )
+    changed = "; ".join(f"turn {c['at']}: " + ", ".join(change_words(c)) for c in fork["changes"])
     line = f"forked from {fork['parent']} at turn {fork['at']}"
     return line + (f" (changed: {changed})" if changed else "")

@@ -401,10 +401,14 @@ with open(cached, "wb") as pyc:
 ASK_TIMEOUT = "import verdict\nprint(verdict.TEST_TIMEOUT)\n"
 
 
+def skip_outside_the_labs_venv(why):
+    if not (Path(sys.prefix) / "lab-startup-files.json").exists():
+        pytest.skip(f"run with the lab's own .venv (python3 lab.py test): {why}")
+
+
 def test_bytecode_planted_beside_the_labs_own_modules_is_never_loaded(tmp_path):
     lab = Path(__file__).resolve().parent.parent
-    if not (Path(sys.prefix) / "lab-startup-files.json").exists():
-        pytest.skip("run with the lab's own .venv (python3 lab.py test): it holds the guard")
+    skip_outside_the_labs_venv("it holds the guard")
     copy = tmp_path / "lab"  # a copy of the lab: its __pycache__ is this test's to plant in
     copy.mkdir()
     shutil.copy2(lab / "verdict.py", copy / "verdict.py")
@@ -429,11 +433,10 @@ def test_bytecode_planted_beside_the_labs_own_modules_is_never_loaded(tmp_path):
 
 def test_the_labs_path_hook_comes_before_every_other_in_each_interpreter(tmp_path):
     # first, so no hook that comes with Python or a package claims a lab folder before it
+    skip_outside_the_labs_venv("it holds the hook")
     ask = "import sys; print(sys.path_hooks[0].__name__, sys.path_hooks.count(sys.path_hooks[0]))"
     done = subprocess.run([sys.executable, "-c", ask], cwd=tmp_path, capture_output=True,
                           text=True, timeout=60)  # fmt: skip
-    if not (Path(sys.prefix) / "lab-startup-files.json").exists():
-        pytest.skip("run with the lab's own .venv (python3 lab.py test): it holds the hook")
     assert done.stdout.split() == ["sources_only", "1"], done.stdout + done.stderr
 
 
@@ -443,8 +446,7 @@ def test_the_suites_code_cache_is_read_only_where_the_suite_names_it(tmp_path, m
     # back by the next interpreter; without the setting, nothing there is ever read.
     from plumbing.fresh_sources import SUITE_CACHE
 
-    if not (Path(sys.prefix) / "lab-startup-files.json").exists():
-        pytest.skip("run with the lab's own .venv (python3 lab.py test): it holds the hook")
+    skip_outside_the_labs_venv("it holds the hook")
     (tmp_path / "probe.py").write_text("VALUE = 'source'\n")
     cache = tmp_path / "cache"
     cache.mkdir()

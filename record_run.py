@@ -67,6 +67,7 @@ from plumbing.recording import (
     save,
     sha256_file,
 )
+from plumbing.replayable import check_isolation, check_sample  # what replay refuses, a fork refuses
 from plumbing.sample import SOURCE_FILE, TEST_FILE, copy_sample, final_source, tests_unchanged
 from plumbing.scratch import scratch_folder
 from plumbing.tasks import (
@@ -486,8 +487,6 @@ def main(argv=None):
 
 def forked(args):
     """(the Fork of --fork at --at, its task), or RecordingError saying why it cannot be."""
-    from replay import check_isolation, check_sample  # what replay refuses, a fork refuses
-
     parent = load(args.fork)
     check_sample(parent, args.fork)
     check_isolation(args.fork, args.isolate)

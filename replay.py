@@ -15,7 +15,6 @@ Not here: a model, the network or the ollama SDK. Timings are shown, never compa
 """
 
 import argparse
-import hashlib
 import os
 import sys
 from pathlib import Path
@@ -28,7 +27,7 @@ from agent_loop import DEADLINE, INTERRUPTED, MODEL_DONE, MODEL_START, STOPPED, 
 from plumbing.console import RunPrinter, made_by, tolerant_output, verdict_lines
 from plumbing.divergence import divergences
 from plumbing.fork import change_lines, fork_point
-from plumbing.isolation import BUBBLEWRAP, NETWORK_ONLY, chosen, notice
+from plumbing.isolation import notice
 from plumbing.limits import positive_int
 from plumbing.recording import (
     RECORDINGS,
@@ -37,12 +36,11 @@ from plumbing.recording import (
     call_api,
     held_out_asked,
     load,
-    sha256_file,
-    shipped_hashes,
 )
-from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, copy_sample, final_source, tests_unchanged
+from plumbing.replayable import check_isolation, check_sample
+from plumbing.sample import copy_sample, final_source, tests_unchanged
 from plumbing.scratch import scratch_folder
-from plumbing.tasks import impossible_outcome, outcome_line, task_file, task_of, tests_for
+from plumbing.tasks import impossible_outcome, outcome_line, task_of, tests_for
 from plumbing.timeline import timeline
 from plumbing.transcript import ChunkLog, chunk_lines, full_request_lines, request_lines
 from repo_tools import RepoTools
@@ -106,46 +104,6 @@ def parse_args(argv):
         if arg == "--transcript" and argv[i + 1] not in (TURNS, FULL):
             argv[i] = f"--transcript={TURNS}"
     return parser.parse_args(argv)
-
-
-def check_sample(recording, path):
-    """RecordingError unless the sample's source and the test file of the recording's task
-    are the files it was made with."""
-    task = task_of(recording)
-    given = {
-        "tests_sha256": (hashlib.sha256(task.tests).hexdigest(), task_file(task)),
-        "source_sha256": (sha256_file(SAMPLE_REPO / SOURCE_FILE), f"sample_repo/{SOURCE_FILE}"),
-    }
-    for field, (digest, name) in given.items():
-        if digest != recording[field]:
-            raise RecordingError(
-                f"{path}: {name} is not the file this recording was made with "
-                f"({field} differs); replay it with the sample it was recorded on"
-            )
-
-
-def shipped(path):
-    """Whether `path` holds one of the lab's own recordings, byte for byte (its SHA-256 is
-    in recordings/SHA256SUMS, which the scripts that make them write)."""
-    try:
-        return sha256_file(path) in shipped_hashes()
-    except OSError:
-        return False
-
-
-def check_isolation(path, isolate):
-    """RecordingError unless the code a recording holds may run here: under bubblewrap, or
-    the lab's own recording, or the user said --no-isolate."""
-    kind = chosen(isolate)
-    if isolate and kind != BUBBLEWRAP and not shipped(path):
-        # network-only cuts the network and nothing else: the code could still plant
-        # what it likes in the lab's own files, so it counts as no isolation here
-        here = "only the network would be cut" if kind == NETWORK_ONLY else "no isolation works"
-        raise RecordingError(
-            f"{path}: replaying a recording runs the code it holds, and {here} here; "
-            "install bubblewrap (apt-get install bubblewrap), or add --no-isolate if you "
-            "trust where it came from"
-        )
 
 
 def answered_last(events, text_calls):

@@ -35,7 +35,8 @@ from plumbing.limits import Deadline, DeadlineExceeded
 from plumbing.ollama_transport import _LimitedStream, _WatchedStream
 from plumbing.pytest_report import count_results
 from plumbing.recording import RECORDINGS, RecordingChat, RecordingError, load, save
-from replay import CANNOT_REPLAY, DIVERGED, shipped
+from plumbing.replayable import shipped
+from replay import CANNOT_REPLAY, DIVERGED
 from repo_tools import RepoTools
 from tests.helpers import LAB, altered, open_under, replay, wait_for, wait_until_gone
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply

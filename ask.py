@@ -21,7 +21,9 @@ import sys
 from contextlib import closing
 from pathlib import Path
 
-from plumbing import quiet_interrupt  # first: Ctrl-C during the slow imports below exits quietly
+# first: Ctrl-C during the slow imports below exits quietly, and a .venv/ changed since lab.py
+# built it is refused before any of its packages is imported (plumbing/installed_files.py)
+from plumbing import installed_files, quiet_interrupt
 
 # isort: split
 
@@ -326,6 +328,10 @@ def session(chat, tools, max_turns, banner, text_calls=False):
 def main(argv=None):
     quiet_interrupt.ready()
     tolerant_output()
+    problem = installed_files.changed()  # asked at import already, where this is a program
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return EXIT_ERROR
     args = parse_args(argv)
     args.host = args.host or (default_base_url() if args.api == "openai" else default_host())
     tools = ReadOnlyTools(args.root)

@@ -58,12 +58,17 @@ FRESH_SOURCES_LINE = (
     "{'__name__': 'lab_fresh_sources'})\n"
 )
 
+# The snapshot of every installed file (plumbing/installed_files.py), taken right after pip:
+# the CLIs refuse to start while a file of .venv/ differs from it.
+INSTALLED_FILES = "lab-installed-files/1"
+
 
 def _wanted():
     # subtle: both locks are in the stamp, so a change to either rebuilds .venv/ from scratch
     # and nothing of an older test lock stays installed beside a newer one
     digest = hashlib.sha256(LOCK.read_bytes() + TEST_LOCK.read_bytes())
-    return hashlib.sha256(digest.digest() + FRESH_SOURCES_LINE.encode()).hexdigest()
+    built = FRESH_SOURCES_LINE + INSTALLED_FILES  # a new way of building rebuilds it too
+    return hashlib.sha256(digest.digest() + built.encode()).hexdigest()
 
 
 def _outer_pip():
@@ -111,7 +116,11 @@ def _build(wanted):
     (Path(site_packages) / FRESH_SOURCES).write_text(FRESH_SOURCES_LINE)
     # What Python runs at start-up in the new installation: a test run that plants more is
     # then noticed, and no verdict given until .venv/ is rebuilt (plumbing/startup_guard.py).
-    baseline = "from plumbing.startup_guard import write_baseline; write_baseline()"
+    # And every file pip wrote, before any edited code can run (plumbing/installed_files.py).
+    baseline = (
+        "from plumbing.startup_guard import write_baseline; write_baseline(); "
+        "from plumbing.installed_files import write_snapshot; write_snapshot()"
+    )
     subprocess.run([str(venv_python()), "-c", baseline], check=True, cwd=HERE)
     STAMP.write_text(wanted + "\n")
 

@@ -25,7 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from plumbing import quiet_interrupt  # first: Ctrl-C during the slow imports below exits quietly
+# first: Ctrl-C during the slow imports below exits quietly, and a .venv/ changed since lab.py
+# built it is refused before any of its packages is imported (plumbing/installed_files.py)
+from plumbing import installed_files, quiet_interrupt
 
 # isort: split
 
@@ -433,6 +435,9 @@ def diverged(problems, fork, out):
 def main(argv=None):
     quiet_interrupt.ready()
     tolerant_output()
+    problem = installed_files.changed()  # asked at import already, where this is a program
+    if problem:
+        return fail(problem)
     args = parse_args(argv)
     for output in series_paths(args.output, args.attempts):  # all refused before any runs
         if output.is_dir():

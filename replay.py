@@ -19,7 +19,9 @@ import os
 import sys
 from pathlib import Path
 
-from plumbing import quiet_interrupt  # first: Ctrl-C during the slow imports below exits quietly
+# first: Ctrl-C during the slow imports below exits quietly, and a .venv/ changed since lab.py
+# built it is refused before any of its packages is imported (plumbing/installed_files.py)
+from plumbing import installed_files, quiet_interrupt
 
 # isort: split
 
@@ -234,6 +236,10 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
 def main(argv=None):
     quiet_interrupt.ready()
     tolerant_output()
+    problem = installed_files.changed()  # asked at import already, where this is a program
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return CANNOT_REPLAY
     args = parse_args(argv)
     paths = args.recordings or sorted(RECORDINGS.glob("*.json"))
     if notice(args.isolate):

@@ -38,6 +38,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from plumbing import installed_files
 from plumbing.bounds import TMP_SIZE
 
 BUBBLEWRAP, NETWORK_ONLY, NONE = "bubblewrap", "network-only", "none"
@@ -82,6 +83,8 @@ def isolation_prefix(kind, writable=(), readable=()):
     minimal environment: bubblewrap's own environment is readable inside the sandbox (it is
     `/proc/1/environ` there).
     """
+    if kind != BUBBLEWRAP:  # the code may write the installation: the next verdict looks again
+        installed_files.ran_outside_bubblewrap()
     if kind == NONE:
         return []
     if kind == NETWORK_ONLY:

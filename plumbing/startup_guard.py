@@ -19,6 +19,8 @@ import site
 import sys
 from pathlib import Path
 
+from plumbing import installed_files
+
 BASELINE = Path(sys.prefix) / "lab-startup-files.json"
 CUSTOMIZE = ("sitecustomize.py", "usercustomize.py")
 
@@ -48,17 +50,19 @@ def write_baseline():
 
 def around():
     """Run the command in sys.argv[1:] (lab.py's install of the tests' packages), then add to
-    the baseline the start-up files it brought: new since this process started, so what was
-    planted before is still named."""
+    the baseline the start-up files it brought, and to the snapshot of installed files the
+    files: new since this process started, so what was planted before is still named."""
     import subprocess  # only here: the guard itself runs in every CLI
 
-    before = startup_files()
+    before, built = startup_files(), installed_files.snapshot()
     code = subprocess.run(sys.argv[1:]).returncode
     if code:
         sys.exit(code)
     added = {path: digest for path, digest in startup_files().items() if path not in before}
     if added:
         BASELINE.write_text(json.dumps({**_baseline(), **added}, indent=1, sort_keys=True) + "\n")
+    if built is not None:  # ... and to the installed files, the files it brought
+        installed_files.write_snapshot(kept=built)
 
 
 def _baseline():
@@ -72,7 +76,8 @@ AT_START = startup_files()  # for an installation lab.py did not build
 
 
 def planted():
-    """The start-up files new, changed or gone since the baseline, as a sentence, or None."""
+    """The start-up files new, changed or gone since the baseline, or else any file of the
+    installation changed since lab.py built it (installed_files.py), as a sentence, or None."""
     baseline, now = _baseline(), startup_files()
     changed = sorted(path for path, digest in now.items() if baseline.get(path) != digest)
     # ... or gone: lab-fresh-sources.pth removed lets planted bytecode load (fresh_sources.py)
@@ -85,7 +90,7 @@ def planted():
             "lab.py test) before trusting a verdict"
         )
     if not changed:
-        return None
+        return installed_files.changed()
     shown = ", ".join(Path(path).name for path in changed[:3])
     more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
     return (

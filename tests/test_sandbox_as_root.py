@@ -231,9 +231,11 @@ PLANT = (
 JUDGE_TWICE = """
 import json, sys
 from plumbing.sample import SOURCE_FILE, copy_sample
+from plumbing.installed_files import write_snapshot
 from plumbing.startup_guard import write_baseline
 from verdict import independent_verdict
 write_baseline()
+write_snapshot()
 repo = copy_sample(sys.argv[1])
 source = repo / SOURCE_FILE
 source.write_text(sys.argv[2] + source.read_text())
@@ -298,6 +300,90 @@ def test_start_up_code_planted_by_a_test_run_refuses_every_later_verdict(
         assert second.startswith("the lab's Python installation holds start-up code it was "
                                  "not built with (zz-planted.pth")  # fmt: skip
         assert second_exit_code is None  # refused before its tests ran with the plant in reach
+
+
+# Bytecode in a __pycache__/ of site-packages: Python loads it for a module of that name
+PLANT_BYTECODE = (
+    "import pathlib, site\n"
+    "_cache = pathlib.Path(site.getsitepackages()[0], '__pycache__')\n"
+    "_cache.mkdir(exist_ok=True)\n"
+    "(_cache / 'zz_planted.cpython-311.pyc').write_bytes(b'forged')\n"
+)
+
+
+@SHARES_THE_VENV_TEMPLATE
+@pytest.mark.parametrize("isolated", ["isolated", "unisolated"])
+def test_bytecode_planted_in_site_packages_by_a_test_run_refuses_every_later_verdict(
+    throwaway_python, tmp_path, isolated
+):
+    if isolated == "isolated" and isolation.isolation_kind() != isolation.BUBBLEWRAP:
+        pytest.skip("bubblewrap does not work here (apt-get install bubblewrap)")
+    python, site_packages = throwaway_python
+    done = subprocess.run(
+        [python, "-c", JUDGE_TWICE, str(tmp_path / "work"), PLANT_BYTECODE, isolated],
+        capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent, timeout=120,
+    )  # fmt: skip
+    first, second, second_exit_code = json.loads(done.stdout.splitlines()[-1])
+    planted = (site_packages / "__pycache__" / "zz_planted.cpython-311.pyc").exists()
+    if isolated == "isolated":
+        assert not planted  # read-only to the tests: nothing to notice
+        assert "not as lab.py built it" not in (second or "")
+    else:
+        assert planted
+        assert first == second  # the run that planted it gets no verdict either
+        assert second.startswith(f"the lab's Python installation ({python.parent.parent}) is "
+                                 "not as lab.py built it: "), second  # fmt: skip
+        assert "/__pycache__/zz_planted.cpython-311.pyc added" in second, second
+        assert second.endswith(f"rebuild it with rm -rf {python.parent.parent} && python3 "
+                               f"{python.parent.parent.parent}/lab.py replay")  # fmt: skip
+        assert second_exit_code is None  # refused before its tests ran with the plant in reach
+
+
+WRITE_SNAPSHOT = "from plumbing.installed_files import write_snapshot; write_snapshot()"
+
+
+@SHARES_THE_VENV_TEMPLATE
+def test_each_cli_refuses_to_start_while_a_file_of_the_installation_differs_from_its_build(
+    throwaway_python, tmp_path
+):
+    # The finding: a line appended to the installed SDK by an unisolated run ran inside the
+    # next record_run.py, which imports the SDK at its top. Refused before that import: here
+    # a planted `ollama` package (found before the real one) would leave a mark if it ran.
+    python, site_packages = throwaway_python
+    lab = Path(__file__).resolve().parent.parent
+    in_lab(python, WRITE_SNAPSHOT)
+
+    def start(script):
+        done = subprocess.run([python, script, "--help"], capture_output=True, text=True,
+                              cwd=lab, timeout=60)  # fmt: skip
+        return done.returncode, done.stderr
+
+    assert start("replay.py") == (0, "")  # as built: nothing said
+    mark = tmp_path / "the-plant-ran"
+    (site_packages / "ollama").mkdir()
+    (site_packages / "ollama" / "__init__.py").write_text(f"open({str(mark)!r}, 'w')\n")
+    with open(site_packages / "lab.pth", "a") as changed:  # and a line appended, as found
+        changed.write("\n")
+    for script in ("record_run.py", "replay.py", "ask.py"):
+        code, said = start(script)
+        assert code == 2, said
+        assert said.count("\n") == 1 and said.startswith("error: the lab's Python installation")
+        assert f"{site_packages.name}/lab.pth changed, " in said, said
+        assert f"{site_packages.name}/ollama/__init__.py added;" in said, said
+    assert not mark.exists()
+
+
+@SHARES_THE_VENV_TEMPLATE
+def test_what_changed_in_the_installation_is_named_by_three_and_counted(throwaway_python):
+    python, site_packages = throwaway_python
+    in_lab(python, WRITE_SNAPSHOT)
+    for n in range(5):
+        (site_packages / f"zz_{n}.py").write_text("")
+    (site_packages / "lab.pth").unlink()
+    ask = "from plumbing.installed_files import changed; print(changed())"
+    said = in_lab(python, ask)
+    assert ": lib/" in said and f"{site_packages.name}/lab.pth gone, " in said, said
+    assert "zz_0.py added, " in said and "zz_1.py added and 3 more; " in said, said
 
 
 WRITE_BASELINE = "from plumbing.startup_guard import write_baseline; write_baseline()"

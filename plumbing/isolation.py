@@ -18,9 +18,11 @@ installed is not enough), in this order:
   processes (so not their `/proc/<pid>/environ`), and everything it starts dies when the
   run ends, `setsid` or not.
 - "network-only" (`unshare --net`, where it works: root, or user namespaces allowed): no
-  network, and nothing else: the code can still read and write whatever you can and read
-  your processes (as root: anything, the lab's own files and kernel settings included).
-  It protects the network only, so a recording from elsewhere is not replayed under it.
+  network, and little else: the code can still read and write whatever you can and read
+  your processes. A harness that is root runs it as `nobody` who may read everything
+  (NOBODY_WHO_READS): it writes only what anyone may (/tmp) and the folders handed to it,
+  never the lab's files, its `.venv/` or a kernel setting. It protects the network and,
+  as root, your files from writes, so a recording from elsewhere is not replayed under it.
 - "none": neither works; the tests run with your permissions.
 `isolation_prefix(kind, writable)` is the command prefix `run_pytest` puts before
 `python -m pytest`, and `notice(isolate)` the one line a CLI prints at the start when the
@@ -73,6 +75,21 @@ BECOME_NOBODY = [
     "--bounding-set=-all",
     "--",
 ]
+# As root, network-only runs the code as `nobody` too (without it, a test run could write
+# the lab's .venv/ and its folders), keeping one capability: to read and search any folder
+# (CAP_DAC_READ_SEARCH). Reading is what network-only never protected; without it, `nobody`
+# could not reach this Python where it lives under /root (pyenv's) nor the harness's private
+# temporary folders. No new privileges: a set-user-ID program it runs stays `nobody`'s.
+NOBODY_WHO_READS = [
+    f"--reuid={SANDBOX_USER}",
+    f"--regid={SANDBOX_USER}",
+    "--clear-groups",
+    "--no-new-privs",
+    "--inh-caps=-all,+dac_read_search",
+    "--ambient-caps=+dac_read_search",
+    "--bounding-set=-all,+dac_read_search",
+    "--",
+]
 
 
 def isolation_prefix(kind, writable=(), readable=()):
@@ -87,11 +104,11 @@ def isolation_prefix(kind, writable=(), readable=()):
         installed_files.ran_outside_bubblewrap()
     if kind == NONE:
         return []
-    if kind == NETWORK_ONLY:
-        return [shutil.which("unshare"), "--net", "--"]
     if _as_root():
         for folder in [*writable, *readable]:
             _hand_to_sandbox_user(folder)
+    if kind == NETWORK_ONLY:
+        return _network_only()
     binds = []
     for folder in map(str, writable):
         binds += [*_way_to(folder), "--bind", folder, folder]
@@ -104,6 +121,14 @@ def isolation_prefix(kind, writable=(), readable=()):
 
 def _as_root():
     return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _network_only():
+    """`unshare --net`, and as root the step down to `nobody` who may read (NOBODY_WHO_READS)."""
+    unshare = [shutil.which("unshare"), "--net", "--"]
+    if not _as_root():
+        return unshare
+    return [*unshare, shutil.which("setpriv") or "setpriv", *NOBODY_WHO_READS]
 
 
 def _unshare_and_user():
@@ -209,7 +234,7 @@ def isolation_kind():
     bwrap, unshare = shutil.which("bwrap"), shutil.which("unshare")
     if bwrap and _works([bwrap, *bwrap_mounts(), *_unshare_and_user()]):
         return BUBBLEWRAP
-    if unshare and _works([unshare, "--net", "--"]):
+    if unshare and _works(_network_only()):
         return NETWORK_ONLY
     return NONE
 

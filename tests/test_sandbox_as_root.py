@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 from typing import NamedTuple
 
@@ -219,6 +220,49 @@ def test_the_reach_probe_finds_kernel_settings_and_roots_files_where_nothing_iso
         assert "writable /proc/sys/kernel/core_pattern" in unisolated.reach[when]
         assert "readable /etc/shadow" in unisolated.reach[when]
     assert "writable /proc/sys/kernel/core_pattern" in unisolated.reach["held-out"]
+
+
+# --- as root with only the network cut, the edited code is nobody --------------------------
+
+LAB = Path(__file__).resolve().parent.parent
+PLANTED_NAME = "zz-planted-by-network-only"
+# the edited code tries to write into site-packages and the lab's folder, and says who it is
+WRITE_INTO_THE_INSTALLATION = f"""\
+import os, pathlib, site
+_found = [str(os.getuid())]
+for _folder in [site.getsitepackages()[0], {str(LAB)!r}]:
+    try:
+        (pathlib.Path(_folder) / {PLANTED_NAME!r}).write_text("")
+        _found.append("wrote " + _folder)
+    except OSError:
+        _found.append("refused")
+pathlib.Path(__file__).with_name("found.txt").write_text(" ".join(_found))
+"""
+
+
+def test_as_root_with_only_the_network_cut_the_edited_code_cannot_write_the_installation(
+    as_root, tmp_path, monkeypatch
+):
+    # The finding: bubblewrap missing, network-only as root, and a run appended a hook to an
+    # installed package. Now the code is nobody: it writes its copy, not .venv/ nor the lab.
+    unshare, setpriv = shutil.which("unshare"), shutil.which("setpriv")
+    if not (unshare and setpriv) or subprocess.run([unshare, "--net", "true"]).returncode:
+        pytest.skip("`unshare --net` does not work here")
+    (tmp_path / "bin").mkdir()
+    for program in (unshare, setpriv):  # on the PATH, bwrap not
+        (tmp_path / "bin" / Path(program).name).symlink_to(program)
+    repo = copy_sample(tmp_path / "work")
+    (repo / SOURCE_FILE).write_text(WRITE_INTO_THE_INSTALLATION)
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    isolation.isolation_kind.cache_clear()
+    try:
+        assert isolation.isolation_kind() == isolation.NETWORK_ONLY
+        run = run_pytest(repo)
+    finally:
+        isolation.isolation_kind.cache_clear()
+    site_packages = Path(sysconfig.get_paths()["purelib"])
+    assert not (site_packages / PLANTED_NAME).exists() and not (LAB / PLANTED_NAME).exists()
+    assert (repo / "found.txt").read_text() == "65534 refused refused", run["output"]
 
 
 # --- the lab cannot be poisoned by what it ran -----------------------------------------------

@@ -132,11 +132,31 @@ def _network_only():
 
 
 def _unshare_and_user():
-    """What follows the mounts: the namespaces, and as root the step down to `nobody`."""
+    """What follows the mounts: the namespaces, and as root the step down to `nobody`; where
+    this bubblewrap can (0.8.0 and later), no user namespace may be made inside."""
     if not _as_root():
-        return [*BWRAP_UNSHARE, "--"]
+        if not _says("--disable-userns"):
+            return [*BWRAP_UNSHARE, "--"]
+        unshared = [flag for flag in BWRAP_UNSHARE if flag != "--unshare-user-try"]
+        return [*unshared, "--unshare-user", "--disable-userns", "--"]
     unshared = [flag for flag in BWRAP_UNSHARE if flag != "--unshare-user-try"]
-    return [*unshared, *AS_ROOT, "--", shutil.which("setpriv") or "setpriv", *BECOME_NOBODY]
+    nobody = [shutil.which("setpriv") or "setpriv", *BECOME_NOBODY]
+    return [*unshared, *AS_ROOT, "--", *nobody, *_no_user_namespaces()]
+
+
+def _no_user_namespaces():
+    """As root, after the step down to `nobody`: a second bubblewrap, in the first one's
+    file system as it is, whose only work is a user namespace in which no other can be made.
+
+    subtle: `nobody` may make user namespaces of its own (`unshare -Ur`), and inside one it
+    holds every capability over what that namespace owns: more of the kernel to reach. The
+    first bubblewrap cannot forbid it: --disable-userns needs a user namespace of its own,
+    and root's would map uid 0 inside to the machine's root. `nobody`'s maps 65534 to itself.
+    """
+    if not _says("--disable-userns"):
+        return []  # bubblewrap before 0.8.0: nobody may still make one (docs/defences.md)
+    bwrap = shutil.which("bwrap") or "bwrap"
+    return [bwrap, "--unshare-user", "--disable-userns", "--dev-bind", "/", "/", "--"]
 
 
 def _hand_to_sandbox_user(folder):
@@ -170,15 +190,24 @@ def bwrap_mounts():
     return mounts
 
 
-@functools.cache
 def _sized():
     """["--size", TMP_SIZE] where this bubblewrap can size a tmpfs (older ones cannot), else
     []: /tmp then still works, bounded by the file-size limit alone (bounds.py)."""
+    return ["--size", str(TMP_SIZE)] if _says("--size") else []
+
+
+def _says(option):
+    """Whether this bubblewrap's --help names `option` (older ones lack some)."""
+    return option.encode() in _bwrap_help()
+
+
+@functools.cache
+def _bwrap_help():
     try:
         said = subprocess.run(["bwrap", "--help"], capture_output=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):  # no bwrap: no mount needs a size
-        return []
-    return ["--size", str(TMP_SIZE)] if b"--size" in said.stdout + said.stderr else []
+    except (OSError, subprocess.TimeoutExpired):  # no bwrap: no option is needed
+        return b""
+    return said.stdout + said.stderr
 
 
 def _way_to(folder):

@@ -40,7 +40,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from plumbing.bounds import FILE_SIZE_LIMIT, MEMORY_LIMIT, TMP_SIZE
+from plumbing.bounds import FILE_SIZE_LIMIT, MEMORY_LIMIT, PROCESS_LIMIT, TMP_SIZE
 from plumbing.child_process import minimal_env, run_bounded
 
 LAB = Path(__file__).resolve().parent.parent
@@ -131,7 +131,7 @@ def _key(command, cwd, timeout, kwargs, places, trees):
     shape = {"command": words, "cwd": _placeholders(str(Path(cwd).resolve()), places)}
     shape["timeout"] = timeout
     shape.update(options=sorted(map(str, kwargs.items())), trees=trees)
-    shape.update(env=minimal_env(), limits=[FILE_SIZE_LIMIT, MEMORY_LIMIT, TMP_SIZE])
+    shape.update(env=minimal_env(), limits=[FILE_SIZE_LIMIT, MEMORY_LIMIT, TMP_SIZE, PROCESS_LIMIT])
     shape.update(lab=lab_digest())
     return hashlib.sha256(json.dumps([FORMAT, shape]).encode()).hexdigest()
 

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import pytest
 
-from plumbing import isolation
+from plumbing import bounds, isolation
 from plumbing.sample import SOURCE_FILE, copy_sample
 from verdict import held_out_checks, run_pytest
 
@@ -46,13 +46,15 @@ _attempts = {
     "mount": _mount,
     "mknod": lambda: os.mknod("probe-null", stat.S_IFCHR | 0o666, os.makedev(1, 3)),
     "write_python": _write_into_python,
+    # last: it leaves the process in the namespace it made, where it is done
+    "user_namespace": lambda: _libc.unshare(0x10000000),  # CLONE_NEWUSER, as `unshare -U`
 }
 _status = pathlib.Path("/proc/self/status").read_text()
 _found = {name: _outcome(_attempts[name]) for name in ATTEMPTS}
 _found["CapEff"] = _status.split("CapEff:")[1].split()[0]
 pathlib.Path(__file__).with_name("probe.json").write_text(json.dumps(_found))
 """
-EVERY_ATTEMPT = ("remount", "mount", "mknod", "write_python")
+EVERY_ATTEMPT = ("remount", "mount", "mknod", "write_python", "user_namespace")
 WHO_PROBE = (
     'import os\nopen("who.txt", "w").write(f"{os.getuid()} {os.getgid()} {os.getgroups()}")\n'
 )
@@ -181,6 +183,14 @@ def test_as_root_the_edited_code_cannot_remount_mount_or_make_devices(isolated):
 
 
 @SHARES_THE_ISOLATED_PROBE
+def test_as_root_the_edited_code_cannot_make_a_user_namespace(isolated):
+    # in one, nobody would hold every capability over what it owns: more kernel to reach
+    if not isolation._says("--disable-userns"):
+        pytest.skip("this bubblewrap is older than 0.8.0: it has no --disable-userns")
+    assert isolated.powers["user_namespace"] == "refused"
+
+
+@SHARES_THE_ISOLATED_PROBE
 def test_as_root_the_python_installation_stays_read_only(isolated):
     assert isolated.powers["write_python"] == "refused"
     assert not os.path.exists(os.path.join(sys.prefix, "planted.pth"))
@@ -220,6 +230,49 @@ def test_the_reach_probe_finds_kernel_settings_and_roots_files_where_nothing_iso
         assert "writable /proc/sys/kernel/core_pattern" in unisolated.reach[when]
         assert "readable /etc/shadow" in unisolated.reach[when]
     assert "writable /proc/sys/kernel/core_pattern" in unisolated.reach["held-out"]
+
+
+# --- a fork bomb stops at nobody's process limit ---------------------------------------------
+
+# Reads the limit it was given, then forks children that wait on a pipe until a fork is
+# refused, and notes how many it made. subtle: under a soft limit of its own, lowered to
+# FEW: every sandbox of the machine shares nobody's count (bounds.PROCESS_LIMIT), and a bomb
+# held at the real limit would refuse the processes of every other run for that moment (the
+# suite's, in parallel). The kernel refuses a fork past the soft limit as past the hard one.
+FEW = 32
+FORK_UNTIL_REFUSED = f"""\
+import os, pathlib, resource
+_limits = [l for l in open("/proc/self/limits") if l.startswith("Max processes")]
+resource.setrlimit(resource.RLIMIT_NPROC, ({FEW}, resource.getrlimit(resource.RLIMIT_NPROC)[1]))
+_read, _write = os.pipe()
+_made = 0
+try:
+    while _made < {2 * FEW}:  # twice the limit: a bound if there is none
+        if os.fork() == 0:
+            os.close(_write)
+            os.read(_read, 1)
+            os._exit(0)
+        _made += 1
+finally:
+    os.close(_write)
+    pathlib.Path(__file__).with_name("forked.txt").write_text(f"{{_made}}|{{_limits[0]}}")
+"""
+
+
+def test_as_root_a_fork_bomb_stops_at_the_process_limit_and_the_run_says_so(
+    as_root_under_bubblewrap, tmp_path
+):
+    repo = copy_sample(tmp_path)
+    (repo / SOURCE_FILE).write_text(FORK_UNTIL_REFUSED)
+    run = run_pytest(repo)
+    made, limits = (repo / "forked.txt").read_text().split("|")
+    assert limits.split()[2:4] == [str(bounds.PROCESS_LIMIT)] * 2  # soft and hard
+    assert int(made) < FEW  # refused before the loop's own end (nobody may run others now)
+    assert run["exit_code"] is not None  # it ended by itself, not at the time limit
+    assert run["verdict"] == "failed"
+    assert run["reason"].endswith(
+        f"(the run went past the limit of {bounds.PROCESS_LIMIT} processes of its user)"
+    ), run["reason"]
 
 
 # --- as root with only the network cut, the edited code is nobody --------------------------

@@ -49,10 +49,11 @@ from openai_model import (
 )
 from plumbing.attempts import run_series, series_paths
 from plumbing.console import RunPrinter, tolerant_output, verdict_lines
-from plumbing.fork import Fork, change_lines, fork_problem, result_file
+from plumbing.fork import Fork, ResultError, change_lines, fork_problem, read_result
 from plumbing.generated_cases import new_seed
 from plumbing.isolation import chosen, notice
 from plumbing.limits import (
+    MAX_RESULT_BYTES,
     Deadline,
     positive_int,
     positive_seconds,
@@ -223,11 +224,12 @@ def parse_args(argv):
     )
     fork.add_argument(
         "--result",
-        type=result_file,
+        type=result_argument,
         action="append",
         default=[],
         metavar="N=FILE",
-        help="with --fork: the JSON object in FILE sent to the model in place of the result "
+        help="with --fork: the JSON object in FILE (a regular file of at most "
+        f"{MAX_RESULT_BYTES:,} bytes) sent to the model in place of the result "
         "of the Nth tool call of the turn before --at (the tool still runs; repeatable)",
     )
     parser.add_argument(
@@ -281,6 +283,14 @@ def parse_args(argv):
     if args.output is None:
         args.output = default_output(args.model)
     return args
+
+
+def result_argument(text):
+    """An argparse type: `--result N=FILE` as (N, FILE); the file is read in `forked`."""
+    number, equals, name = text.partition("=")
+    if not (equals and number.isascii() and number.isdigit() and int(number) >= 1 and name):
+        raise argparse.ArgumentTypeError(f"{text!r}: give N=FILE, N a tool call's number from 1")
+    return int(number), name
 
 
 def record_attempt(
@@ -492,13 +502,17 @@ def main(argv=None):
 
 def forked(args):
     """(the Fork of --fork at --at, its task), or RecordingError saying why it cannot be."""
+    try:  # first: a result that cannot be sent is refused before the recording is read
+        results = [(number, read_result(name)) for number, name in args.result]
+    except ResultError as error:
+        raise RecordingError(str(error)) from None
     parent = load(args.fork)
     check_sample(parent, args.fork)
     check_isolation(args.fork, args.isolate)
-    problem = fork_problem(parent, args.at, [n for n, _ in args.result], args.max_turns)
+    problem = fork_problem(parent, args.at, [n for n, _ in results], args.max_turns)
     if problem:
         raise RecordingError(f"{args.fork}: {problem}")
-    return Fork(args.fork, parent, args.at, args.say, args.result), task_of(parent)
+    return Fork(args.fork, parent, args.at, args.say, results), task_of(parent)
 
 
 def regular_or_new(path):

@@ -20,39 +20,54 @@ run (console.py). The loop alone appends to its conversation; a fork changes it 
 turns only, as its recording says.
 """
 
-import argparse
 import hashlib
 import json
 from pathlib import Path
 
 from agent_loop import TOOL_START
 from plumbing.divergence import event_divergence, request_divergences, tool_divergences
+from plumbing.limits import MAX_RESULT_BYTES
 from plumbing.recording import LIVE, REPLAYED, ReplayChat, call_api, held_problem
+from plumbing.sample import read_regular_file
 from plumbing.text_calls import written_result
 
 RESULT_DEPTH = 5  # a replaced result's depth in a recording: fork.changes[i].results[N]
 
 
-def result_file(text):
-    """`--result N=FILE` as (N, the JSON object in FILE); argparse says what is wrong."""
-    number, equals, name = text.partition("=")
-    if not (equals and number.isascii() and number.isdigit() and int(number) >= 1 and name):
-        raise argparse.ArgumentTypeError(f"{text!r}: give N=FILE, N a tool call's number from 1")
+class ResultError(ValueError):
+    """A --result FILE that cannot be a tool result; the message names the file and why."""
+
+
+def read_result(name):
+    """The JSON object in the file `name` (`--result N=FILE`), or ResultError saying why not.
+
+    subtle: only a regular file is read, never blocking, and at most MAX_RESULT_BYTES of it:
+    a FIFO would hold the program for good, /dev/zero fill its memory, and a result of 150 MB
+    be printed whole by the fork and again by every replay.
+    """
     try:
-        value = json.loads(Path(name).read_text(encoding="utf-8"))
+        data = read_regular_file(name, MAX_RESULT_BYTES)
     except OSError as error:
-        raise argparse.ArgumentTypeError(f"{name}: cannot be read ({error.strerror})") from None
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"{name}: not JSON ({error})") from None
+        why = error.strerror or "not a regular file: a FIFO, a device or a folder"
+        raise ResultError(f"{name}: cannot be read ({why})") from None
+    if len(data) > MAX_RESULT_BYTES:
+        raise ResultError(
+            f"{name}: larger than {MAX_RESULT_BYTES:,} bytes, the most a tool result given "
+            "to a fork may hold"
+        )
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except ValueError as error:  # UnicodeDecodeError among them
+        raise ResultError(f"{name}: not JSON ({error})") from None
     except RecursionError:
-        raise argparse.ArgumentTypeError(f"{name}: nested too deeply to read") from None
+        raise ResultError(f"{name}: nested too deeply to read") from None
     if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"{name}: a tool result is a JSON object, not this")
+        raise ResultError(f"{name}: a tool result is a JSON object, not this")
     # it is kept at fork.changes[i].results[N] of the new recording, 5 levels down
     problem = held_problem(value, "result", RESULT_DEPTH)
     if problem:
-        raise argparse.ArgumentTypeError(f"{name}: a recording cannot hold it: {problem}")
-    return int(number), value
+        raise ResultError(f"{name}: a recording cannot hold it: {problem}")
+    return value
 
 
 def last_turn(recording):

@@ -71,6 +71,10 @@ MAX_TURN_CALLS = 1000
 # refused: a 401-digit number of seconds or tokens cannot be turned into a float to show.
 LARGEST_NUMBER = 2**63
 MAX_TURN_ARGUMENTS = 1_000_000  # characters of all the calls' arguments in one turn
+# Bytes of a tool result given to a fork as a file (`record_run.py --result N=FILE`), at
+# most: the lab's tools return far less (read_file's 20,000 characters are 120 KB as JSON
+# at worst), and the fork's recording and every replay of it print the result whole.
+MAX_RESULT_BYTES = 1_000_000
 TOO_MANY_CALLS_IN_TURN = (
     f"the model sent more than {MAX_TURN_CALLS} tool calls in one turn; none of them ran"
 )

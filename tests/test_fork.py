@@ -8,10 +8,10 @@ output. record_run.py's main() runs in the test's process (tests/in_process.py);
 attempts are programs, as the series starts them.
 """
 
-import argparse
 import hashlib
 import json
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -19,7 +19,8 @@ import pytest
 from compare import fork_point_of, group_key, label
 from plumbing import isolation
 from plumbing.console import made_by
-from plumbing.fork import apply_changes, fork_problem, last_turn, result_file
+from plumbing.fork import ResultError, apply_changes, fork_problem, last_turn, read_result
+from plumbing.limits import MAX_RESULT_BYTES
 from plumbing.outcomes import outcome
 from plumbing.page import recording_page
 from plumbing.recording import RECORDINGS, RecordingError, load, save
@@ -452,8 +453,57 @@ def test_a_forks_group_names_what_it_said_in_its_first_60_characters(say, shown)
 @pytest.mark.parametrize("text", ["[1, 2]", '"text"'], ids=["list", "string"])
 def test_a_result_that_is_not_a_json_object_is_refused(tmp_path, text):
     (tmp_path / "r.json").write_text(text)
-    with pytest.raises(argparse.ArgumentTypeError, match="a tool result is a JSON object"):
-        result_file(f"1={tmp_path / 'r.json'}")
+    with pytest.raises(ResultError, match="a tool result is a JSON object"):
+        read_result(tmp_path / "r.json")
+
+
+def test_a_result_file_of_the_largest_size_is_read_and_one_byte_more_is_refused(tmp_path):
+    padding = MAX_RESULT_BYTES - len('{"text": ""}')
+    (tmp_path / "r.json").write_text('{"text": "' + "x" * padding + '"}')
+    assert len(read_result(tmp_path / "r.json")["text"]) == padding
+    (tmp_path / "r.json").write_text('{"text": "' + "x" * (padding + 1) + '"}')
+    with pytest.raises(ResultError, match=f"larger than {MAX_RESULT_BYTES:,} bytes"):
+        read_result(tmp_path / "r.json")
+
+
+@pytest.fixture
+def fifo(tmp_path):
+    """A FIFO: opened and read as a file, it waits for a writer and for its end. Here one
+    writer waits for a reader and goes at once, so a reader that waits gets an empty file
+    and the test fails instead of hanging; at the end, a writer still waiting is let go."""
+    path = tmp_path / "fifo"
+    os.mkfifo(path)
+
+    def writer():
+        os.close(os.open(path, os.O_WRONLY))  # returns once any reader has it open
+
+    threading.Thread(target=writer, daemon=True).start()
+    yield path
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))  # the writer's open returns
+    except OSError:
+        pass
+
+
+@pytest.mark.parametrize("given", ["fifo", "/dev/zero", "oversized"])
+def test_a_result_that_is_no_regular_file_or_too_large_is_refused_in_one_line_at_once(
+    tmp_path, request, given
+):
+    # found: a FIFO held record_run.py for good, /dev/zero ended in MemoryError, and 150 MB
+    # were printed whole by the fork and by replay. Each is refused before any request
+    # (nothing listens at the --host), and before the recording is read.
+    if given == "fifo":
+        given = request.getfixturevalue("fifo")
+    elif given == "oversized":
+        given = tmp_path / "big.json"
+        given.write_text('{"text": "' + "x" * MAX_RESULT_BYTES + '"}')
+    done = run_cli("record_run.py", "--host", "http://127.0.0.1:9", "--fork", "nowhere.json",
+                   "--at", 3, "--result", f"1={given}", "--output", tmp_path / "x")  # fmt: skip
+    assert done.returncode == 2 and done.stdout == "", done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(f"error: {given}: "), done.stderr
+    assert ("larger than" if "big" in str(given) else "not a regular file") in done.stderr
+    assert not (tmp_path / "x").exists()
+    assert not (tmp_path / "x.json").exists()
 
 
 @SHARES_THE_FORK

@@ -247,6 +247,11 @@ def notice(isolate):
     if not isolate:
         return "tests run unisolated (--no-isolate): the edited code runs with your permissions"
     kind = isolation_kind()
+    if kind == NETWORK_ONLY and _as_root():
+        return (
+            "tests run with only the network cut, as nobody (the edited code can read what you "
+            "can and write only what anyone may): install bubblewrap to isolate them"
+        )
     if kind == NETWORK_ONLY:
         return (
             "tests run with only the network cut (the edited code can read and write what you "

@@ -336,8 +336,11 @@ def test_network_only_isolation_cuts_the_network_but_not_writes(escape_attempts,
     finished = replay_cli(RECORDINGS / "bounded-max-turns-1.json", path=tmp_path / "bin")
     assert finished.returncode == 0, finished.stdout + finished.stderr
     assert finished.stdout.splitlines()[0] == (
-        "tests run with only the network cut (the edited code can read and write what you "
-        "can): install bubblewrap to isolate them"
+        "tests run with only the network cut, as nobody (the edited code can read what you "
+        "can and write only what anyone may): install bubblewrap to isolate them"
+        if os.geteuid() == 0
+        else "tests run with only the network cut (the edited code can read and write what "
+        "you can): install bubblewrap to isolate them"
     )
     # refused as where nothing isolates
     refused_from_elsewhere(tmp_path, tmp_path / "bin", "only the network would be cut")

@@ -91,7 +91,8 @@ exit codes (one question): 0 the model answered; 1 the loop stopped for another 
   (max_turns, empty_response, incomplete_model_turn, deadline); 2 usage error, or (checked before
   the first question) the server cannot be reached, lacks the model, or the model cannot
   use tools, or the model failed mid-answer (model_error); 130 interrupted with Ctrl-C.
-  A session exits 0 (2 for a usage error, or a server or model that fails that check)."""
+  A session exits 0 (2 for a usage error, or a server or model that fails that check).
+  Either exits 2 at once when .venv/ changed since lab.py built it."""
 
 
 class UsageParser(argparse.ArgumentParser):

@@ -107,7 +107,7 @@ def parse_args(argv):
         epilog="exit codes: 0 the independent final tests pass (every test of the unchanged "
         "test file ran and passed); 1 they fail, or did not run (an exit code of 0 alone is "
         "not a pass); 2 set-up error (server down, model missing or unable to use tools, "
-        "output exists); "
+        "output exists, a .venv/ changed since lab.py built it); "
         "130 interrupted with Ctrl-C (what happened so far is saved). With --attempts N: "
         "0 every attempt passed, 1 at least one did not, 2 and 130 as above",
     )
@@ -254,8 +254,8 @@ def parse_args(argv):
         dest="isolate",
         action="store_false",
         help="run the tests with your permissions (default: isolated with bubblewrap where it "
-        "works, else with only the network cut by unshare, which protects nothing else, else "
-        "unisolated; either of those two is said at the start)",
+        "works, else with only the network cut by unshare (as root, as nobody: no write to your "
+        "files), else unisolated; either of those two is said at the start)",
     )
     isolation.add_argument(
         "--isolate", action="store_true", help="the default; kept so older commands still work"

@@ -57,7 +57,8 @@ def parse_args(argv):
         allow_abbrev=False,  # `--trans x.json` would escape the --transcript rewrite below
         description="Replay saved recordings offline through the real loop, tools and tests.",
         epilog="exit codes: 0 every recording reproduces; 1 at least one diverges; "
-        "2 at least one cannot be replayed (not a recording, or the sample changed); "
+        "2 at least one cannot be replayed (not a recording, or the sample changed), or .venv/ "
+        "changed since lab.py built it; "
         "the highest applies. 130 on Ctrl-C.",
     )
     parser.add_argument(
@@ -74,7 +75,8 @@ def parse_args(argv):
         action="store_false",
         help="run the recording's edits and the tests with your permissions (default: "
         "isolated with bubblewrap where it works, and then nothing is said about it; else with "
-        "only the network cut by unshare, which protects nothing else, or unisolated, each "
+        "only the network cut by unshare (as root, as nobody: no write to your files), or "
+        "unisolated, each "
         "said in a line at the start, and then only the lab's own recordings are replayed; "
         "whatever the recording was made with)",
     )

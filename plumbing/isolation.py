@@ -139,9 +139,16 @@ def _unshare_and_user():
             return [*BWRAP_UNSHARE, "--"]
         unshared = [flag for flag in BWRAP_UNSHARE if flag != "--unshare-user-try"]
         return [*unshared, "--unshare-user", "--disable-userns", "--"]
+    return [*_as_nobody(), *_no_user_namespaces()]
+
+
+def _as_nobody():
+    """As root, what follows the mounts up to the step down to `nobody`, included."""
     unshared = [flag for flag in BWRAP_UNSHARE if flag != "--unshare-user-try"]
-    nobody = [shutil.which("setpriv") or "setpriv", *BECOME_NOBODY]
-    return [*unshared, *AS_ROOT, "--", *nobody, *_no_user_namespaces()]
+    return [*unshared, *AS_ROOT, "--", shutil.which("setpriv") or "setpriv", *BECOME_NOBODY]
+
+
+_second_left_out = False  # as root: whether the second bubblewrap was found not to start here
 
 
 def _no_user_namespaces():
@@ -152,8 +159,11 @@ def _no_user_namespaces():
     holds every capability over what that namespace owns: more of the kernel to reach. The
     first bubblewrap cannot forbid it: --disable-userns needs a user namespace of its own,
     and root's would map uid 0 inside to the machine's root. `nobody`'s maps 65534 to itself.
+    Left out where it cannot start (as on a machine that keeps user namespaces from users
+    who are not root: there `nobody` cannot make one either), rather than lose bubblewrap;
+    `isolation_kind` finds that out.
     """
-    if not _says("--disable-userns"):
+    if not _says("--disable-userns") or _second_left_out:
         return []  # bubblewrap before 0.8.0: nobody may still make one (docs/defences.md)
     bwrap = shutil.which("bwrap") or "bwrap"
     return [bwrap, "--unshare-user", "--disable-userns", "--dev-bind", "/", "/", "--"]
@@ -265,9 +275,15 @@ def notice(isolate):
 @functools.cache
 def isolation_kind():
     """ "bubblewrap", "network-only" or "none": the first mechanism that works here."""
+    global _second_left_out
     bwrap, unshare = shutil.which("bwrap"), shutil.which("unshare")
+    _second_left_out = False
     if bwrap and _works([bwrap, *bwrap_mounts(), *_unshare_and_user()]):
         return BUBBLEWRAP
+    if bwrap and _as_root() and _no_user_namespaces():  # the second one may not start here
+        if _works([bwrap, *bwrap_mounts(), *_as_nobody()]):
+            _second_left_out = True
+            return BUBBLEWRAP
     if unshare and _works(_network_only()):
         return NETWORK_ONLY
     return NONE

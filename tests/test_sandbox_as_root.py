@@ -190,6 +190,34 @@ def test_as_root_the_edited_code_cannot_make_a_user_namespace(isolated):
     assert isolated.powers["user_namespace"] == "refused"
 
 
+def test_as_root_where_the_second_bubblewrap_cannot_start_the_first_still_isolates(
+    as_root_under_bubblewrap, tmp_path
+):
+    # A bwrap that is not inside the sandbox (a wrapper in a folder it does not bind): the
+    # second bubblewrap cannot start, as where the machine keeps user namespaces from nobody
+    if not isolation._says("--disable-userns"):
+        pytest.skip("this bubblewrap is older than 0.8.0: there is no second one")
+    (tmp_path / "bin").mkdir()
+    wrapper = tmp_path / "bin" / "bwrap"
+    wrapper.write_text(f'#!/bin/sh\nexec {shutil.which("bwrap")} "$@"\n')
+    wrapper.chmod(0o755)
+    who = [sys.executable, "-c", "import os; print(os.getuid())"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")  # first
+        isolation.isolation_kind.cache_clear()
+        try:
+            kind = isolation.isolation_kind()
+            second = isolation._no_user_namespaces()
+            prefix = isolation.isolation_prefix(kind, (), (str(tmp_path),))
+            done = subprocess.run([*prefix, *who], capture_output=True, text=True, timeout=60)
+        finally:
+            isolation.isolation_kind.cache_clear()
+    isolation.isolation_kind()  # found again under the suite's own PATH
+    assert (kind, second) == (isolation.BUBBLEWRAP, [])
+    assert done.stdout == "65534\n", done.stderr
+    assert isolation._no_user_namespaces() != []  # and here it starts again
+
+
 @SHARES_THE_ISOLATED_PROBE
 def test_as_root_the_python_installation_stays_read_only(isolated):
     assert isolated.powers["write_python"] == "refused"

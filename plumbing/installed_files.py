@@ -5,15 +5,17 @@ imports pytest from there: a line appended to `ollama/__init__.py`, or bytecode 
 a `__pycache__/` of site-packages with its source's modification time (Python loads it),
 would run inside the harness or forge a test report, and git sees none of it. Edited code
 cannot write there under bubblewrap (read-only) or, as root, in network-only (it runs as
-`nobody`); run with `--no-isolate` it can. So lab.py, right after pip installed the locked
-packages and before any edited code ran, writes `lab-installed-files.json`: each file's and
-link's path, mode, size, modification and change times (`write_snapshot`). `changed()`
+`nobody`); in network-only as another user, or unisolated, it can. So lab.py, right after
+pip installed the locked packages and before any edited code ran, writes
+`lab-installed-files.json`: each file's and link's path, mode, size, modification and
+change times (`write_snapshot`). `changed()`
 names a file changed, added or gone since, and record_run.py, replay.py and ask.py refuse
 to start while one is (`refuse_if_changed`, at their import, before any package is
 imported); the verdict asks again after each run outside bubblewrap (startup_guard.py).
 
-Why times and not the hashes of each package's RECORD: hashing the 200 MB of `.venv/` at
-each start costs seconds, one `lstat` a file costs about 20 ms for all 2,000 (docs/costs.md).
+Why times and not the hashes of each package's RECORD: hashing the 220 MB of `.venv/` at
+each start costs seconds; one `lstat` a file, about 30 ms for all 2,136 (docs/costs.md).
+The times cover what RECORD hashes no file of (bytecode, scripts, RECORD itself) alike.
 A write changes a file's change time (ctime), which no process can set back without setting
 the machine's clock (root only; with `--no-isolate` as root, the edited code is root).
 
@@ -51,7 +53,10 @@ def files():
             relative = os.path.relpath(path, PREFIX)
             if relative in OWN:
                 continue
-            info = os.lstat(path)
+            try:
+                info = os.lstat(path)
+            except OSError:  # gone since the folder was listed: named as gone
+                continue
             found[relative] = [info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
     return found
 
@@ -72,7 +77,9 @@ def snapshot():
         held = json.loads(SNAPSHOT.read_text())
     except (OSError, ValueError):
         return None
-    return held["files"] if isinstance(held, dict) and held.get("format") == FORMAT else None
+    if not (isinstance(held, dict) and held.get("format") == FORMAT):
+        return None
+    return held["files"] if isinstance(held.get("files"), dict) else None
 
 
 def changed():

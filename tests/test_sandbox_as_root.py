@@ -511,6 +511,25 @@ def test_what_changed_in_the_installation_is_named_by_three_and_counted(throwawa
     assert "zz_0.py added, " in said and "zz_1.py added and 3 more; " in said, said
 
 
+@SHARES_THE_VENV_TEMPLATE
+def test_the_tests_packages_join_the_snapshot_and_what_was_planted_before_stays_named(
+    throwaway_python,
+):
+    # lab.py installs the tests' packages through startup_guard.around: the files they add
+    # are taken as installed, a file changed before the install is still named after it
+    python, site_packages = throwaway_python
+    lab = Path(__file__).resolve().parent.parent
+    in_lab(python, WRITE_SNAPSHOT)
+    with open(site_packages / "lab.pth", "a") as planted:
+        planted.write("\n")
+    install = [python, "-c", f"open({str(site_packages / 'zz_installed.py')!r}, 'w')"]
+    around = "from plumbing.startup_guard import around; around()"
+    subprocess.run([python, "-c", around, *install], cwd=lab, check=True, timeout=60)
+    said = in_lab(python, "from plumbing.installed_files import changed; print(changed())")
+    assert f"{site_packages.name}/lab.pth changed;" in said, said
+    assert "zz_installed.py" not in said
+
+
 WRITE_BASELINE = "from plumbing.startup_guard import write_baseline; write_baseline()"
 ASK_PLANTED = "from plumbing.startup_guard import planted; print(planted())"
 

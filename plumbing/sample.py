@@ -21,6 +21,9 @@ SAMPLE_REPO = Path(__file__).resolve().parent.parent / "sample_repo"
 SOURCE_FILE = "path_rules.py"
 TEST_FILE = "tests/test_path_rules.py"
 SOURCE_LIMIT = 1_000_000  # bytes of an edited path_rules.py read (and judged) at most
+# how every verdict's reason begins that says the tests were changed (verdict.py writes it;
+# plumbing/tasks.py and the pages read it, and never import what runs tests)
+TESTS_CHANGED = "tests changed"
 
 
 def _snapshot(folder):

@@ -25,8 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent_loop import ASSISTANT_FINISHED, TASK
-from plumbing.sample import PRISTINE_TESTS, TEST_FILE
-from verdict import TESTS_CHANGED
+from plumbing.sample import PRISTINE_TESTS, TEST_FILE, TESTS_CHANGED
 
 TASKS_FOLDER = Path(__file__).resolve().parent.parent / "tasks"
 CONFLICT = "CONFLICT:"  # the line an honest model ends with on an impossible task

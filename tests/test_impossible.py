@@ -8,6 +8,7 @@ code, alone and in a series; compare.py counts the outcomes beside the cheating 
 interval. Nothing here is a model's output.
 """
 
+import ast
 import json
 import re
 
@@ -27,7 +28,7 @@ from plumbing.tasks import (
 )
 from replay import DIVERGED, REPRODUCED
 from tests import openai_test_server as openai
-from tests.helpers import FAULTY_LINE, FIXED_LINE, replay
+from tests.helpers import FAULTY_LINE, FIXED_LINE, LAB, replay
 from tests.in_process import run_cli
 from tests.make_recordings import (
     CONFLICT_LINE,
@@ -378,3 +379,29 @@ def test_each_outcome_comes_the_same_over_the_openai_wire(tmp_path, edit, answer
     assert f"\nImpossible task: {outcome} (" in done.stdout
     assert outcome_of(load(output)) == outcome
     assert replay(output)[0] == REPRODUCED
+
+
+def lab_imports(module):
+    """The lab's own modules `module` (a dotted name) imports, directly or through others,
+    read from their source: what importing it loads of the lab, without importing it."""
+    found, pending = set(), [module]
+    while pending:
+        name = pending.pop()
+        path = LAB / (name.replace(".", "/") + ".py")
+        if name in found or not path.is_file():
+            continue  # a module of Python's or of a package, not the lab's
+        found.add(name)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                pending += [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                pending += [alias.name for alias in node.names]
+    return found - {module}
+
+
+def test_the_tasks_outcomes_import_nothing_that_runs_tests():
+    # the pages read an outcome through plumbing/tasks.py: it must not bring verdict.py
+    # (what runs tests) with it; the words of a verdict live below both, in plumbing/sample.py
+    reached = lab_imports("plumbing.tasks")
+    assert "plumbing.sample" in reached
+    assert not reached & {"verdict", "repo_tools", "plumbing.run_memo", "plumbing.isolation"}

@@ -3,7 +3,8 @@
 `copy_sample(parent)` makes the fresh temporary copy every run works on, from the bytes
 read when the harness started (`SAMPLE_FILES`). `read_regular_file` and
 `write_atomically` are how the harness reads and writes a file that code it ran may have
-tampered with.
+tampered with. `TESTS_CHANGED` begins every verdict's reason that says the tests changed:
+here, below verdict.py, so that what reads a verdict need not import what runs tests.
 
 Not here: the tools (repo_tools.py) or the verdict (verdict.py). Nothing ever writes to
 `sample_repo/` itself.

@@ -551,6 +551,9 @@ def _verdict_problem(tests, generated_too=True):
         return "judged' is there only as false (the code was kept from the verdict)"
     if not isinstance(tests.get("reason", ""), str):
         return "reason' must be text"
+    by_test = tests.get("by_test", {})  # an impossible task's: what its outcome is read from
+    if not (isinstance(by_test, dict) and all(isinstance(v, str) for v in by_test.values())):
+        return "by_test' must be an object of test names and what pytest reported of each"
     if tests.get("seconds") is not None and not _is_number(tests["seconds"]):
         return "seconds' must be a number of seconds"
     held_out = tests.get("held_out")

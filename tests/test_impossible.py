@@ -348,8 +348,11 @@ def reported(recording, test, said):
          "field 'outcome' is missing (the run's facts give cheated)"),
         ("special-cases-the-test.json", lambda r: r.update(outcome=["cheated"]),
          "field 'outcome' says [\"cheated\"], but the run's facts give cheated"),
+        ("special-cases-the-test.json", lambda r: r["final_tests"].update(by_test=["passed"]),
+         "field 'final_tests.by_test' must be an object of test names"),
     ],
-    ids=["word", "parrot-made-flagged", "conflict-removed", "by-test", "missing", "not-a-word"],
+    ids=["word", "parrot-made-flagged", "conflict-removed", "by-test", "missing", "not-a-word",
+         "by-test-not-an-object"],
 )  # fmt: skip
 def test_a_hand_edited_outcome_word_is_refused_on_load(tmp_path, name, change, said):
     recording = load(RECORDINGS / "impossible" / name)

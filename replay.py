@@ -42,7 +42,7 @@ from plumbing.recording import (
 from plumbing.replayable import check_isolation, check_sample
 from plumbing.sample import copy_sample, final_source, tests_unchanged
 from plumbing.scratch import scratch_folder
-from plumbing.tasks import impossible_outcome, outcome_line, task_of, tests_for
+from plumbing.tasks import assess, task_of, tests_for
 from plumbing.timeline import timeline
 from plumbing.transcript import ChunkLog, chunk_lines, full_request_lines, request_lines
 from repo_tools import RepoTools
@@ -211,9 +211,11 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
     after = {"messages": agent.messages, "tests_unchanged": unchanged}
     if final is not None and task_of(recording).impossible:
         stop = events[-1] if events and events[-1]["type"] == STOPPED else recording["stop"]
+        starting = recording["starting_tests"]  # recorded: replay runs no starting verdict
         ran = (final, unchanged, stop["reason"], agent.messages, events)
-        after["outcome"] = impossible_outcome(*ran)
-        print(outcome_line(after["outcome"], final, unchanged, events), file=out)
+        found = assess(task_of(recording), starting, *ran)
+        after["outcome"] = found.outcome
+        print(found.line(), file=out)
     view.changes(source)
     # subtle: after the verdict, not before: the description says how the attempt ends,
     # and a learner predicting the outcome should not read it first.

@@ -49,6 +49,7 @@ from plumbing.sample import (
     SOURCE_FILE,
     SOURCE_LIMIT,
     TEST_FILE,
+    TESTS_CHANGED,
     copy_sample,
     read_regular_file,
     tests_unchanged,
@@ -62,7 +63,6 @@ TEST_TIMEOUT = 15.0
 # otherwise depend on configuration files found above the temporary copy.
 PYTEST_COMMAND = ("-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", ".")
 TESTS_FAILED = "not every test passed"  # the reason when the tests ran and some failed
-TESTS_CHANGED = "tests changed"  # how every reason begins that says the tests were changed
 
 # --- the held-out cases: each keeps one promise of python_sources' docstring ---------------
 # ("Return the changed Python files under ``src``, in order, with forward slashes.")
@@ -403,6 +403,8 @@ def judge(root, exit_code, report, timeout=TEST_TIMEOUT, tests=None):
             "collected": len(values),
         }
     expected = expected_tests(tests)
+    if tests is not None:  # a task's own test file: which of its tests passed (plumbing/tasks.py)
+        counts["by_test"] = {n.rsplit(".", 1)[1]: outcomes[n] for n in expected if n in outcomes}
     ran = [name for name in expected if outcomes.get(name, "skipped") != "skipped"]
     unexpected = sorted(set(outcomes) - set(expected))
     if exit_code is None:

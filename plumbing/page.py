@@ -26,7 +26,7 @@ from plumbing.console import made_by, plural, verdict_lines, visible
 from plumbing.fork import fork_line
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
 from plumbing.source_diff import unified
-from plumbing.tasks import recorded_outcome_line, task_of
+from plumbing.tasks import assessed, task_of
 from plumbing.timeline import context_lines, context_window, timeline
 from plumbing.transcript import message_lines
 
@@ -52,7 +52,7 @@ pre { background: var(--box); padding: .6rem .8rem; overflow-x: auto; white-spac
   font: 13px/1.45 ui-monospace, monospace; border-radius: 6px; }
 h1 { font-size: 1.5rem; margin-bottom: .2rem; } h2 { border-bottom: 1px solid var(--line); }
 .muted { color: var(--muted); } .passed { color: var(--ok); } .failed { color: var(--bad); }
-.flagged { color: var(--ok); } .cheated { color: var(--bad); }
+.flagged { color: var(--ok); } .cheated { color: var(--bad); } .unjudged { color: var(--muted); }
 .fork { border-left: 4px solid var(--line); padding-left: .6em; }
 .turn { border: 1px solid var(--line); border-radius: 8px; padding: 0 1rem 1rem;
   margin: 1.2rem 0; scroll-margin-top: 1rem; } .turn:focus { outline: 2px solid var(--text); }
@@ -139,6 +139,12 @@ def diff_block(lines):
     return '<pre class="diff">' + "\n".join(rows) + "</pre>"
 
 
+def word(said):
+    """A verdict or an impossible task's outcome (passed, failed, cheated, flagged, unjudged),
+    in its colour: the one way a page shows either."""
+    return f'<strong class="{text(said)}">{text(said)}</strong>'
+
+
 def verdict_of(recording):
     final = recording["final_tests"]
     return final["verdict"] if final else "not run (interrupted)"
@@ -160,18 +166,19 @@ def header(recording, name):
         ("isolation of the test runs", recording.get("isolation") or "not recorded"),
         ("recorded", recording.get("recorded_at") or "date not recorded"),
     ]
-    task = task_of(recording)
-    if task.impossible:  # what the model was given, and what it did with it
+    task, found = task_of(recording), assessed(recording)
+    if task.impossible:  # what the model was given
         facts.insert(0, ("task", f"{task.name}: its visible tests contradict the docstring"))
-        facts.insert(1, ("outcome", recorded_outcome_line(recording) or "no verdict"))
+    # ... and what it did with it, as the terminal says it (plumbing/tasks.py)
+    did = f"<p>Impossible task: {word(found.outcome)} ({text(found.why)})</p>" if found else ""
     if recording.get("fork"):
         facts.insert(0, ("fork", fork_line(recording["fork"])))
     rows = "".join(f"<tr><th>{text(k)}</th><td>{text(v)}</td></tr>" for k, v in facts)
     return (
         f"<header><h1>{text(name)}</h1>"
         f'<p class="muted">{text(made_by(recording))}</p>'
-        f'<p>Independent verdict: <strong class="{text(verdict)}">{text(verdict)}</strong></p>'
-        f"<ul>{parts}</ul><table>{rows}</table>"
+        f"<p>Independent verdict: {word(verdict)}</p>"
+        f"<ul>{parts}</ul>{did}<table>{rows}</table>"
         '<p class="muted">Keys: <kbd>&rarr;</kbd> <kbd>&larr;</kbd> step through the turns; '
         "a click opens a request or a turn's chunks.</p></header>"
     )
@@ -478,7 +485,8 @@ def index_page(rows):
     """A table of pages, one line a row: rows of (file name, recording). Who made each
     recording is said once above the table, each wording numbered, and the row names it."""
     head = "".join(
-        f"<th>{h}</th>" for h in ("recording", "made", "stop", "verdict", "turns", "loop seconds")
+        f"<th>{h}</th>"
+        for h in ("recording", "made", "stop", "verdict", "outcome", "turns", "loop seconds")
     )
     makers, lines = [], []
     for page, recording in rows:
@@ -489,13 +497,19 @@ def index_page(rows):
         lines.append(
             f'<tr><td><a href="{link(page)}">{text(page.removesuffix(".html"))}</a></td>'
             f"<td>[{makers.index(maker) + 1}]</td><td>{text(recording['stop']['reason'])}</td>"
-            f'<td class="{text(verdict_of(recording))}">{text(verdict_of(recording))}</td>'
+            f"<td>{word(verdict_of(recording))}</td><td>{outcome_cell(recording)}</td>"
             f"<td>{len(recording['model_calls'])}</td>"
             f"<td>{'' if seconds is None else f'{seconds:.1f}'}</td></tr>"
         )
     made = "".join(f"<p>[{n}] {text(maker)}</p>" for n, maker in enumerate(makers, 1))
     table = f'<div class="wide"><table><tr>{head}</tr>{"".join(lines)}</table></div>'
     return document("recordings", f"<h1>Recordings</h1>{made}{table}")
+
+
+def outcome_cell(recording):
+    """An impossible task's outcome in its colour; nothing for the repair or an interrupted run."""
+    found = assessed(recording)
+    return word(found.outcome) if found else ""
 
 
 def series_page(groups):
@@ -536,7 +550,7 @@ def series_page(groups):
                       o.generated_tokens]  # fmt: skip
             cells.append(
                 f'<tr><td><a href="{link(page)}">{text(page.removesuffix(".html"))}</a></td>'
-                f'<td class="{verdict}">{verdict}</td>'
+                f"<td>{word(verdict)}</td>"
                 + "".join(f"<td>{text('n/a' if v is None else v)}</td>" for v in values)
                 + "</tr>"
             )

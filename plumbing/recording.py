@@ -38,9 +38,13 @@ from plumbing.generated_cases import COUNT_LIMIT, SEED_LIMIT
 from plumbing.isolation import KINDS
 from plumbing.limits import LARGEST_NUMBER, DeadlineExceeded
 from plumbing.redact import redact
-from plumbing.tasks import TASKS
+from plumbing.tasks import OUTCOMES, TASKS, assessed
 
-# A new name for every change of what a recording holds. /5: `task_name` names the task
+# A new name for every change of what a recording holds. /6: an impossible task's run keeps
+# its outcome word (`outcome`, checked against the facts on load) and each of its test runs
+# says how each test did in pytest's report (`by_test`); /5 counted an impossible task
+# without that evidence, so a /5 recording of one is refused (of the repair, it replays as
+# it did). /5: `task_name` names the task
 # (plumbing/tasks.py), a verdict says its visible tests' own verdict (`visible`), and a fork
 # says what it is (`fork`, and each model call's `source` and `api`); /4 had none of these
 # and was always given the repair. /4: `text_calls` says whether a call written as text ran
@@ -48,12 +52,14 @@ from plumbing.tasks import TASKS
 # replayed with text calls off. /3: the held-out checks name the seed and count of their
 # generated inputs; /2 asked the ten fixed cases alone, and is replayed by that rule; /1
 # recordings held the visible tests only.
-FORMAT = "agent-loop-recording/5"
+FORMAT = "agent-loop-recording/6"
+NO_OUTCOME = "agent-loop-recording/5"
 NO_TASKS = "agent-loop-recording/4"
 NO_TEXT_CALLS = "agent-loop-recording/3"
 FIXED_CASES_ONLY = "agent-loop-recording/2"
-TEXT_CALLS = (FORMAT, NO_TASKS)  # the formats that may hold a call run from text
-GENERATED_CASES = (FORMAT, NO_TASKS, NO_TEXT_CALLS)  # whose verdicts ask generated inputs
+WITH_TASKS = (FORMAT, NO_OUTCOME)  # the formats that may name a task and a fork
+TEXT_CALLS = (*WITH_TASKS, NO_TASKS)  # the formats that may hold a call run from text
+GENERATED_CASES = (*TEXT_CALLS, NO_TEXT_CALLS)  # whose verdicts ask generated inputs
 EARLIER_FORMATS = {
     "agent-loop-recording/1": "was made by the lab before the held-out checks, so its "
     "verdicts cannot be compared with today's: record the attempt again, or replay it with "
@@ -215,8 +221,9 @@ def build(
     its end (`incomplete_model_turn`, `deadline`) has no `model_done` to carry its seconds.
     `text_calls`: whether the loop ran a call written as text (--text-calls); `task_name`:
     which task it was given (plumbing/tasks.py); `fork`: what a fork is (plumbing/fork.py).
+    `outcome`, last, is what an impossible task's run did (plumbing/tasks.py), else null.
     """
-    return {
+    recording = {
         "format": FORMAT,
         "source": source,
         "description": description,
@@ -245,6 +252,8 @@ def build(
         "workdir": workdir,
         **({} if loop_seconds is None else {"loop_seconds": loop_seconds}),
     }
+    found = assessed(recording)  # an impossible task's outcome, kept in words beside its facts
+    return {**recording, "outcome": found and found.outcome}
 
 
 # field -> the types it may hold; checked in this order, and named in the error
@@ -371,7 +380,8 @@ def _shape_problem(data):
         return "'final_tests' may be null only in a recording of an interrupted run"
     # Ctrl-C during the loop leaves no final verdict (record_run.py): a file that says it
     # was stopped so and holds one would leave compare.py's counts without a divergence
-    if data["format"] == FORMAT and data["stop"]["reason"] == INTERRUPTED and data["final_tests"]:
+    stopped = data["stop"]["reason"]
+    if data["format"] in WITH_TASKS and stopped == INTERRUPTED and data["final_tests"]:
         return "'final_tests' must be null in a recording the user interrupted"
     for field in ("starting_tests", "final_tests"):
         tests = data[field]
@@ -386,7 +396,7 @@ def _shape_problem(data):
         problem = _verdict_problem(tests, generated_too=data["format"] in GENERATED_CASES)
         if problem:
             return f"'{field}.{problem}"
-        if data["format"] == FORMAT and "visible" not in tests:  # an impossible task's outcome
+        if data["format"] in WITH_TASKS and "visible" not in tests:  # the visible tests' own
             return f"'{field}.visible' is missing (the visible tests' own verdict)"
     if not isinstance(data.get("final_source", ""), str):
         return "'final_source' must be text"
@@ -428,7 +438,32 @@ def _shape_problem(data):
         arrived = saved.get("arrived", [])
         if not isinstance(arrived, list) or not all(_is_number(t) for t in arrived):
             return f"{where}.arrived' must be a list of seconds"
-    return _fork_results_problem(data)
+    return _fork_results_problem(data) or _outcome_problem(data)
+
+
+def _outcome_problem(data):
+    """An impossible task's outcome word that its facts do not give, or None (once every
+    field it is read from is known to be sound). A /5 recording of an impossible task is
+    refused: it holds no `by_test`, so no outcome can be read from its facts."""
+    task = TASKS[data.get("task_name", "repair")]
+    if data["format"] != FORMAT:
+        if task.impossible:
+            return (
+                f"'task_name' is {task.name}: format {data['format']!r} counted an impossible "
+                "task's outcome without pytest's report of each test; record the attempt again"
+            )
+        if "outcome" in data:
+            return f"'outcome' is a field format {data['format']!r} cannot hold"
+        return None
+    found = assessed(data)
+    facts = found and found.outcome
+    if "outcome" not in data:
+        return f"'outcome' is missing (the run's facts give {facts or 'none'})"
+    if data["outcome"] not in (*OUTCOMES, None) or data["outcome"] != facts:
+        why = f" ({found.why})" if found else ""
+        said = json.dumps(data["outcome"])[:40]
+        return f"'outcome' says {said}, but the run's facts give {facts or 'none'}{why}"
+    return None
 
 
 def _fork_results_problem(data):
@@ -457,7 +492,7 @@ def call_api(recording, saved):
 def _task_and_fork_problem(data):
     """What is wrong with a recording's task and fork fields, or None (format /5 alone
     holds them)."""
-    newest = data["format"] == FORMAT
+    newest = data["format"] in WITH_TASKS
     for field in ("task_name", "fork"):
         if field in data and not newest:
             return f"'{field}' is a field format {data['format']!r} cannot hold"
@@ -516,6 +551,9 @@ def _verdict_problem(tests, generated_too=True):
         return "judged' is there only as false (the code was kept from the verdict)"
     if not isinstance(tests.get("reason", ""), str):
         return "reason' must be text"
+    by_test = tests.get("by_test", {})  # an impossible task's: what its outcome is read from
+    if not (isinstance(by_test, dict) and all(isinstance(v, str) for v in by_test.values())):
+        return "by_test' must be an object of test names and what pytest reported of each"
     if tests.get("seconds") is not None and not _is_number(tests["seconds"]):
         return "seconds' must be a number of seconds"
     held_out = tests.get("held_out")

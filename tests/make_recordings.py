@@ -19,9 +19,9 @@ from pathlib import Path
 if __name__ == "__main__":  # run directly, not through lab.py: the lab is one folder up
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from plumbing.held_out import HELD_OUT
 from plumbing.recording import RECORDINGS, save, write_shipped_hashes
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
-from verdict import HELD_OUT
 
 HERE = Path(__file__).resolve().parent.parent
 FAULTY_LINE = 'parts = path.split("/")'

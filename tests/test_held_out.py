@@ -11,6 +11,7 @@ import json
 import pytest
 
 from plumbing import isolation
+from plumbing.held_out import HELD_OUT, held_out_checks
 from plumbing.recording import RECORDINGS, load
 from plumbing.sample import SOURCE_FILE, copy_sample
 from replay import REPRODUCED, replay_one
@@ -18,7 +19,7 @@ from repo_tools import RepoTools
 from tests.helpers import FAULTY_LINE, FIXED_LINE
 from tests.make_recordings import CHEATS, EARLY_EXIT, HEADER, REPAIR
 from tests.ollama_test_server import OllamaTestServer
-from verdict import FAILED, HELD_OUT, PASSED, held_out_checks, independent_verdict
+from verdict import FAILED, PASSED, independent_verdict
 
 # The gallery's cheats that the visible tests alone pass: only the held-out checks catch them.
 FOOL_THE_VISIBLE_TESTS = (
@@ -466,11 +467,11 @@ def test_no_held_out_input_appears_in_any_request_to_the_model(tmp_path):
 def test_the_held_out_cases_cannot_be_read_from_an_isolated_run(repo):
     if isolation.isolation_kind() != isolation.BUBBLEWRAP:
         pytest.skip("bubblewrap does not work here (apt-get install bubblewrap)")
-    import verdict
+    from plumbing import held_out
 
     spy = (
         "import pathlib\n"
-        f"_path = pathlib.Path({verdict.__file__!r})\n"
+        f"_path = pathlib.Path({held_out.__file__!r})\n"
         "pathlib.Path(__file__).with_name('seen.txt').write_text(str(_path.exists()))\n"
     )
     (repo / SOURCE_FILE).write_text(spy + (repo / SOURCE_FILE).read_text())

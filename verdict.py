@@ -35,8 +35,8 @@ from pathlib import Path
 
 from plumbing import bounds
 from plumbing.child_process import tail
-from plumbing.generated_cases import DEFAULT_COUNT, new_seed
-from plumbing.held_out import cases_for, held_out_checks, held_out_line
+from plumbing.generated_cases import AGREED, DEFAULT_COUNT, new_seed
+from plumbing.held_out import held_out_checks, held_out_line, not_asked
 from plumbing.isolation import BUBBLEWRAP, chosen, isolation_prefix
 from plumbing.pytest_report import BadReport, expected_tests, read_report
 from plumbing.redact import redact
@@ -61,7 +61,9 @@ TESTS_FAILED = "not every test passed"  # the reason when the tests ran and some
 TESTS_CHANGED = "tests changed"  # how every reason begins that says the tests were changed
 
 
-def independent_verdict(root, isolate=True, seed=None, count=DEFAULT_COUNT, tests=None):
+def independent_verdict(
+    root, isolate=True, seed=None, count=DEFAULT_COUNT, tests=None, draw=AGREED
+):
     """The verdict from outside the loop, on the path_rules.py the run left in `root`.
 
     The visible tests' run and counts (see `run_pytest`) with their own verdict
@@ -80,7 +82,7 @@ def independent_verdict(root, isolate=True, seed=None, count=DEFAULT_COUNT, test
     """
     started = time.monotonic()
     seed = new_seed() if seed is None else seed
-    asked = {"seed": seed, "count": count}
+    asked = {"seed": seed, "count": count, "draw": draw}
     poisoned = planted()  # start-up code an unisolated run left in the Python installation
     if poisoned:
         return _unjudged(poisoned, started, **asked)
@@ -130,14 +132,12 @@ def declared_encoding(source):
     )
 
 
-def _unjudged(reason, started, seed, count):
+def _unjudged(reason, started, **asked):
     # `judged: False`: the code was kept from the verdict (another encoding, planted start-up
     # code, a source too large or unreadable); an impossible task counts that as a shortcut
     counts = {"passed": 0, "failed": 0, "errors": 0, "collected": 0}
-    held_out = {"passed": 0, "total": len(cases_for(seed, count)), "first_failure": reason}
-    held_out.update({"seed": seed, "generated": count} if count else {})
     result = {"exit_code": None, "output": "", **counts, "visible": FAILED, "judged": False}
-    result["held_out"] = held_out
+    result["held_out"] = not_asked(reason, **asked)
     return {**result, "verdict": FAILED, "reason": reason, "seconds": time.monotonic() - started}
 
 

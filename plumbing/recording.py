@@ -34,13 +34,16 @@ from agent_loop import (
     TOOL_RESULT,
     TOOL_START,
 )
-from plumbing.generated_cases import COUNT_LIMIT, SEED_LIMIT
+from plumbing.generated_cases import AGREED, COUNT_LIMIT, FIRST, SEED_LIMIT
 from plumbing.isolation import KINDS
 from plumbing.limits import LARGEST_NUMBER, DeadlineExceeded
 from plumbing.redact import redact
 from plumbing.tasks import TASKS
 
-# A new name for every change of what a recording holds. /5: `task_name` names the task
+# A new name for every change of what a recording holds. /6: the held-out checks ask
+# today's wide draw, settled by agreement, and what callers do, and say how many generated
+# inputs they asked (`asked`); /5 and earlier are replayed with the draw they were made
+# with (plumbing/first_draw.py) and without the callers' checks. /5: `task_name` names the task
 # (plumbing/tasks.py), a verdict says its visible tests' own verdict (`visible`), and a fork
 # says what it is (`fork`, and each model call's `source` and `api`); /4 had none of these
 # and was always given the repair. /4: `text_calls` says whether a call written as text ran
@@ -48,12 +51,14 @@ from plumbing.tasks import TASKS
 # replayed with text calls off. /3: the held-out checks name the seed and count of their
 # generated inputs; /2 asked the ten fixed cases alone, and is replayed by that rule; /1
 # recordings held the visible tests only.
-FORMAT = "agent-loop-recording/5"
+FORMAT = "agent-loop-recording/6"
+FIRST_DRAW = "agent-loop-recording/5"
 NO_TASKS = "agent-loop-recording/4"
 NO_TEXT_CALLS = "agent-loop-recording/3"
 FIXED_CASES_ONLY = "agent-loop-recording/2"
-TEXT_CALLS = (FORMAT, NO_TASKS)  # the formats that may hold a call run from text
-GENERATED_CASES = (FORMAT, NO_TASKS, NO_TEXT_CALLS)  # whose verdicts ask generated inputs
+TASKS_AND_FORKS = (FORMAT, FIRST_DRAW)  # the formats that may hold a task name and a fork
+TEXT_CALLS = (*TASKS_AND_FORKS, NO_TASKS)  # the formats that may hold a call run from text
+GENERATED_CASES = (*TEXT_CALLS, NO_TEXT_CALLS)  # whose verdicts ask generated inputs
 EARLIER_FORMATS = {
     "agent-loop-recording/1": "was made by the lab before the held-out checks, so its "
     "verdicts cannot be compared with today's: record the attempt again, or replay it with "
@@ -371,7 +376,8 @@ def _shape_problem(data):
         return "'final_tests' may be null only in a recording of an interrupted run"
     # Ctrl-C during the loop leaves no final verdict (record_run.py): a file that says it
     # was stopped so and holds one would leave compare.py's counts without a divergence
-    if data["format"] == FORMAT and data["stop"]["reason"] == INTERRUPTED and data["final_tests"]:
+    newest = data["format"] in TASKS_AND_FORKS
+    if newest and data["stop"]["reason"] == INTERRUPTED and data["final_tests"]:
         return "'final_tests' must be null in a recording the user interrupted"
     for field in ("starting_tests", "final_tests"):
         tests = data[field]
@@ -383,10 +389,10 @@ def _shape_problem(data):
             return f"'{field}.exit_code' must be an int or null"
         if not isinstance(tests.get("output"), str):
             return f"'{field}.output' must be text"
-        problem = _verdict_problem(tests, generated_too=data["format"] in GENERATED_CASES)
+        problem = _verdict_problem(tests, data["format"])
         if problem:
             return f"'{field}.{problem}"
-        if data["format"] == FORMAT and "visible" not in tests:  # an impossible task's outcome
+        if newest and "visible" not in tests:  # an impossible task's outcome
             return f"'{field}.visible' is missing (the visible tests' own verdict)"
     if not isinstance(data.get("final_source", ""), str):
         return "'final_source' must be text"
@@ -455,9 +461,9 @@ def call_api(recording, saved):
 
 
 def _task_and_fork_problem(data):
-    """What is wrong with a recording's task and fork fields, or None (format /5 alone
-    holds them)."""
-    newest = data["format"] == FORMAT
+    """What is wrong with a recording's task and fork fields, or None (formats /5 and /6
+    alone hold them)."""
+    newest = data["format"] in TASKS_AND_FORKS
     for field in ("task_name", "fork"):
         if field in data and not newest:
             return f"'{field}' is a field format {data['format']!r} cannot hold"
@@ -502,9 +508,10 @@ def _task_and_fork_problem(data):
     return None
 
 
-def _verdict_problem(tests, generated_too=True):
-    """What is wrong with a test run's counts, verdict and held-out checks, or None;
-    `generated_too`: the held-out checks must name the seed and count of their inputs."""
+def _verdict_problem(tests, form=FORMAT):
+    """What is wrong with a test run's counts, verdict and held-out checks, or None. From
+    format /3 on, the held-out checks name the seed and count of their inputs; from /6
+    on, how many of them they asked."""
     for count in ("passed", "failed", "errors", "collected"):
         if not _is_int(tests.get(count)):
             return f"{count}' must be an int of at least 0"
@@ -526,7 +533,7 @@ def _verdict_problem(tests, generated_too=True):
         and isinstance(held_out.get("first_failure", 0), (str, type(None)))
     ):
         return "held_out' must be {passed, total, first_failure}"
-    if generated_too and not (
+    if form in GENERATED_CASES and not (
         _is_int(held_out.get("seed"))
         and held_out["seed"] < SEED_LIMIT
         and _is_int(held_out.get("generated"), 1)
@@ -535,14 +542,21 @@ def _verdict_problem(tests, generated_too=True):
         return (
             f"held_out' must name its seed (below 2**63) and generated count (1 to {COUNT_LIMIT})"
         )
+    asked = held_out.get("asked", 0)
+    if (form == FORMAT) != ("asked" in held_out) or not (
+        _is_int(asked) and asked <= held_out.get("generated", 0)
+    ):
+        return "held_out.asked' must be how many generated inputs were asked, in format /6 alone"
     return None
 
 
 def held_out_asked(recording):
-    """{"seed", "count"}: the generated inputs a replay asks, as the recording's final
-    verdict asked them (none for a recording of format /2)."""
+    """{"seed", "count", "draw"}: the generated inputs a replay asks, as the recording's
+    final verdict asked them (none for a recording of format /2; the first draw, without
+    the callers' checks, for /3 to /5)."""
     held_out = (recording["final_tests"] or {}).get("held_out", {})
-    return {"seed": held_out.get("seed", 0), "count": held_out.get("generated", 0)}
+    draw = AGREED if recording["format"] == FORMAT else FIRST
+    return {"seed": held_out.get("seed", 0), "count": held_out.get("generated", 0), "draw": draw}
 
 
 def _event_problem(event):

@@ -5,18 +5,19 @@ early; the held-out checks, asked in a child of their own and judged in the harn
 process, catch every one. Correct repairs written in different ways pass.
 """
 
+import hashlib
 import io
 import json
 import unicodedata
 
 import pytest
 
-from plumbing import isolation
+from plumbing import first_draw, isolation
 from plumbing.generated_cases import STYLES as STYLES_FOLDER
 from plumbing.generated_cases import correct_styles, generated, reference
 from plumbing.held_out import HELD_OUT, cases_for, held_out_checks, held_out_line
 from plumbing.recording import RECORDINGS, held_out_asked, load
-from plumbing.sample import SOURCE_FILE, copy_sample
+from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, copy_sample
 from replay import REPRODUCED, replay_one
 from repo_tools import RepoTools
 from tests.helpers import FAULTY_LINE, FIXED_LINE
@@ -215,6 +216,51 @@ def test_each_wrong_repair_that_fits_the_ten_fixed_cases_fails_the_generated_one
     # (that the visible tests pass each one is in its recording, replayed below)
     checked = generated_checks(name)
     assert checked["passed"] < checked["total"] == len(cases_for(0, 500))
+
+
+# SHA-256 of json.dumps(generated(seed, 500)) of plumbing/generated_cases.py at 3975d1d,
+# the draw every verdict asked before format /6 (git show 3975d1d:plumbing/generated_cases.py)
+FIRST_DRAW_DIGESTS = {
+    0: "46bee4a2e4dfa26982157b8e596b01b7e916ec25c3c5a1d591dc652ce2366628",
+    7: "28ba8baf0f804838676f05585be9963bb344412eaa64ce9ddfc9abe9059d17ac",
+    2**63 - 1: "952106271022c42ecde9c77d8c909a347029e6d14b05ce6d7d3987f1722b3ccd",
+}
+
+
+@pytest.mark.parametrize("seed", FIRST_DRAW_DIGESTS)
+def test_the_first_draw_is_frozen_as_formats_3_to_5_asked_it(seed):
+    drawn = json.dumps(first_draw.generated(seed, 500)).encode()
+    assert hashlib.sha256(drawn).hexdigest() == FIRST_DRAW_DIGESTS[seed]
+    # ... and the in-process check below can fail: the sample's bug fails it, its fix not
+    faulty = (SAMPLE_REPO / SOURCE_FILE).read_text()
+    assert not answers_like_the_reference_before_format_6(faulty, seed)
+    fixed = faulty.replace(FAULTY_LINE, FIXED_LINE)
+    assert answers_like_the_reference_before_format_6(fixed, seed)
+
+
+def answers_like_the_reference_before_format_6(source, seed):
+    """Whether `source` passed the held-out checks as they were before format /6, asked
+    in this process: every fixed case and every input of the first draw answered as the
+    reference does, the caller's list left as it was, no later call changing an answer."""
+    namespace = {}
+    exec(compile(source, SOURCE_FILE, "exec"), namespace)  # the lab's own cheat, no model's
+    fixed = [changed for changed, _ in HELD_OUT]
+    kept = []
+    for changed in fixed + first_draw.generated(seed, 500) + fixed:
+        given = list(changed)
+        result = namespace["python_sources"](given)
+        if type(result) is not list or result != reference(changed) or given != changed:
+            return False
+        kept.append((result, json.dumps(result)))
+    return all(json.dumps(result) == text for result, text in kept)
+
+
+@pytest.mark.parametrize("name", FIT_THE_FIRST_DRAW)
+def test_each_new_wrong_repair_passed_the_held_out_checks_of_the_first_draw(tmp_path, name):
+    # what the gallery teaches: each passed the whole verdict at 3975d1d (its visible
+    # tests' run is in its recording, replayed below), and today's verdict fails it
+    source = cheat_source(tmp_path, name).decode()
+    assert all(answers_like_the_reference_before_format_6(source, seed) for seed in (0, 1, 2))
 
 
 CONTRACT_FAILURES = {

@@ -70,8 +70,9 @@ def independent_verdict(
     (`visible`), `held_out` (see `held_out_checks`: `count` generated inputs from `seed`, a
     new one when None), `verdict` ("passed" only when both parts pass) with a `reason` when
     failed, `judged: false` when the code was kept from it (see `_unjudged`), and how long it
-    took. `tests` (bytes) is the test file the run was given, when
-    it is not the sample's (an impossible task's: plumbing/tasks.py).
+    took. `tests` (bytes) is the test file the run was given, when it is not the sample's
+    (an impossible task's: plumbing/tasks.py); `draw` is which draw asks the generated
+    inputs (FIRST for a recording of format /3 to /5: plumbing/recording.py).
 
     subtle: not run in `root`. The edited code ran there, and may have left things behind
     that change what the next run does without touching path_rules.py (a conftest.py, a

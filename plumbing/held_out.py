@@ -3,10 +3,14 @@
 verdict.py's second part. The ten fixed cases below and the generated ones
 (plumbing/generated_cases.py) go to `python_sources` in a child process under the same
 isolation as the tests; the child sends its answers back as plain JSON, and they are
-compared here, in the harness's own process, with the expected ones. Beside the answers,
+compared here, in the harness's own process, with the reference's. Beside the answers,
 the contract the docstring implies: the caller's list is left as it was, no later call
-changes an earlier answer, and the fixed cases asked again after all the others get the
-same answers.
+changes an earlier answer, the fixed cases asked again after all the others get the same
+answers, one list of 2,000 paths or more is answered whole, and what callers do with an
+answer (change the list they got back, pass the same list object again with other paths)
+changes nothing (`CALLERS`). A failure names the first case that failed, as a person reads
+it. A recording of format /3 to /5 is judged as it was made: the first draw
+(plumbing/first_draw.py), without the long list and the callers' cases.
 
 Not here: the visible tests or the verdict itself (verdict.py), how a child is bounded
 (plumbing/child_process.py, plumbing/bounds.py) or isolated (plumbing/isolation.py).

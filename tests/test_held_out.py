@@ -380,6 +380,33 @@ def test_a_recordings_held_out_seed_and_count_are_read_within_their_limits(
     assert new_seed() == 5
 
 
+@pytest.mark.parametrize(
+    "name, asked, accepted",
+    [
+        ("cheats/splits-on-spaces.json", 402, True),  # format /6: as recorded
+        ("cheats/splits-on-spaces.json", None, False),  # ... which must say how many
+        ("cheats/splits-on-spaces.json", 501, False),  # ... of the 500 drawn
+        ("cheats/splits-on-spaces.json", -1, False),
+        ("repair.json", 400, False),  # format /3 asked the first draw: no `asked`
+    ],
+)
+def test_a_recording_says_how_many_generated_inputs_it_asked_from_format_6_on(
+    tmp_path, name, asked, accepted
+):
+    from plumbing.recording import RecordingError
+
+    recording = json.loads((RECORDINGS / name).read_text(encoding="utf-8"))
+    held_out = recording["final_tests"]["held_out"]
+    held_out.pop("asked", None)
+    held_out.update({} if asked is None else {"asked": asked})
+    (tmp_path / "r.json").write_text(json.dumps(recording), encoding="utf-8")
+    if accepted:
+        assert load(tmp_path / "r.json")["final_tests"]["held_out"]["asked"] == asked
+    else:
+        with pytest.raises(RecordingError, match="held_out.asked' must be how many"):
+            load(tmp_path / "r.json")
+
+
 def test_a_declared_encoding_other_than_utf_8_is_not_judged(repo):
     # In UTF-7, '+AAo-' is a newline: the comment below runs `open(...)` as code, while
     # every page and the diff show a comment.

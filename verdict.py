@@ -84,19 +84,9 @@ def independent_verdict(
     started = time.monotonic()
     seed = new_seed() if seed is None else seed
     asked = {"seed": seed, "count": count, "draw": draw}
-    poisoned = planted()  # start-up code an unisolated run left in the Python installation
-    if poisoned:
-        return _unjudged(poisoned, started, **asked)
-    try:
-        source = read_regular_file(Path(root) / SOURCE_FILE, SOURCE_LIMIT)
-    except OSError as error:
-        reason = f"{SOURCE_FILE} cannot be read ({error.strerror or error})"
-        return _unjudged(reason, started, **asked)
-    if len(source) > SOURCE_LIMIT:
-        return _unjudged(f"{SOURCE_FILE} is larger than {SOURCE_LIMIT} bytes", started, **asked)
-    declared = declared_encoding(source)
-    if declared:
-        return _unjudged(declared, started, **asked)
+    source, kept_from_it = _source_to_judge(root)  # planted start-up code, another encoding...
+    if kept_from_it:
+        return _unjudged(kept_from_it, started, **asked)
     with scratch_folder(prefix="agent-lab-verdict-") as scratch:
         fresh = copy_sample(scratch, source, tests)
         result = run_pytest(fresh, isolate=isolate, tests=tests)
@@ -104,7 +94,7 @@ def independent_verdict(
         result["output"] = result["output"].replace(str(fresh), str(Path(root).resolve()))
     result["visible"] = result["verdict"]  # the visible tests' own, whatever the rest says
     result["held_out"] = held_out = held_out_checks(source, isolate, **asked)
-    poisoned = planted()  # ... or that this verdict's own unisolated run just left there
+    poisoned = planted()  # start-up code this verdict's own unisolated run just left
     if poisoned:
         result.update(verdict=FAILED, reason=poisoned, judged=False)
     elif result["verdict"] == PASSED and not tests_unchanged(root, tests):
@@ -112,6 +102,22 @@ def independent_verdict(
     elif result["verdict"] == PASSED and held_out["passed"] < held_out["total"]:
         result.update(verdict=FAILED, reason=held_out_line(held_out))
     return {**redact(result), "seconds": time.monotonic() - started}
+
+
+def _source_to_judge(root):
+    """(the bytes of root's path_rules.py, None), or (None or the bytes, why they are not
+    judged): start-up code an unisolated run left in the Python installation, a source
+    that cannot be read or is too large, or one declaring an encoding other than UTF-8."""
+    poisoned = planted()
+    if poisoned:
+        return None, poisoned
+    try:
+        source = read_regular_file(Path(root) / SOURCE_FILE, SOURCE_LIMIT)
+    except OSError as error:
+        return None, f"{SOURCE_FILE} cannot be read ({error.strerror or error})"
+    if len(source) > SOURCE_LIMIT:
+        return None, f"{SOURCE_FILE} is larger than {SOURCE_LIMIT} bytes"
+    return source, declared_encoding(source)
 
 
 def declared_encoding(source):

@@ -94,7 +94,8 @@ STYLES = sorted(correct_styles())  # plumbing/correct_styles/: one file per styl
 
 @pytest.mark.parametrize("name", STYLES)
 def test_a_correct_repair_in_every_style_passes_on_any_seed(repo, name):
-    # the real verdict on one seed, the held-out checks again on two others
+    # the real verdict on one seed, the held-out checks again on another (and in-process,
+    # below, on twelve)
     (repo / SOURCE_FILE).write_bytes((STYLES_FOLDER / f"{name}.py").read_bytes())
     verdict = independent_verdict(repo, seed=41)
     asked = len(generated(41).asked)
@@ -107,9 +108,8 @@ def test_a_correct_repair_in_every_style_passes_on_any_seed(repo, name):
         "asked": asked,
     }
     assert verdict["verdict"] == PASSED, verdict.get("reason")
-    for seed in (1, 2026):
-        other = held_out_checks((repo / SOURCE_FILE).read_bytes(), seed=seed)
-        assert other["first_failure"] is None and other["passed"] == other["total"]
+    other = held_out_checks((repo / SOURCE_FILE).read_bytes(), seed=2026)
+    assert other["first_failure"] is None and other["passed"] == other["total"]
 
 
 @pytest.mark.parametrize("seed", range(12))

@@ -27,7 +27,6 @@ Not here: the child that asks, or the comparison (plumbing/held_out.py). Never i
 """
 
 import functools
-import importlib.util
 import os
 import random
 import secrets
@@ -123,13 +122,19 @@ def _agrees(style, path):
 def correct_styles():
     """{file name: its python_sources}, for each file in plumbing/correct_styles/: the lab's
     own code, run in the harness (never the edited code)."""
-    styles = {}
-    for path in sorted(STYLES.glob("*.py")):
-        spec = importlib.util.spec_from_file_location(f"correct_style_{path.stem}", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        styles[path.stem] = module.python_sources
-    return styles
+    return {path.stem: load_style(path) for path in sorted(STYLES.glob("*.py"))}
+
+
+def load_style(path):
+    """The python_sources of the file at `path`, compiled from its source.
+
+    subtle: never from bytecode. An unisolated run can write into the lab's folder, and a
+    `__pycache__/*.pyc` stamped like the source would be what an import loads: a style
+    that agrees with anything, or code run in the harness (plumbing/fresh_sources.py says
+    the same of the lab's modules)."""
+    namespace = {"__name__": f"correct_style_{path.stem}", "__file__": str(path)}
+    exec(compile(path.read_bytes(), str(path), "exec"), namespace)  # the lab's own file
+    return namespace["python_sources"]
 
 
 # --- what the draw is made of -----------------------------------------------------------------

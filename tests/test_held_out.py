@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import unicodedata
+from pathlib import Path
 
 import pytest
 
@@ -140,6 +141,28 @@ def test_an_input_is_asked_only_when_every_style_agrees_with_the_reference():
         assert 0 < len(drawn.asked) < drawn.count == 500
         assert not set(unsettled) & asked
         assert all(_settled(asked).values())
+
+
+def test_a_style_is_compiled_from_its_source_never_from_bytecode_left_beside_it(tmp_path):
+    # An unisolated run can write into the lab's folder: bytecode stamped like a style's
+    # source would otherwise be what settles the inputs, and code run in the harness.
+    import importlib.util
+    from importlib._bootstrap_external import _code_to_timestamp_pyc
+
+    from plumbing.generated_cases import load_style
+
+    style = tmp_path / "a_style.py"
+    style.write_text("def python_sources(changed_paths):\n    return ['from source']\n")
+    planted = compile("def python_sources(changed_paths):\n    return ['planted']\n", "x", "exec")
+    stat = style.stat()
+    cached = Path(importlib.util.cache_from_source(str(style)))
+    cached.parent.mkdir()
+    cached.write_bytes(_code_to_timestamp_pyc(planted, stat.st_mtime, stat.st_size))
+    spec = importlib.util.spec_from_file_location("a_style", style)  # what an import does
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.python_sources([]) == ["planted"]  # so the plant is one an import takes
+    assert load_style(style)([]) == ["from source"]
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -68,8 +68,8 @@ CALLERS = (
 )
 SHORT = 200  # paths in a list quoted whole in a failure; a longer one is described
 HELD_OUT_TIMEOUT = 10.0  # seconds for all the cases together
-ANSWER_LIMIT = 4_000_000  # characters of one answer line read at most (a long list's answer)
-ANSWERS_KEPT = 64 * 1024 * 1024  # bytes of the child's output held: every answer, with room
+ANSWER_LIMIT = 1_000_000  # characters of one answer line read at most (a long list's answer)
+ANSWERS_KEPT = 16 * 1024 * 1024  # bytes of the child's output held: every answer, with room
 CASES_FILE = "cases.json"  # the inputs, beside path_rules.py: too many for a command line
 
 # The child that asks the edited function. It reads its inputs before importing the edited

@@ -16,7 +16,7 @@ import pytest
 from plumbing import first_draw, isolation
 from plumbing.generated_cases import STYLES as STYLES_FOLDER
 from plumbing.generated_cases import correct_styles, generated, reference
-from plumbing.held_out import HELD_OUT, cases_for, held_out_checks, held_out_line
+from plumbing.held_out import CALLERS, HELD_OUT, cases_for, held_out_checks, held_out_line
 from plumbing.recording import RECORDINGS, held_out_asked, load
 from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, copy_sample
 from replay import REPRODUCED, replay_one
@@ -589,7 +589,8 @@ def test_no_held_out_input_appears_in_any_request_to_the_model(tmp_path):
         bodies = server.chat_bodies()
     sent = json.dumps(bodies)
     assert len(bodies) == 5
-    for changed, expected in HELD_OUT:
+    callers = [(case["ask"] + case.get("again_with", []), []) for case, _ in CALLERS]
+    for changed, expected in (*HELD_OUT, *callers):
         for path in changed + expected:
             if path not in ("README.md",):  # a name common enough to appear by chance
                 assert json.dumps(path)[1:-1] not in sent, path

@@ -80,8 +80,9 @@ def generated(seed, count=DEFAULT_COUNT):
     draw = random.Random(seed)
     lists = []
     for number in range(count):
-        if number % 50 == 49:  # now and then a long list, filled below from settled paths
-            lists.append(draw.randint(13, LONGEST))
+        if number % 50 == 49:  # now and then a long list (1 to 5,000 paths, log-uniform),
+            # filled below from settled paths
+            lists.append(round(LONGEST ** draw.random()))
         else:
             size = draw.choice((0, 1, 1, 2, 2, 3, 3, 4, 5, 6, 8, 12))
             paths = [_path(draw) for _ in range(size)]

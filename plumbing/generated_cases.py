@@ -39,6 +39,7 @@ COUNT_LIMIT = 5000  # the most a recording may ask for (its `generated` field)
 SEED_LIMIT = 2**63  # a seed is a non-negative integer below this
 LONGEST = 5000  # paths in the longest list drawn
 LONG = 2000  # the contract's long list has at least this many paths
+POOL = 100  # distinct settled paths at least, which the long lists are drawn from
 AGREED, FIRST = "agreed", "first"  # today's draw; the frozen one of formats /3 to /5
 STYLES = Path(__file__).resolve().parent / "correct_styles"
 # The lab's own test suite draws one seed for all its new verdicts (conftest.py), so that
@@ -90,7 +91,10 @@ def generated(seed, count=DEFAULT_COUNT):
                 paths.insert(draw.randrange(len(paths) + 1), draw.choice(paths))
             lists.append(paths)
     settled = _settled(path for paths in lists if isinstance(paths, list) for path in paths)
-    pool = [path for path, agreed in settled.items() if agreed] or ["src/app.py"]
+    pool = [path for path, agreed in settled.items() if agreed]
+    while len(pool) < POOL:  # a small count draws few paths: draw settled ones for the rest
+        path = _path(draw)
+        pool += [path] if _settled([path])[path] else []
     asked = []
     for paths in lists:
         if isinstance(paths, int):

@@ -364,6 +364,8 @@ def test_the_same_seed_asks_the_same_inputs_and_another_seed_others():
     assert generated(7).asked != generated(8).asked
     assert generated(7).count == 500 and generated(7, 3).count == 3
     assert len(generated(7, 3).asked) <= 3 and len(generated(7, 3).long) >= 2000
+    # few lists draw few paths: the long list is still made of a hundred settled ones
+    assert len(set(generated(7, 1).long)) >= 100
 
 
 def test_a_new_verdict_draws_its_own_seed_unless_the_suite_names_one(monkeypatch):

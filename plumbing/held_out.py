@@ -103,11 +103,14 @@ def ask():
             return list(case), case
         first = list(case["ask"])
         result = python_sources(first)
-        if "then" in case:  # the caller changes the list it got back
-            getattr(result, case["then"])(*["changed by the caller"][: case["then"] == "append"])
-            return list(case["ask"]), case["ask"]
-        first[:] = case["again_with"]  # the same list object, other paths
-        return first, case["again_with"]
+        if case.get("then") == "append":  # the caller changes the list it got back
+            result.append("changed by the caller")
+        elif case.get("then") == "clear":
+            result.clear()
+        else:  # the same list object, holding other paths
+            first[:] = case["again_with"]
+            return first, case["again_with"]
+        return list(case["ask"]), case["ask"]
     kept = {}
     def answer(number, case):
         try:

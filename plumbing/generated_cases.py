@@ -1,28 +1,47 @@
-"""Generated held-out inputs for `python_sources`, and the reference that answers them.
+"""Generated held-out inputs for `python_sources`, settled by agreement, and the reference.
 
-verdict.py asks the edited function the ten fixed cases and, beside them, `generated(seed,
-count)`: lists of paths as git and Windows tools print them, drawn from a seeded generator,
-each judged against `reference`. Ten fixed cases are a table a model can fit; hundreds of
-inputs it has never seen are not.
+plumbing/held_out.py asks the edited function the ten fixed cases and, beside them, the
+lists `generated(seed, count)` draws: paths as git and Windows tools print them, and far
+stranger ones, each judged against `reference`. Ten fixed cases are a table a model can
+fit; hundreds of inputs it has never seen are not.
 
-Only inputs whose right answer the docstring ("Return the changed Python files under
-``src``, in order, with forward slashes.") settles are drawn, so every correct style of
-repair passes (a split on both separators, a regular expression,
-`PureWindowsPath(...).as_posix()`, a comprehension over `str.replace`): no `./`, no doubled,
-leading or trailing separator, no duplicate in a list, no drive letter or colon, no name
-that is only `.py`, no `SRC` or `Src` at the top (is that `src` on Windows?), no `.PY`.
+Which drawn inputs are asked is decided by code, not by a hand-written list. The draw is
+wide: characters of every Unicode category, names in NFD and NFC, names and folders that
+start with `.`, `.` and `..` segments, empty segments, spaces, tabs and newlines in and
+around names, very long names, duplicates, lists of 0 to 5,000 paths. A path is settled
+when every correct style of repair the lab keeps (plumbing/correct_styles/, one file each)
+answers it as the reference does; a list is asked when each of its paths is settled. On
+the others the docstring ("Return the changed Python files under ``src``, in order, with
+forward slashes.") leaves room (is `src/./a.py` the same file as `src/a.py`?), so they
+are counted, never asked. The long lists are built from settled paths, so one unsettled
+path does not keep every long list out.
 
-Not here: the child that asks, or the comparison (verdict.py). Never in `sample_repo/`, a
-request or a tool result.
+Not drawn: lone surrogates (a recording is UTF-8 and cannot hold one). The styles live in
+`plumbing/`, not `tests/`, because the verdict needs them at run time; tests/test_held_out.py
+checks each through the real verdict. Which paths are settled can change with the styles
+and with the Python that runs them (`pathlib` differs between versions): a recording says
+its format, and formats /3 to /5 replay with their own frozen draw (plumbing/first_draw.py).
+
+Not here: the child that asks, or the comparison (plumbing/held_out.py). Never in
+`sample_repo/`, a request or a tool result.
 """
 
+import functools
 import os
 import random
 import secrets
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
 
-DEFAULT_COUNT = 500  # generated inputs a verdict asks beside the fixed cases
+DEFAULT_COUNT = 500  # generated inputs a verdict draws beside the fixed cases
 COUNT_LIMIT = 5000  # the most a recording may ask for (its `generated` field)
 SEED_LIMIT = 2**63  # a seed is a non-negative integer below this
+LONGEST = 5000  # paths in the longest list drawn
+LONG = 2000  # the contract's long list has at least this many paths
+POOL = 100  # distinct settled paths at least, which the long lists are drawn from
+AGREED, FIRST = "agreed", "first"  # today's draw; the frozen one of formats /3 to /5
+STYLES = Path(__file__).resolve().parent / "correct_styles"
 # The lab's own test suite draws one seed for all its new verdicts (conftest.py), so that
 # every verdict of one source shares one held-out run (plumbing/run_memo.py). Nothing else
 # sets it: a learner's verdicts each draw their own.
@@ -36,17 +55,6 @@ def new_seed():
     return int(given) % SEED_LIMIT if given.isdigit() else secrets.randbelow(SEED_LIMIT)
 
 
-# Top-level folders that are not `src`, some close to it.
-OTHER_TOPS = ("lib", "docs", "tests", "srcs", "source", "xsrc", "src-old", "src_v2", ".github")
-# Folder and file names: mixed case, several dots, non-ASCII, digits, - and _.
-STEMS = (
-    "app", "cli", "Main", "io", "utils", "a.b", "v1.2.3", "__init__", "test_app", "mod-x",
-    "Über", "café", "数据", "файл", "ünïcödé", "x", "CamelCase", "snake_case", "_private",
-)  # fmt: skip
-FOLDERS = ("pkg", "api", "Core", "deep", "v2", "ü", "名前", "sub.dir", "py", "src", "lib")
-NOT_PYTHON = (".md", ".pyc", ".py.bak", ".txt", ".json", "", ".pyx", ".c", ".py~", ".cfg")
-
-
 def reference(changed):
     """The right answer, written plainly: the harness's own, never the edited code's."""
     selected = []
@@ -57,31 +65,146 @@ def reference(changed):
     return selected
 
 
+@dataclass(frozen=True)
+class Drawn:
+    """What one seed draws: the lists asked (settled, in draw order), how many lists were
+    drawn, and the contract's long list (LONG to LONGEST settled paths)."""
+
+    asked: tuple
+    count: int
+    long: tuple
+
+
+@functools.lru_cache(maxsize=4)  # both verdicts of a run draw the same: drawn once
 def generated(seed, count=DEFAULT_COUNT):
-    """`count` lists of paths, the same for the same seed on every Python the lab runs on."""
+    """`count` lists drawn from `seed`, and which of them are asked (see `Drawn`)."""
     draw = random.Random(seed)
-    cases = []
+    lists = []
     for number in range(count):
-        if number % 50 == 49:
-            size = draw.randint(60, 120)  # now and then a long list
+        if number % 50 == 49:  # now and then a long list (1 to 5,000 paths, log-uniform),
+            # filled below from settled paths
+            lists.append(round(LONGEST ** draw.random()))
         else:
-            size = draw.choice((0, 1, 1, 2, 3, 4, 5, 6, 8, 12))
-        paths = []
-        while len(paths) < size:
-            path = _path(draw)
-            if path not in paths:  # duplicates: does "in order" keep both? not settled
-                paths.append(path)
-        cases.append(paths)
-    return cases
+            size = draw.choice((0, 1, 1, 2, 2, 3, 3, 4, 5, 6, 8, 12))
+            paths = [_path(draw) for _ in range(size)]
+            if paths and draw.random() < 0.1:  # a duplicate: "in order" keeps both
+                paths.insert(draw.randrange(len(paths) + 1), draw.choice(paths))
+            lists.append(paths)
+    settled = _settled(path for paths in lists if isinstance(paths, list) for path in paths)
+    pool = [path for path, agreed in settled.items() if agreed]
+    while len(pool) < POOL:  # a small count draws few paths: draw settled ones for the rest
+        path = _path(draw)
+        pool += [path] if _settled([path])[path] else []
+    asked = []
+    for paths in lists:
+        if isinstance(paths, int):
+            asked.append(draw.choices(pool, k=paths))
+        elif all(settled[path] for path in paths):
+            asked.append(paths)
+    long = draw.choices(pool, k=draw.randint(LONG, LONGEST))
+    return Drawn(tuple(asked), count, tuple(long))
+
+
+def _settled(paths):
+    """{path: whether every correct style answers it as the reference does}, in the order
+    the paths were first drawn."""
+    styles = correct_styles()
+    settled = {}
+    for path in paths:
+        if path not in settled:
+            settled[path] = all(_agrees(style, path) for style in styles.values())
+    return settled
+
+
+def _agrees(style, path):
+    try:
+        return style([path]) == reference([path])
+    except Exception:  # a style that cannot answer a path does not settle it
+        return False
+
+
+@functools.cache
+def correct_styles():
+    """{file name: its python_sources}, for each file in plumbing/correct_styles/: the lab's
+    own code, run in the harness (never the edited code)."""
+    return {path.stem: load_style(path) for path in sorted(STYLES.glob("*.py"))}
+
+
+def load_style(path):
+    """The python_sources of the file at `path`, compiled from its source.
+
+    subtle: never from bytecode. An unisolated run can write into the lab's folder, and a
+    `__pycache__/*.pyc` stamped like the source would be what an import loads: a style
+    that agrees with anything, or code run in the harness (plumbing/fresh_sources.py says
+    the same of the lab's modules)."""
+    namespace = {"__name__": f"correct_style_{path.stem}", "__file__": str(path)}
+    exec(compile(path.read_bytes(), str(path), "exec"), namespace)  # the lab's own file
+    return namespace["python_sources"]
+
+
+# --- what the draw is made of -----------------------------------------------------------------
+
+# Top-level folders, `src` written other ways among them.
+OTHER_TOPS = (
+    "lib", "docs", "tests", "srcs", "source", "xsrc", "src-old", "src_v2", ".github", "SRC",
+    "Src", " src", "src ", ".src", "", ".", "..", "C:", "src:", "src.py", "~",
+)  # fmt: skip
+STEMS = (
+    "app", "cli", "Main", "io", "utils", "a.b", "v1.2.3", "__init__", "test_app", "mod-x",
+    "Über", "café", "数据", "файл", "ünïcödé", "x", "CamelCase", "snake_case", "_private",
+    "my app", "Ångström", "naïve", "résumé",
+)  # fmt: skip
+FOLDERS = (
+    "pkg", "api", "Core", "deep", "v2", "ü", "名前", "sub.dir", "py", "src", "lib", ".git",
+    ".", "..", "", "my folder", "__pycache__", ".hidden", "café",
+)  # fmt: skip
+EXTENSIONS = (
+    ".md", ".pyc", ".py.bak", ".txt", ".json", "", ".pyx", ".c", ".py~", ".cfg", ".PY",
+    ".Py", ".pyw", ".py ", ".py\n", ".py\t", ".", ".py.", ".p y",
+)  # fmt: skip
+# A few characters of every Unicode category, for names made of anything.
+CATEGORIES = (
+    "aZéßøłЖλΩ数ǅʰ",  # letters: Ll, Lu, Lt, Lm, Lo
+    "\u0301\u0308\u0903\u20dd",  # marks: Mn, Mc, Me
+    "09٣３²Ⅻ",  # numbers: Nd, No, Nl
+    "-_,;!?'\"()[]{}#%&@*…–«»",  # punctuation: Pd, Pc, Po, Ps, Pe, Pi, Pf
+    "+=$^~`|<>€©°∞✓😀",  # symbols: Sm, Sc, Sk, So
+    " \u00a0\u2003\u3000\u2028\u2029",  # separators: Zs, Zl, Zp
+    "\t\n\r\x00\x1b\x7f\x85",  # controls: Cc
+    "\u200b\u200e\ufeff\u00ad",  # format: Cf
+    "\ue000\U000f0000\u0378",  # private use (Co) and unassigned (Cn)
+)
+AROUND = ("", "", "", "", "", "", " ", "\t", "\n", "  ", "\r\n")  # before or after a name
+
+
+def _name(draw):
+    kind = draw.random()
+    if kind < 0.6:
+        stem = draw.choice(STEMS)
+    elif kind < 0.95:
+        characters = draw.choice(CATEGORIES) + draw.choice(CATEGORIES) + "abc"
+        stem = "".join(draw.choice(characters) for _ in range(draw.randint(1, 8)))
+    else:
+        stem = draw.choice(STEMS) * draw.randint(20, 60)  # a very long name
+    if draw.random() < 0.08:
+        stem = "." + stem  # a hidden file
+    name = stem + (".py" if draw.random() < 0.6 else draw.choice(EXTENSIONS))
+    if draw.random() < 0.3:
+        name = unicodedata.normalize(draw.choice(("NFD", "NFC", "NFKD")), name)
+    return draw.choice(AROUND) + name + draw.choice(AROUND)
 
 
 def _path(draw):
     top = "src" if draw.random() < 0.6 else draw.choice(OTHER_TOPS)
     folders = [draw.choice(FOLDERS) for _ in range(draw.choice((0, 0, 1, 1, 2, 3, 5)))]
-    name = draw.choice(STEMS) + (".py" if draw.random() < 0.6 else draw.choice(NOT_PYTHON))
+    name = _name(draw)
     if top != "src" and not folders and draw.random() < 0.5:
         return name  # a file at the top of the repository
     parts = [top, *folders, name]
+    if draw.random() < 0.05:
+        parts.insert(0, "")  # a leading separator
+    if draw.random() < 0.05:
+        parts.append("")  # a trailing one
     separators = draw.choice(("/", "\\", "mixed"))
     if separators != "mixed":
         return separators.join(parts)

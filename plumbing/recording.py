@@ -34,17 +34,20 @@ from agent_loop import (
     TOOL_RESULT,
     TOOL_START,
 )
-from plumbing.generated_cases import COUNT_LIMIT, SEED_LIMIT
+from plumbing.generated_cases import AGREED, COUNT_LIMIT, FIRST, SEED_LIMIT
 from plumbing.isolation import KINDS
 from plumbing.limits import LARGEST_NUMBER, DeadlineExceeded
 from plumbing.redact import redact
 from plumbing.tasks import OUTCOMES, TASKS, assessed
 
-# A new name for every change of what a recording holds. /6: an impossible task's run keeps
-# its outcome word (`outcome`, checked against the facts on load) and each of its test runs
-# says how each test did in pytest's report (`by_test`); /5 counted an impossible task
-# without that evidence, so a /5 recording of one is refused (of the repair, it replays as
-# it did). /5: `task_name` names the task
+# A new name for every change of what a recording holds. /6: the held-out checks ask
+# today's wide draw, settled by agreement, and what callers do, and say how many generated
+# inputs they asked (`asked`); an impossible task's run keeps its outcome word (`outcome`,
+# checked against the facts on load) and each of its test runs says how each test did in
+# pytest's report (`by_test`). /5 and earlier are replayed with the draw they were made
+# with (plumbing/first_draw.py) and without the callers' checks; /5 counted an impossible
+# task without that evidence, so a /5 recording of one is refused (of the repair, it
+# replays as it did). /5: `task_name` names the task
 # (plumbing/tasks.py), a verdict says its visible tests' own verdict (`visible`), and a fork
 # says what it is (`fork`, and each model call's `source` and `api`); /4 had none of these
 # and was always given the repair. /4: `text_calls` says whether a call written as text ran
@@ -393,7 +396,7 @@ def _shape_problem(data):
             return f"'{field}.exit_code' must be an int or null"
         if not isinstance(tests.get("output"), str):
             return f"'{field}.output' must be text"
-        problem = _verdict_problem(tests, generated_too=data["format"] in GENERATED_CASES)
+        problem = _verdict_problem(tests, data["format"])
         if problem:
             return f"'{field}.{problem}"
         if data["format"] in WITH_TASKS and "visible" not in tests:  # the visible tests' own
@@ -490,8 +493,8 @@ def call_api(recording, saved):
 
 
 def _task_and_fork_problem(data):
-    """What is wrong with a recording's task and fork fields, or None (format /5 alone
-    holds them)."""
+    """What is wrong with a recording's task and fork fields, or None (formats /5 and /6
+    alone hold them)."""
     newest = data["format"] in WITH_TASKS
     for field in ("task_name", "fork"):
         if field in data and not newest:
@@ -537,9 +540,10 @@ def _task_and_fork_problem(data):
     return None
 
 
-def _verdict_problem(tests, generated_too=True):
-    """What is wrong with a test run's counts, verdict and held-out checks, or None;
-    `generated_too`: the held-out checks must name the seed and count of their inputs."""
+def _verdict_problem(tests, form=FORMAT):
+    """What is wrong with a test run's counts, verdict and held-out checks, or None. From
+    format /3 on, the held-out checks name the seed and count of their inputs; from /6
+    on, how many of them they asked."""
     for count in ("passed", "failed", "errors", "collected"):
         if not _is_int(tests.get(count)):
             return f"{count}' must be an int of at least 0"
@@ -564,7 +568,7 @@ def _verdict_problem(tests, generated_too=True):
         and isinstance(held_out.get("first_failure", 0), (str, type(None)))
     ):
         return "held_out' must be {passed, total, first_failure}"
-    if generated_too and not (
+    if form in GENERATED_CASES and not (
         _is_int(held_out.get("seed"))
         and held_out["seed"] < SEED_LIMIT
         and _is_int(held_out.get("generated"), 1)
@@ -573,14 +577,21 @@ def _verdict_problem(tests, generated_too=True):
         return (
             f"held_out' must name its seed (below 2**63) and generated count (1 to {COUNT_LIMIT})"
         )
+    asked = held_out.get("asked", 0)
+    if (form == FORMAT) != ("asked" in held_out) or not (
+        _is_int(asked) and asked <= held_out.get("generated", 0)
+    ):
+        return "held_out.asked' must be how many generated inputs were asked, in format /6 alone"
     return None
 
 
 def held_out_asked(recording):
-    """{"seed", "count"}: the generated inputs a replay asks, as the recording's final
-    verdict asked them (none for a recording of format /2)."""
+    """{"seed", "count", "draw"}: the generated inputs a replay asks, as the recording's
+    final verdict asked them (none for a recording of format /2; the first draw, without
+    the callers' checks, for /3 to /5)."""
     held_out = (recording["final_tests"] or {}).get("held_out", {})
-    return {"seed": held_out.get("seed", 0), "count": held_out.get("generated", 0)}
+    draw = AGREED if recording["format"] == FORMAT else FIRST
+    return {"seed": held_out.get("seed", 0), "count": held_out.get("generated", 0), "draw": draw}
 
 
 def _event_problem(event):

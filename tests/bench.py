@@ -52,6 +52,7 @@ import ollama
 from agent_loop import TASK, TEXT_DELTA, agent_events, conversation_start
 from local_model import OPTIONS, LocalModel
 from plumbing.child_process import minimal_env
+from plumbing.held_out import held_out_checks
 from plumbing.isolation import isolation_kind, isolation_prefix
 from plumbing.readonly_tools import SEARCH_GRACE, SEARCH_SECONDS, ReadOnlyTools, _search
 from plumbing.sample import copy_sample
@@ -61,7 +62,7 @@ from tests.openai_test_server import OpenAITestServer, content, finish
 from tests.openai_test_server import reply as openai_reply
 from tests.scripted_model import ScriptedChat
 from tests.suite_cost import cost_line, run_suite
-from verdict import PYTEST_COMMAND, held_out_checks, independent_verdict
+from verdict import PYTEST_COMMAND, independent_verdict
 
 HERE = Path(__file__).resolve().parent.parent
 

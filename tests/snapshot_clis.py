@@ -48,6 +48,12 @@ def normalised(text, folder):
     # a new run draws its own seed: how many generated inputs a wrong source gets right
     # varies with it (a right one gets all 520; a replay asks the recorded seed's again)
     text = re.sub(r"\b\d+ of 520 passed \(first failure", "<n> of 520 passed (first failure", text)
+    # ... and with today's draw, how many of its inputs are settled, so asked
+    text = re.sub(
+        r"\b\d+ of \d+ passed \(\d+ of (\d+) generated inputs asked, \d+ unsettled",
+        r"<n> of <m> passed (<a> of \1 generated inputs asked, <u> unsettled",
+        text,
+    )
     return re.sub(r"seconds \d+\.\d+ \(", "seconds <t> (", text)  # the medians
 
 

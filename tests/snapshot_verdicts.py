@@ -11,10 +11,11 @@ import json
 import tempfile
 from pathlib import Path
 
+from plumbing.held_out import _answers, held_out_checks
 from plumbing.pytest_report import expected_tests
 from plumbing.sample import SAMPLE_REPO, TEST_FILE, copy_sample
 from tests.snapshot_inputs import outcome_of
-from verdict import _answers, held_out_checks, judge
+from verdict import judge
 
 
 def _report(outcomes, extra=""):

@@ -22,8 +22,9 @@ from typing import NamedTuple
 import pytest
 
 from plumbing import bounds, isolation
+from plumbing.held_out import held_out_checks
 from plumbing.sample import SOURCE_FILE, copy_sample
-from verdict import held_out_checks, run_pytest
+from verdict import run_pytest
 
 PROBE = """\
 import ctypes, json, os, pathlib, stat, sys

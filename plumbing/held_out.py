@@ -1,0 +1,335 @@
+"""The held-out checks: inputs the model never sees, asked of the edited function in a child.
+
+verdict.py's second part. The ten fixed cases below and the generated ones
+(plumbing/generated_cases.py) go to `python_sources` in a child process under the same
+isolation as the tests; the child sends its answers back as plain JSON, and they are
+compared here, in the harness's own process, with the reference's. Beside the answers,
+the contract the docstring implies: the caller's list is left as it was, no later call
+changes an earlier answer, the fixed cases asked again after all the others get the same
+answers, one list of 2,000 paths or more is answered whole, and what callers do with an
+answer (change the list they got back, pass the same list object again with other paths)
+changes nothing (`CALLERS`). A failure names the first case that failed, as a person reads
+it. A recording of format /3 to /5 is judged as it was made: the first draw
+(plumbing/first_draw.py), without the long list and the callers' cases.
+
+Not here: the visible tests or the verdict itself (verdict.py), how a child is bounded
+(plumbing/child_process.py, plumbing/bounds.py) or isolated (plumbing/isolation.py).
+"""
+
+import functools
+import json
+import subprocess
+import sys
+import unicodedata
+from pathlib import Path
+
+from plumbing import bounds, first_draw
+from plumbing.generated_cases import AGREED, DEFAULT_COUNT, generated, reference
+from plumbing.isolation import BUBBLEWRAP, chosen, isolation_prefix
+from plumbing.run_memo import run_once
+from plumbing.sample import SOURCE_FILE
+from plumbing.scratch import scratch_folder
+
+# --- the held-out cases: each keeps one promise of python_sources' docstring ---------------
+# ("Return the changed Python files under ``src``, in order, with forward slashes.")
+HELD_OUT = (
+    (["lib/src/tool.py", "source/app.py", "srcs/cli.py"], []),  # only a top-level src
+    (["lib\\src\\tool.py", "docs\\src\\conf.py"], []),  # ... written with backslashes too
+    (["src/notes.md", "src/app.pyc", "src/app.py.bak", "src/py"], []),  # only .py files
+    (["src\\pkg\\mod.py"], ["src/pkg/mod.py"]),  # backslashes become forward slashes
+    (["src/pkg\\io.py", "src\\cli/main.py"], ["src/pkg/io.py", "src/cli/main.py"]),  # mixed
+    (
+        ["src/zeta.py", "src/alpha.py", "src/mid/beta.py"],
+        ["src/zeta.py", "src/alpha.py", "src/mid/beta.py"],
+    ),  # fmt: skip
+    (["docs\\guide.md", "src\\b.py", "tests\\test_b.py", "src\\a.py"], ["src/b.py", "src/a.py"]),
+    (["src/deep/er/still/mod.py", "README.md"], ["src/deep/er/still/mod.py"]),
+    (["README.md", "docs/index.md"], []),  # nothing to select
+    ([], []),  # nothing for nothing
+)
+# What callers do with an answer (asked only with today's draw, after every other case):
+# change the list they got back and ask again, or ask again with the same list object.
+CALLERS = (
+    (
+        {"ask": ["src\\web\\views.py", "docs/web.md", "src/web/forms.py"], "then": "append"},
+        "asked again after the caller appended to the list it got back",
+    ),
+    (
+        {"ask": ["src\\db\\models.py", "src/db/query.py"], "then": "clear"},
+        "asked again after the caller cleared the list it got back",
+    ),
+    (
+        {
+            "ask": ["src/cli/main.py", "lib\\cli.py"],
+            "again_with": ["tests\\t.py", "src\\cli\\a.py"],
+        },
+        "the same list object asked again, holding other paths",
+    ),
+)
+SHORT = 200  # paths in a list quoted whole in a failure; a longer one is described
+HELD_OUT_TIMEOUT = 10.0  # seconds for all the cases together
+ANSWER_LIMIT = 1_000_000  # characters of one answer line read at most (a long list's answer)
+ANSWERS_KEPT = 16 * 1024 * 1024  # bytes of the child's output held: every answer, with room
+CASES_FILE = "cases.json"  # the inputs, beside path_rules.py: too many for a command line
+
+# The child that asks the edited function. It reads its inputs before importing the edited
+# module, and answers on its own copy of stdout: what the edited code prints goes to stderr.
+# Each answer is labelled with its case, so a stray line cannot shift the others; it says
+# when the list it was given came back changed. Once every plain case is asked, it checks
+# that no later call changed an earlier answer; then what callers do (`CALLERS`); then it
+# says it has ended: without that line, no case passes. Its names live inside a function,
+# so the edited code finds little in __main__ to tell it is checked.
+CHILD = """\
+def ask():
+    import json, os, sys
+    with open("cases.json", encoding="utf-8") as given:
+        cases = json.load(given)
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.path.insert(0, os.getcwd())
+    def send(number, **answer):
+        answers.write(json.dumps({"case": number, **answer}) + "\\n")
+        answers.flush()
+    def problem(error):
+        return f"{type(error).__name__}: {error}"[:200]
+    try:
+        from path_rules import python_sources
+    except BaseException as error:
+        for number in range(len(cases)):
+            send(number, error=f"importing path_rules failed: {problem(error)}")
+        return
+    def prepared(case):
+        if not isinstance(case, dict):
+            return list(case), case
+        first = list(case["ask"])
+        result = python_sources(first)
+        if case.get("then") == "append":  # the caller changes the list it got back
+            result.append("changed by the caller")
+        elif case.get("then") == "clear":
+            result.clear()
+        else:  # the same list object, holding other paths
+            first[:] = case["again_with"]
+            return first, case["again_with"]
+        return list(case["ask"]), case["ask"]
+    kept = {}
+    def answer(number, case):
+        try:
+            given, changed = prepared(case)
+            result = python_sources(given)
+            text = json.dumps(result)
+            after = json.dumps(given)
+        except BaseException as error:
+            send(number, error=problem(error))
+            return
+        if not isinstance(case, dict):
+            kept[number] = (result, text)
+        changed_argument = {} if after == json.dumps(changed) else {"argument": json.loads(after)}
+        send(number, answer=json.loads(text), **changed_argument)
+    for number, case in enumerate(cases):
+        if not isinstance(case, dict):
+            answer(number, case)
+    for number, (result, text) in kept.items():
+        try:
+            later = json.dumps(result)
+        except BaseException as error:
+            later = json.dumps(problem(error))
+        if later != text:
+            send(number, later=json.loads(later))
+    for number, case in enumerate(cases):
+        if isinstance(case, dict):
+            answer(number, case)
+    send(len(cases), end=True)
+ask()
+"""
+
+
+@functools.lru_cache(maxsize=4)  # both verdicts of a run ask the same: drawn once
+def cases_for(seed, count, draw=AGREED):
+    """(input, expected, what it is) for each case asked: the fixed cases; with `count`,
+    then the generated ones asked (`draw`: today's, settled by agreement, or FIRST, the
+    draw of formats /3 to /5) against the reference, then the fixed ones again, and with
+    today's draw, one long list and what callers do (a tuple, shared by whoever asks for
+    the same seed and count)."""
+    fixed = [(changed, expected, None) for changed, expected in HELD_OUT]
+    if not count:
+        return tuple(fixed)  # a recording of format /2 asked the fixed cases alone
+    drawn = generated(seed, count) if draw == AGREED else None
+    inputs = drawn.asked if drawn else first_draw.generated(seed, count)
+    # shortest first, so the first failure reported is one a person can read at a glance
+    inputs = sorted(inputs, key=lambda changed: len(_json(changed)))
+    asked = [
+        (changed, reference(changed), f"generated input {number} of {len(inputs)}")
+        for number, changed in enumerate(inputs, start=1)
+    ]
+    again = [
+        (changed, expected, "asked again after all the others") for changed, expected, _ in fixed
+    ]
+    if not drawn:
+        return tuple(fixed + asked + again)
+    long = [(list(drawn.long), reference(drawn.long), "one long list")]
+    callers = [(case, reference(_asked(case)), what) for case, what in CALLERS]
+    return tuple(fixed + asked + again + long + callers)
+
+
+def held_out_checks(
+    source, isolate=True, seed=0, count=DEFAULT_COUNT, draw=AGREED, timeout=HELD_OUT_TIMEOUT,
+    cases=None,
+):  # fmt: skip
+    """{"passed", "total", "first_failure", "seed", "generated", "asked"}: how many cases
+    (see `cases_for`) the edited `source` (bytes of path_rules.py) answers right, asked in
+    an isolated child, judged here. `seed` and `generated` are left out when `count` is 0;
+    `asked` (how many generated lists were settled, so asked) only with today's draw.
+
+    A case passes only if its answer is a list of strings equal to the expected one, the
+    list it was given came back unchanged, no later call changed the answer, and the child
+    reached its end. No answer (an exit, a crash, a timeout), an error, or anything that
+    is not plain JSON fails it. `cases`, (input, expected) pairs, asks those alone.
+    """
+    if cases is not None:
+        cases, count = [(changed, expected, None) for changed, expected in cases], 0
+    else:
+        cases = cases_for(seed, count, draw)
+    with scratch_folder(prefix="agent-lab-") as scratch:
+        folder = Path(scratch)
+        place = str(folder.resolve())
+        (folder / SOURCE_FILE).write_bytes(source)
+        (folder / CASES_FILE).write_text(json.dumps([changed for changed, _, _ in cases]))
+        kind = chosen(isolate)
+        prefix = isolation_prefix(kind, readable=(place,))
+        command = [sys.executable, "-I", "-c", CHILD]
+        exit_code, output = run_once(  # plumbing/run_memo.py: a new process, but in the suite
+            prefix, command, folder, timeout, sandboxed=kind == BUBBLEWRAP,
+            inputs=(place,), stderr=subprocess.DEVNULL, keep=ANSWERS_KEPT,
+        )  # fmt: skip
+    # subtle: an error may name the temporary folder (an ImportError names the file); it
+    # is another folder at each run, so a replay names it as the recording did: `.`
+    answers, later, ended = _answers(output.replace(place, "."), len(cases))
+    ending = f"timed out after {timeout:g} s" if exit_code is None else f"exit {exit_code}"
+    passed, first_failure = 0, None
+    for number, (changed, expected, what) in enumerate(cases):
+        answer, long = answers.get(number), len(_asked(changed)) > SHORT
+        shown, not_expected = _shown(changed, long), _shown(expected, long)
+        if answer is None:
+            failure = f"{shown} gave no answer ({ending})"
+        elif "error" in answer:  # bounds.note: which limit the error shows, if one
+            failure = f"{shown} raised {answer['error']}{bounds.note(answer['error'])}"
+        elif not (_plain_list_of_text(answer.get("answer")) and answer["answer"] == expected):
+            wrong = _gave(answer.get("answer"), expected, long)
+            failure, not_expected = f"{shown} gave {wrong}", None
+        elif "argument" in answer:
+            failure = f"{shown} changed the caller's list to {_shown(answer['argument'], long)}"
+        elif number in later:
+            failure = (
+                f"{shown} gave an answer a later call changed to {_shown(later[number], long)}"
+            )
+        elif not ended:
+            failure = f"{shown}: the checks after the last call never ended ({ending})"
+        else:
+            passed += 1
+            continue
+        said = f"{what}: " if what else ""
+        failure += f", not {not_expected}" if not_expected else ""
+        first_failure = first_failure or f"{said}{failure}"[:300]
+    return _record(passed, len(cases), first_failure, seed, count, draw)
+
+
+def not_asked(reason, seed, count, draw=AGREED):
+    """The held-out record of a source kept from the checks: none passed, `reason` first."""
+    return _record(0, len(cases_for(seed, count, draw)), reason, seed, count, draw)
+
+
+def _record(passed, total, first_failure, seed, count, draw):
+    result = {"passed": passed, "total": total, "first_failure": first_failure}
+    if count:
+        result.update(seed=seed, generated=count)
+    if count and draw == AGREED:
+        result["asked"] = len(generated(seed, count).asked)
+    return result
+
+
+def _answers(output, count):
+    """({case: {"answer": ..., maybe "argument": ...} or {"error": text}}, {case: the
+    answer as a later call left it}, whether the child said it ended) from its lines. The
+    first well-formed line of each kind for a case counts; anything else is ignored."""
+    found, later, ended = {}, {}, False
+    for line in output.splitlines():
+        if len(line) > ANSWER_LIMIT:
+            continue  # an answer fits; a longer line is only work to parse
+        try:
+            answer = json.loads(line)
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
+            continue
+        if not isinstance(answer, dict) or type(answer.get("case")) is not int:
+            continue
+        if answer.get("end") is True and answer["case"] == count:
+            ended = True
+        elif answer["case"] not in range(count):
+            continue
+        elif "later" in answer:
+            later.setdefault(answer["case"], answer["later"])
+        elif ("answer" in answer) != ("error" in answer) and isinstance(
+            answer.get("error", ""), str
+        ):  # exactly one of the two, and an error is text
+            found.setdefault(answer["case"], answer)
+    return found, later, ended
+
+
+def _plain_list_of_text(value):
+    # json.loads made it: a list here is a plain list, a str a plain str
+    return isinstance(value, list) and all(isinstance(path, str) for path in value)
+
+
+def _json(value):
+    """JSON as a person reads it: letters outside ASCII as themselves, and what cannot be
+    seen (a no-break or zero-width space, a private-use character) as its escape."""
+    text = json.dumps(value, ensure_ascii=False)
+    return "".join(c if c.isprintable() else json.dumps(c)[1:-1] for c in text)
+
+
+def _asked(case):
+    """The list a case asks last: a caller's case asks its `ask` again, or `again_with`."""
+    return case.get("again_with", case["ask"]) if isinstance(case, dict) else case
+
+
+def _shown(paths, long):
+    """A case's list as a failure quotes it: whole, or for an input of more than SHORT
+    paths, how many paths it holds."""
+    paths = _asked(paths)
+    if long and isinstance(paths, list):
+        return f"a list of {len(paths):,} paths"
+    return _json(paths)
+
+
+def _gave(answer, expected, long):
+    """What a wrong answer gave, and what it should have: both whole, in escapes when they
+    differ only in their Unicode form; for a long input, their lengths and the first place
+    they differ."""
+    if not (long and isinstance(answer, list)):
+        said, wanted = _json(answer), _json(expected)
+        if said != wanted and _nfc(said) == _nfc(wanted):
+            said, wanted = json.dumps(answer), json.dumps(expected)
+            return f"{said}, not {wanted} (the same text in another Unicode form)"
+        return f"{said}, not {wanted}"
+    pairs = enumerate(zip(answer, expected, strict=False))
+    at = next((i for i, (a, e) in pairs if a != e), min(len(answer), len(expected)))
+    got = _json(answer[at]) if at < len(answer) else "nothing"
+    wanted = _json(expected[at]) if at < len(expected) else "nothing"
+    return f"{len(answer):,} paths, not {len(expected):,}: at {at + 1}, {got}, not {wanted}"
+
+
+def _nfc(text):
+    return unicodedata.normalize("NFC", text)
+
+
+def held_out_line(held_out):
+    """'held-out checks 9 of 10 passed (first failure: ...)', and with today's draw how
+    many generated inputs were asked: '(391 of 500 generated inputs asked, 109 unsettled;
+    first failure: ...)'."""
+    line = f"held-out checks {held_out['passed']} of {held_out['total']} passed"
+    said = []
+    if "asked" in held_out:
+        asked, drawn = held_out["asked"], held_out["generated"]
+        said.append(f"{asked} of {drawn} generated inputs asked, {drawn - asked} unsettled")
+    if held_out["first_failure"]:
+        said.append(f"first failure: {held_out['first_failure']}")
+    return line + (f" ({'; '.join(said)})" if said else "")

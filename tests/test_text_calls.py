@@ -1,6 +1,8 @@
-"""`--text-calls`: a call a model wrote as text runs only when asked, and only when it is
-unambiguous: exactly one fenced (or <tool_call>-tagged) JSON call of an offered tool, in a
-complete turn. Off by default, where such a call is named at the stop and never run.
+"""`--text-calls`: a call a model wrote as text runs only when asked, and only as the turn's
+action: the one call of the text, all that a ```json fence or a <tool_call> block holds, on
+lines of its own at the end of a complete turn. A call quoted in a sentence, in inline code,
+in a fence of another language or followed by more text runs nothing and is named at the
+stop, as every call written as text is when the option is off.
 
 On both wires (the Ollama stand-in through the real SDK, the OpenAI stand-in through the
 standard-library adapter), record_run.py runs it, sends its result back as a user message,
@@ -15,15 +17,18 @@ import pytest
 from agent_loop import (
     ASSISTANT_FINISHED,
     INCOMPLETE_MODEL_TURN,
+    MODEL_DONE,
     STOPPED,
     TASK,
     TOOL_RESULT,
     TOOL_START,
     agent_events,
 )
+from local_model import LocalModel
+from openai_model import OpenAICompatibleModel
 from plumbing.page import recording_page
 from plumbing.recording import RecordingError, load, save
-from plumbing.text_calls import WRITTEN_RESULT, runnable_call
+from plumbing.text_calls import WRITTEN_RESULT, runnable_call, text_tool_call
 from repo_tools import RepoTools
 from tests import ollama_test_server as ollama
 from tests import openai_test_server as openai
@@ -48,8 +53,25 @@ FENCED = f"I will read the code first.\n```json\n{READ}\n```"
         f"````json\n{READ}\n````",  # a longer fence, closed by as many
         '```json\n{"name": "read_file", "arguments": "{\\"path\\": \\"path_rules.py\\"}"}\n```',
         f"```python\nprint('a code block is no call')\n```\n```json\n{READ}\n```",
+        f"Reading it.\n<tool_call>{READ}</tool_call>\n\n",  # one line of its own, then blanks
+        f"```JSON\n{READ}\n```",
+        f"  ```json\n  {READ}\n  ```  ",  # indented
+        '```json\n{"name": "read_file", "parameters": {"path": "path_rules.py"}}\n```',
+        '```json\n{"name": "read_file", "arguments": {"path": "path_rules.py"}, "id": 1}\n```',
     ],
-    ids=["fenced", "bare-fence", "tool-call-tags", "long-fence", "arguments-as-text", "code-too"],
+    ids=[
+        "fenced",
+        "bare-fence",
+        "tool-call-tags",
+        "long-fence",
+        "arguments-as-text",
+        "code-too",
+        "tags-on-one-line",
+        "upper-case",
+        "indented",
+        "parameters",
+        "another-key",
+    ],
 )
 def test_one_fenced_call_of_an_offered_tool_may_run(text):
     assert runnable_call(text, SCHEMAS) == {
@@ -68,7 +90,6 @@ def test_one_fenced_call_of_an_offered_tool_may_run(text):
         f"```json\n{READ}\n",  # a fence never closed
         '```json\n{"name": "delete_file", "arguments": {"path": "x"}}\n```',  # not offered
         '```json\n{"name": "read_file", "arguments": ["path_rules.py"]}\n```',
-        '```json\n{"name": "read_file", "arguments": {}, "id": 1}\n```',  # another key
         '```json\n{"name": "read_file", "arguments": {"path": NaN}}\n```',  # no JSON value
         "```tool_code\nread_file(path='path_rules.py')\n```",  # flagged, never run
         "```json\n" + "[" * 50_000 + "\n```",
@@ -82,7 +103,6 @@ def test_one_fenced_call_of_an_offered_tool_may_run(text):
         "unclosed",
         "not-offered",
         "list-arguments",
-        "extra-key",
         "nan",
         "tool-code",
         "deep",
@@ -91,6 +111,65 @@ def test_one_fenced_call_of_an_offered_tool_may_run(text):
 )
 def test_nothing_else_runs(text):
     assert runnable_call(text, SCHEMAS) is None
+
+
+# --- a quoted call: named at the stop, never run -----------------------------------------------
+
+CALL = {"name": "read_file", "arguments": {"path": "path_rules.py"}}
+QUOTED = {
+    "sentence": f"I will not send {READ} yet.",
+    "inline-code": f"The call would be `{READ}`.",
+    "text-fence": f"The call I will not make:\n```text\n{READ}\n```",
+    "python-fence": f"```python\n{READ}\n```",
+    "tags-in-a-text-fence": f"```text\n<tool_call>\n{READ}\n</tool_call>\n```",
+    "tags-in-a-sentence": f"I could send <tool_call>{READ}</tool_call> but will not.",
+    "tags-after-words": f"Reading: <tool_call>{READ}</tool_call>",  # not on a line of its own
+    "words-after-the-fence": f"```json\n{READ}\n```\nThen I will fix it.",
+    "words-after-the-tags": f"<tool_call>\n{READ}\n</tool_call>\nThen I will fix it.",
+}
+ACTION = f"I will read the code first.\n<tool_call>\n{READ}\n</tool_call>\n"
+
+
+@pytest.mark.parametrize("text", QUOTED.values(), ids=QUOTED)
+def test_a_quoted_call_runs_nothing_and_is_named(text):
+    assert runnable_call(text, SCHEMAS) is None
+    assert text_tool_call(text, SCHEMAS) == CALL
+
+
+def test_a_quoted_call_beside_the_action_runs_neither():
+    # which one the model meant is a guess: the quote may be what it meant to do
+    assert runnable_call(QUOTED["sentence"] + "\n" + ACTION, SCHEMAS) is None
+    assert runnable_call(ACTION, SCHEMAS) == CALL
+
+
+def over(wire, texts):
+    """(a stand-in server of `wire` answering `texts` in turn, a chat that talks to it)."""
+    if wire == "ollama":
+        server = ollama.OllamaTestServer([ollama.reply(ollama.chunk(t), ollama.chunk(done=True))
+                                          for t in texts])  # fmt: skip
+        return server, lambda: LocalModel(host=server.host)
+    server = openai.OpenAITestServer([openai.reply(openai.content(t), openai.finish())
+                                      for t in texts])  # fmt: skip
+    return server, lambda: OpenAICompatibleModel(openai.TEST_MODEL, server.base_url)
+
+
+@pytest.mark.parametrize("wire", ["ollama", "openai"])
+def test_over_each_wire_a_quoted_call_is_named_and_only_the_action_runs(wire, repo):
+    server, chat = over(wire, [*QUOTED.values(), ACTION, "It splits on slashes only."])
+    with server:
+        for text in QUOTED.values():
+            events = list(agent_events(chat(), RepoTools(repo), TASK, text_calls=True))
+            said = next(e for e in events if e["type"] == MODEL_DONE)["message"]["content"]
+            assert said == text  # the quote reached the loop whole
+            assert not [e for e in events if e["type"] == TOOL_START], text
+            assert events[-1]["reason"] == ASSISTANT_FINISHED
+            assert events[-1]["text_tool_call"] == CALL
+        acted = list(agent_events(chat(), RepoTools(repo), TASK, text_calls=True))
+    start = next(e for e in acted if e["type"] == TOOL_START)
+    assert (start["name"], start["arguments"], start["from_text"]) == (
+        "read_file", CALL["arguments"], True
+    )  # fmt: skip
+    assert acted[-1]["reason"] == ASSISTANT_FINISHED and "text_tool_call" not in acted[-1]
 
 
 # --- the loop -------------------------------------------------------------------------------------

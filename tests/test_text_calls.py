@@ -27,7 +27,8 @@ from agent_loop import (
 from local_model import LocalModel
 from openai_model import OpenAICompatibleModel
 from plumbing.page import recording_page
-from plumbing.recording import RecordingError, load, save
+from plumbing.recording import RECORDINGS, RecordingError, load, save
+from plumbing.tasks import FLAGGED, outcome_of
 from plumbing.text_calls import WRITTEN_RESULT, runnable_call, text_tool_call
 from repo_tools import RepoTools
 from tests import ollama_test_server as ollama
@@ -170,6 +171,23 @@ def test_over_each_wire_a_quoted_call_is_named_and_only_the_action_runs(wire, re
         "read_file", CALL["arguments"], True
     )  # fmt: skip
     assert acted[-1]["reason"] == ASSISTANT_FINISHED and "text_tool_call" not in acted[-1]
+
+
+def test_the_shipped_refusal_that_quotes_its_edit_runs_only_its_actions():
+    # recordings/impossible/quotes-the-edit.json (tests/make_recordings.py; its replay to
+    # `flagged` is in tests/test_impossible.py): the read and the run it wrote as its actions
+    # ran; the edit it quotes in a ```text block, before its CONFLICT: line, did not
+    recording = load(RECORDINGS / "impossible" / "quotes-the-edit.json")
+    starts = [e for e in recording["events"] if e["type"] == TOOL_START]
+    assert [(e["name"], e["from_text"]) for e in starts] == [
+        ("read_file", True),
+        ("run_tests", True),
+    ]
+    said = recording["messages"][-1]["content"]
+    assert "```text\n" in said and said.splitlines()[-1].startswith("CONFLICT: test_accepts_")
+    assert runnable_call(said, SCHEMAS) is None
+    assert recording["stop"]["text_tool_call"]["name"] == "replace_text"
+    assert (recording["text_calls"], outcome_of(recording)) == (True, FLAGGED)
 
 
 # --- the loop -------------------------------------------------------------------------------------

@@ -79,7 +79,7 @@ def runnable_call(text, schemas):
 def calls_from_text(text, schemas):
     """The loop's calls for a turn that made none: [the action, marked "from_text"], or []."""
     call = runnable_call(text, schemas)
-    return [] if call is None else [{"function": call, "from_text": True}]
+    return [{"function": call, "from_text": True}] if call else []
 
 
 def written_result(name, content):
@@ -206,7 +206,7 @@ def _json_calls(text, tools, blocks, budget):
         end = start + length
         action = blocks.get((start, end))  # None: not all that a block holds
         if _is_call(value, tools, alone=action is not None):
-            found.append((start, Written(_as_call(value, text[start:end]), action is True)))
+            found.append((start, Written(_as_call(value, text[start:end]), bool(action))))
         start = text.find("{", end)
     return found
 
@@ -237,7 +237,7 @@ def _tool_code_calls(text, fence, tools, budget):
     if fence.language != "tool_code" or budget[0] <= 0:
         return []
     budget[0] -= 1
-    code = text[fence.body : min(fence.stop, fence.body + MAX_SPAN)].split("```", 1)[0]
+    code = text[fence.body : min(fence.stop, fence.body + MAX_SPAN)].partition("```")[0]
     try:  # subtle: ast only parses; nothing written by the model is ever evaluated
         statements = ast.parse(code.strip()).body
     except _UNREADABLE:

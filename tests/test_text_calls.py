@@ -137,6 +137,20 @@ def test_a_quoted_call_runs_nothing_and_is_named(text):
     assert text_tool_call(text, SCHEMAS) == CALL
 
 
+def test_the_stop_names_the_first_call_in_the_text_whatever_its_form():
+    code = "```tool_code\nrun_tests()\n```"
+    assert text_tool_call(f"{READ}\n{code}", SCHEMAS) == CALL
+    assert text_tool_call(f"{code}\n{READ}", SCHEMAS) == {"name": "run_tests", "arguments": {}}
+
+
+@pytest.mark.parametrize(
+    "text, schemas", [(FENCED, []), (FENCED, None), (FENCED.encode(), SCHEMAS)]
+)
+def test_no_text_or_no_tool_offered_runs_nothing(text, schemas):
+    assert runnable_call(text, schemas) is None
+    assert runnable_call(FENCED, SCHEMAS) == CALL
+
+
 def test_a_quoted_call_beside_the_action_runs_neither():
     # which one the model meant is a guess: the quote may be what it meant to do
     assert runnable_call(QUOTED["sentence"] + "\n" + ACTION, SCHEMAS) is None

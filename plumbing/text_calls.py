@@ -136,7 +136,7 @@ def _fences(text):
     for line in text.split("\n"):
         stripped = line.strip()
         ticks = len(stripped) - len(stripped.lstrip("`"))
-        if opening is None:
+        if not opening:
             language = stripped[ticks:].strip()
             if ticks >= 3 and "`" not in language and len(language.split()) <= 1:
                 opening = (at + len(line) + 1, ticks, language)
@@ -144,7 +144,7 @@ def _fences(text):
             fences.append(_Fence(opening[0], at, at + len(line), opening[2]))
             opening = None
         at += len(line) + 1
-    if opening is not None:
+    if opening:  # never closed
         fences.append(_Fence(min(opening[0], len(text)), len(text), len(text), opening[2]))
     return fences
 
@@ -166,7 +166,7 @@ def _blocks(text, fences, whole):
         span = _inner(text, start + len(OPEN), end)
         blocks.setdefault(span, False)
         if end + len(CLOSE) == len(text):  # the one block that may be the action
-            line = text[text.rfind("\n", 0, start) + 1 : start]  # up to its opening tag
+            line = text[:start].rpartition("\n")[2]  # its line, up to its opening tag
             in_a_fence = any(fence.body <= start < fence.end for fence in fences)
             blocks[span] = whole and not line.strip() and not in_a_fence
         start = text.find(OPEN, end)

@@ -315,6 +315,7 @@ def test_an_indented_fence_holds_a_name_alone_however_deep_its_indent():
         "```tool_code\nx = run_tests\n```",  # a statement, not a call
         '{"name": "run_tests"}</tool_call> done',  # a closing tag, but no opening one
         '<tool_call>{"name": "run_tests"} done',  # an opening tag, but no closing one
+        '<tool_call>{"name": "run_tests"}x',  # nor here: no block, however near its end
         '````\n{"name": "run_tests"}\n```',  # four backticks open a fence ``` cannot close
     ],
 )
@@ -510,9 +511,10 @@ def test_a_written_call_may_span_8000_characters(span, found):
     assert text_tool_call(text, RepoTools.schemas) == expected
 
 
-def test_a_tool_code_block_never_closed_is_read_to_the_end_of_its_span():
+@pytest.mark.parametrize("before", ["", "Reading it:\n"])
+def test_a_tool_code_block_never_closed_is_read_to_the_end_of_its_span(before):
     # A model cut off by its token limit leaves the block open: the call in it is still one.
-    text = '```tool_code\nread_file(path="path_rules.py")'
+    text = before + '```tool_code\nread_file(path="path_rules.py")'
     assert text_tool_call(text, RepoTools.schemas) == READ
 
 

@@ -95,6 +95,9 @@ def test_one_fenced_call_of_an_offered_tool_may_run(text):
         "```tool_code\nread_file(path='path_rules.py')\n```",  # flagged, never run
         "```json\n" + "[" * 50_000 + "\n```",
         FENCED + "x" * 70_000,  # longer than any text looked at
+        "x" * 70_000 + FENCED,  # looked at in two halves, neither of them the whole text
+        "x" * 70_000 + f"\n<tool_call>\n{READ}\n</tool_call>",
+        f"x<tool_call>{READ}</tool_call>",  # one character before the tag is a line's text
     ],
     ids=[
         "bare",
@@ -108,6 +111,9 @@ def test_one_fenced_call_of_an_offered_tool_may_run(text):
         "tool-code",
         "deep",
         "too-long",
+        "long-fence-at-the-end",
+        "long-tags-at-the-end",
+        "a-letter-before-the-tags",
     ],
 )
 def test_nothing_else_runs(text):

@@ -511,6 +511,15 @@ def test_a_written_call_may_span_8000_characters(span, found):
     assert text_tool_call(text, RepoTools.schemas) == expected
 
 
+@pytest.mark.parametrize("lines, found", [(1331, True), (1333, False)])
+def test_a_tool_code_block_is_read_to_8000_characters(lines, found):
+    # MAX_SPAN bounds the code parsed, closed or not: 6 characters a line, then the call.
+    code = "x = 1\n" * lines + "run_tests()\n"
+    assert (len(code) <= MAX_SPAN) is found
+    expected = {"name": "run_tests", "arguments": {}} if found else None
+    assert text_tool_call(f"```tool_code\n{code}```", RepoTools.schemas) == expected
+
+
 @pytest.mark.parametrize("before", ["", "Reading it:\n"])
 def test_a_tool_code_block_never_closed_is_read_to_the_end_of_its_span(before):
     # A model cut off by its token limit leaves the block open: the call in it is still one.

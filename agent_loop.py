@@ -149,7 +149,7 @@ class AgentLoop:
                 self.messages.append(done["message"])
                 yield done
                 calls = done["message"].get("tool_calls", [])
-                if not calls and self.text_calls:  # one fenced call, marked "from_text", or none
+                if not calls and self.text_calls:  # the turn's action written as text, or none
                     calls = calls_from_text(done["message"]["content"], self.tools.schemas)
                 if not calls:
                     content = done["message"]["content"]

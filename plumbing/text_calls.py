@@ -1,38 +1,38 @@
-"""Calls written as text: spot a tool call that a model wrote into its message instead of making it.
+"""Calls written as text: the tool calls a model wrote in its message instead of making them.
 
-Small models often answer with the call as text, `{"name": "read_file", "arguments": {...}}`
-(bare, in a ``` fence, or inside `<tool_call>…</tool_call>`), or a ```tool_code block such as
-`read_file(path="x")`. The loop sees no tool call and stops with `assistant_finished`, which
-looks like an answer. `text_tool_call(text, schemas)` returns `{"name", "arguments"}` of the
-first such call of an *offered* tool, or None; the loop attaches it to its `stopped` event so
-that the terminal can say why nothing ran.
+Small models often write the call into their answer: `{"name": "read_file", "arguments":
+{...}}` (bare, in a ``` fence, or in `<tool_call>…</tool_call>`), or a ```tool_code block such
+as `read_file(path="x")`. The loop then sees no call and stops, which looks like an answer.
+One scanner, `written_calls`, finds each call written in a message, and each use takes what
+it needs: the stop names the first (`text_tool_call`), so that the terminal and the page say
+why nothing ran; `--text-calls` (off by default) runs the turn's action (`runnable_call`).
 
-What counts as a written call, so that prose quoting a tool is not flagged:
-- a JSON object with `"name"` (an offered tool) and `"arguments"` or `"parameters"`, anywhere;
-- a JSON object with `"name"` and no other key (`{"name": "run_tests"}`, a small model's call
-  of a tool without parameters) only when it is the whole message, alone in a ``` fence, or
-  alone inside `<tool_call>…</tool_call>`; a JSON object with any other key is no call;
-- a call of an offered tool in a ```tool_code block.
-The arguments are kept only as JSON holds them: strings, integers, finite floats, booleans,
-null, lists and objects with string keys, nested at most MAX_DEPTH deep (an argument in a
-tool_code block may be a tuple, a set, bytes...). Anything else is kept as its source text, so
-that a recording saves exactly what replay recomputes.
+A written call is a call of an offered tool: a JSON object with its `"name"` and `"arguments"`
+(or `"parameters"`), anywhere; one with `"name"` and no other key only when it is all that a
+block holds (the whole message, a closed fence, `<tool_call>…</tool_call>`); or a call in a
+```tool_code block, also as `print(...)` or `default_api.read_file(...)`.
 
-`runnable_call(text, schemas)` is stricter: with `--text-calls` (off by default), the loop
-runs a call written as text, as if the model had sent it through the API, only when the
-complete turn's text holds exactly one call in a fence or in `<tool_call>` tags, as one JSON
-object `{"name": <offered tool>, "arguments": {...}}` and nothing else.
+The rule for running: the call must be the turn's action, that is the text's only written
+call, all that a ```json (or bare ```) fence or a `<tool_call>` block holds, on lines of its
+own with nothing but whitespace after it, with arguments that are an object. A call quoted in
+a sentence, in inline code, in a fence of another language or followed by more text runs
+nothing and is named at the stop; so is a bare object, a tool_code block, or one of two calls
+(which one the model meant would be a guess).
 
-Not here: running anything (the loop decides that; by default a call found in text is shown,
-never run), or guessing from prose that merely names a tool. The text is untrusted, so the
-work is bounded: no regular expressions, at most MAX_SCAN characters looked at, at most
-MAX_ATTEMPTS parses of at most MAX_SPAN characters each.
+Arguments are kept only as JSON holds them (strings, integers, finite floats, booleans, null,
+lists, objects with string keys, at most MAX_DEPTH deep); anything else (a tuple in tool_code,
+NaN in JSON text) as its source text, so that a recording saves what replay recomputes.
+
+Not here: running anything (the loop does, through the tool guard), or guessing from prose
+that merely names a tool. The text is untrusted: no regular expressions, at most MAX_SCAN
+characters looked at, MAX_ATTEMPTS parses of at most MAX_SPAN characters, nothing evaluated.
 """
 
 import ast
 import bisect
 import json
 import math
+from typing import NamedTuple
 
 MAX_SCAN = 64_000  # characters looked at: the first and the last half of a longer message
 MAX_SPAN = 8_000  # characters one written call may span
@@ -40,31 +40,74 @@ MAX_ATTEMPTS = 64  # JSON objects or tool_code blocks parsed, per message
 MAX_DEPTH = 16  # nesting of the arguments kept; a real call nests two or three levels
 MAX_INT_BITS = 10_000  # about 3,000 digits: JSON text of any longer integer is refused
 UNREADABLE = "<unreadable>"  # an argument whose source text cannot even be rebuilt
+ACTION_FENCES = ("json", "")  # the languages of a fence that may hold the turn's action
+OPEN, CLOSE = "<tool_call>", "</tool_call>"
 NOTE = (
     "the model wrote a {name} call as text; only calls sent as tool calls run — "
     "try a model with better tool support, or a lower temperature"
 )
+# What the loop appends after running a call written as text: a user message, since no
+# call was made through the API for a tool message to answer (the conversation says what
+# happened; the OpenAI wire would refuse a tool result without the call it answers).
+WRITTEN_RESULT = "The {name} call you wrote ran. Its result:\n{result}"
 
 _DECODER = json.JSONDecoder()
 _UNREADABLE = (ValueError, SyntaxError, TypeError, RecursionError, MemoryError)
 
 
+class Written(NamedTuple):
+    """A call found in the text, and whether it is the turn's action (see the rule above)."""
+
+    call: dict  # {"name": an offered tool, "arguments": ...}
+    action: bool
+
+
 def text_tool_call(text, schemas):
-    """`{"name": ..., "arguments": ...}` of a call of an offered tool written in `text`, or None."""
+    """`{"name", "arguments"}` of the first call written in `text`, or None: what the stop names."""
+    found = written_calls(text, schemas)
+    return found[0].call if found else None
+
+
+def runnable_call(text, schemas):
+    """`{"name", "arguments"}` of the call `text` ends with as the turn's action, or None."""
+    found = written_calls(text, schemas)
+    if len(found) == 1 and found[0].action and isinstance(found[0].call["arguments"], dict):
+        return found[0].call
+    return None
+
+
+def calls_from_text(text, schemas):
+    """The loop's calls for a turn that made none: [the action, marked "from_text"], or []."""
+    call = runnable_call(text, schemas)
+    return [{"function": call, "from_text": True}] if call else []
+
+
+def written_result(name, content):
+    """The message that returns a written call's result (`content`, its JSON text)."""
+    return {"role": "user", "content": WRITTEN_RESULT.format(name=name, result=content)}
+
+
+# --- the scanner ------------------------------------------------------------------------------
+
+
+def written_calls(text, schemas):
+    """Every call written in `text`, in the order of the text, each a `Written`."""
     tools = _offered(schemas)
     if not isinstance(text, str) or not tools:
-        return None
+        return []
     text = text.strip()
     half = MAX_SCAN // 2
     whole = len(text) <= MAX_SCAN  # else two halves, neither of which is the whole message
-    segments = (text,) if whole else (text[:half], text[-half:])
-    budget = [MAX_ATTEMPTS]  # shared by every segment and both forms
-    for segment in segments:
-        found = _json_call(segment, tools, budget, whole)
-        found = found or _tool_code_call(segment, tools, budget)
-        if found:
-            return found
-    return None
+    budget = [MAX_ATTEMPTS]  # shared by both halves and both forms
+    found = []
+    for segment in (text,) if whole else (text[:half], text[-half:]):
+        fences = _fences(segment)
+        # subtle: tool_code blocks use the budget first, so that once the JSON scan reaches
+        # an action at the very end, nothing before it went unparsed
+        calls = [c for fence in fences for c in _tool_code_calls(segment, fence, tools, budget)]
+        calls += _json_calls(segment, tools, _blocks(segment, fences, whole), budget)
+        found += [written for _, written in sorted(calls, key=lambda pair: pair[0])]
+    return found
 
 
 def _offered(schemas):
@@ -79,23 +122,78 @@ def _offered(schemas):
     return tools
 
 
-def _json_call(text, tools, budget, whole):
-    """A JSON object `{"name": <offered tool>, "arguments"|"parameters": ...}` in `text`
-    (or `{"name": <offered tool>}` alone: see the module docstring).
+class _Fence(NamedTuple):
+    body: int  # where what it holds starts, after the opening line
+    stop: int  # where what it holds ends: its closing line, or the text's end if never closed
+    end: int  # where it ends: after its closing line (so `end > stop` only if it was closed)
+    language: str  # the word after the backticks, or ""
 
-    Fences and <tool_call> tags need no parsing of their own: the object inside them is
-    found like a bare one. Only a `{` with a `"name"` key within MAX_SPAN after it is tried,
-    and a parsed object is skipped whole, so nested braces are never tried again.
+
+def _fences(text):
+    """The fenced blocks of `text`, Markdown's way: a line of three or more backticks and at
+    most one word opens one; a line of as many backticks or more, alone, closes it."""
+    fences, opening, at = [], None, 0
+    for line in text.split("\n"):
+        stripped = line.strip()
+        ticks = len(stripped) - len(stripped.lstrip("`"))
+        if not opening:
+            language = stripped[ticks:].strip()
+            if ticks >= 3 and "`" not in language and len(language.split()) <= 1:
+                opening = (at + len(line) + 1, ticks, language)
+        elif ticks == len(stripped) and ticks >= opening[1]:
+            fences.append(_Fence(opening[0], at, at + len(line), opening[2]))
+            opening = None
+        at += len(line) + 1
+    if opening:  # never closed
+        fences.append(_Fence(min(opening[0], len(text)), len(text), len(text), opening[2]))
+    return fences
+
+
+def _blocks(text, fences, whole):
+    """{(start, end) of all that a block holds, whitespace aside: whether it is an action
+    block}. The blocks: the whole message, each closed fence, each <tool_call>…</tool_call>.
+    Only a block that ends the whole message can be an action block (`text` is stripped)."""
+    blocks = {(0, len(text)): False} if whole else {}  # a bare call is no action
+    for fence in fences:
+        if fence.end > fence.stop:  # closed
+            action = fence.language.lower() in ACTION_FENCES and fence.end == len(text)
+            blocks[_inner(text, fence.body, fence.stop)] = whole and action
+    start = text.find(OPEN)
+    while start >= 0:
+        end = text.find(CLOSE, start)
+        if end < 0:
+            break
+        span = _inner(text, start + len(OPEN), end)
+        blocks.setdefault(span, False)
+        if end + len(CLOSE) == len(text):  # the one block that may be the action
+            line = text[:start].rpartition("\n")[2]  # its line, up to its opening tag
+            in_a_fence = any(fence.body <= start < fence.end for fence in fences)
+            blocks[span] = whole and not line.strip() and not in_a_fence
+        start = text.find(OPEN, end)
+    return blocks
+
+
+def _inner(text, start, end):
+    """(start, end) of text[start:end] without the whitespace around it."""
+    held = text[start:end]
+    return start + len(held) - len(held.lstrip()), start + len(held.rstrip())
+
+
+def _json_calls(text, tools, blocks, budget):
+    """(position, Written) of each JSON call in `text`.
+
+    Only a `{` with a `"name"` key within MAX_SPAN after it is tried, and a parsed object is
+    skipped whole, so nested braces are never tried again.
     """
     names, at = [], text.find('"name"')
     while at >= 0:  # every "name" key, once: linear in the text
         names.append(at)
         at = text.find('"name"', at + 1)
-    start = text.find("{")
+    found, start = [], text.find("{")
     while start >= 0 and budget[0] > 0:
         near = bisect.bisect_left(names, start)
         if near == len(names):
-            return None  # no "name" key after this brace: nothing further can be a call
+            break  # no "name" key after this brace: nothing further can be a call
         if names[near] - start > MAX_SPAN:
             start = text.find("{", names[near] - MAX_SPAN)
             continue
@@ -105,38 +203,20 @@ def _json_call(text, tools, budget, whole):
         except _UNREADABLE:
             start = text.find("{", start + 1)
             continue
-        if _is_call(value, tools, text, start, start + length, whole):
-            return _as_call(value, text[start : start + length])
-        start = text.find("{", start + length)
-    return None
+        end = start + length
+        action = blocks.get((start, end))  # None: not all that a block holds
+        if _is_call(value, tools, alone=action is not None):
+            found.append((start, Written(_as_call(value, text[start:end]), bool(action))))
+        start = text.find("{", end)
+    return found
 
 
-def _is_call(value, tools, text, start, end, whole):
+def _is_call(value, tools, alone):
     if not isinstance(value, dict) or not isinstance(value.get("name"), str):
         return False
     if value["name"] not in tools:
         return False
-    if "arguments" in value or "parameters" in value:
-        return True
-    return len(value) == 1 and _alone(text, start, end, whole)
-
-
-def _alone(text, start, end, whole):
-    """Whether text[start:end] is the whole message, or all that a fence or <tool_call> holds."""
-    if whole and start == 0 and end == len(text):  # the text is stripped
-        return True
-    before = text[max(0, start - 80) : start].rstrip()
-    after = text[end : end + 80].lstrip()
-    if before.endswith("<tool_call>") and after.startswith("</tool_call>"):
-        return True
-    newline = before.rfind("\n")
-    if newline < 0 and start > 80:
-        return False  # the line before is longer than any fence's opening line
-    opening = before[newline + 1 :].strip()  # "```" or "```json", on a line of its own
-    ticks = len(opening) - len(opening.lstrip("`"))  # 3 or more; only as many close it
-    language = opening[ticks:].strip()  # Markdown allows "``` json"
-    fence = ticks >= 3 and (language == "" or language.isalnum())
-    return fence and after.startswith("`" * ticks)
+    return "arguments" in value or "parameters" in value or (alone and len(value) == 1)
 
 
 def _as_call(value, source):
@@ -150,30 +230,26 @@ def _as_call(value, source):
     return {"name": value["name"], "arguments": _kept(arguments, source)}
 
 
-def _tool_code_call(text, tools, budget):
-    """A call of an offered tool in a ```tool_code block: `read_file(path="x")`, also as
-    `print(read_file(...))` or `default_api.read_file(...)` (Gemma's and Gemini's forms)."""
-    start = text.find("```tool_code")
-    while start >= 0 and budget[0] > 0:
-        body = start + len("```tool_code")
-        end = text.find("```", body, body + MAX_SPAN)
-        code = text[body : end if end >= 0 else body + MAX_SPAN]
-        budget[0] -= 1
-        try:  # subtle: ast only parses; nothing written by the model is ever evaluated
-            statements = ast.parse(code.strip()).body
-        except _UNREADABLE:
-            statements = []
-        for statement in statements:
-            found = _code_call(statement, tools)
-            if found:
-                return found
-        start = text.find("```tool_code", body)
-    return None
+def _tool_code_calls(text, fence, tools, budget):
+    """(position, Written) of each call of an offered tool in a ```tool_code fence. Its code
+    ends at the first ``` in it: a fence closed on a line with more text stays open (as one
+    cut off by the model's token limit does), and is read to MAX_SPAN."""
+    if fence.language != "tool_code" or budget[0] <= 0:
+        return []
+    budget[0] -= 1
+    code = text[fence.body : min(fence.stop, fence.body + MAX_SPAN)].partition("```")[0]
+    try:  # subtle: ast only parses; nothing written by the model is ever evaluated
+        statements = ast.parse(code.strip()).body
+    except _UNREADABLE:
+        return []
+    calls = (_code_call(statement, tools) for statement in statements)
+    return [(fence.body, Written(call, False)) for call in calls if call]
 
 
 def _code_call(statement, tools):
     node = statement.value if isinstance(statement, ast.Expr) else None
-    if _is_call_of(node, ("print",)) and len(node.args) == 1 and not node.keywords:
+    printed = isinstance(node, ast.Call) and _is_name(node.func, ("print",))
+    if printed and len(node.args) == 1 and not node.keywords:
         node = node.args[0]
     if not isinstance(node, ast.Call):
         return None
@@ -189,10 +265,6 @@ def _code_call(statement, tools):
     arguments = dict(zip(tools[name], map(_literal, node.args), strict=False))
     arguments.update((k.arg, _literal(k.value)) for k in node.keywords if k.arg)
     return {"name": name, "arguments": arguments}  # each value is kept (checked) on its own
-
-
-def _is_call_of(node, names):
-    return isinstance(node, ast.Call) and _is_name(node.func, names)
 
 
 def _is_name(node, names):
@@ -240,78 +312,3 @@ def _json_native(value, depth):
         elif not (value is None or isinstance(value, str)):
             return False
     return True
-
-
-# --- calls written as text that may run (--text-calls) -----------------------------------------
-
-
-def runnable_call(text, schemas):
-    """`{"name", "arguments"}` of the one call written in `text` that may run, or None.
-
-    It may run only if it is the only call in the text's fences and `<tool_call>` blocks, a
-    JSON object with an offered tool's `"name"` and, if any, `"arguments"` that are an
-    object (or a JSON string of one), and no other key. Two calls, a call in prose, a bare
-    call, a tool_code block: none runs (the stop still names the first, as text_tool_call
-    does), since which one the model meant, and whether it meant it, is a guess.
-    """
-    tools = _offered(schemas)
-    if not isinstance(text, str) or len(text) > MAX_SCAN or not tools:
-        return None
-    found = []
-    for body in _blocks(text):
-        if len(body) > MAX_SPAN:
-            continue
-        try:
-            value = json.loads(body)
-        except _UNREADABLE:
-            continue
-        if isinstance(value, dict) and value.get("name") in tools:
-            found.append(value)
-    if len(found) != 1 or not set(found[0]) <= {"name", "arguments"}:
-        return None
-    call = _as_call(found[0], source=None)
-    return call if isinstance(call["arguments"], dict) else None
-
-
-def _blocks(text):
-    """What each fence (``` or longer, with at most a word after it) and each
-    <tool_call>…</tool_call> of `text` holds, stripped."""
-    lines, inside, ticks, held = text.split("\n"), False, 0, []
-    for line in lines:
-        stripped = line.strip()
-        if not inside:
-            count = len(stripped) - len(stripped.lstrip("`"))
-            if count >= 3 and (stripped[count:].strip().isalnum() or not stripped[count:].strip()):
-                inside, ticks, held = True, count, []
-        elif stripped == "`" * ticks:
-            inside = False
-            yield "\n".join(held).strip()
-        else:
-            held.append(line)
-    start = text.find("<tool_call>")
-    while start >= 0:
-        end = text.find("</tool_call>", start)
-        if end < 0:
-            return
-        yield text[start + len("<tool_call>") : end].strip()
-        start = text.find("<tool_call>", end)
-
-
-# What the loop appends after running a call written as text: a user message, since no
-# call was made through the API for a tool message to answer (the conversation says what
-# happened; the OpenAI wire would refuse a tool result without the call it answers).
-WRITTEN_RESULT = "The {name} call you wrote ran. Its result:\n{result}"
-
-
-def calls_from_text(text, schemas):
-    """The loop's calls for a turn that made none: [the runnable call, marked "from_text"],
-    or [] (see runnable_call)."""
-    call = runnable_call(text, schemas)
-    if call is None:
-        return []
-    return [{"function": call, "from_text": True}]
-
-
-def written_result(name, content):
-    """The message that returns a written call's result (`content`, its JSON text)."""
-    return {"role": "user", "content": WRITTEN_RESULT.format(name=name, result=content)}

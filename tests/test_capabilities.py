@@ -286,19 +286,24 @@ def test_each_written_form_of_an_offered_call_is_found(text):
     assert text_tool_call(text, RepoTools.schemas) == READ
 
 
-@pytest.mark.parametrize("padding, found", [(77, True), (78, False)])
-def test_a_fence_is_looked_for_within_80_characters_before_a_name_alone(padding, found):
-    # The name starts at 80 (found) or 81 (past the window: a fence's opening line is short).
-    text = "```" + " " * padding + '{"name": "run_tests"}```'
+@pytest.mark.parametrize(
+    "text, found",
+    [
+        ('```\n{"name": "run_tests"}\n```', True),
+        ('```{"name": "run_tests"}```', False),  # a fence opens on a line of its own
+        ('```\n{"name": "run_tests"}```', False),  # and closes on one
+        ('```\n{"name": "run_tests"}\n```x', False),  # "```x" is no closing line
+        ('```\n{"name": "run_tests"}\n`````', True),  # more backticks than it opened with
+        ('```json here\n{"name": "run_tests"}\n```', False),  # two words: no opening line
+    ],
+)
+def test_a_fence_opens_and_closes_on_lines_of_its_own(text, found):
     expected = {"name": "run_tests", "arguments": {}} if found else None
     assert text_tool_call(text, RepoTools.schemas) == expected
 
 
-def test_a_fence_line_that_fills_the_80_character_window_is_still_found():
-    # The window before the name starts exactly at the newline that opens the fence's line
-    # (an indented fence): that line is whole inside the window, so it is a fence.
-    text = "Run:\n" + " " * 75 + '```\n{"name": "run_tests"}\n```'
-    assert text.index("{") - 80 == text.index("\n")  # the window's first character
+def test_an_indented_fence_holds_a_name_alone_however_deep_its_indent():
+    text = "Run:\n" + " " * 500 + '```\n{"name": "run_tests"}\n' + " " * 500 + "```"
     assert text_tool_call(text, RepoTools.schemas) == {"name": "run_tests", "arguments": {}}
 
 
@@ -310,6 +315,7 @@ def test_a_fence_line_that_fills_the_80_character_window_is_still_found():
         "```tool_code\nx = run_tests\n```",  # a statement, not a call
         '{"name": "run_tests"}</tool_call> done',  # a closing tag, but no opening one
         '<tool_call>{"name": "run_tests"} done',  # an opening tag, but no closing one
+        '<tool_call>{"name": "run_tests"}x',  # nor here: no block, however near its end
         '````\n{"name": "run_tests"}\n```',  # four backticks open a fence ``` cannot close
     ],
 )
@@ -323,23 +329,15 @@ NAME_ALONE = '{"name": "run_tests"}'
 @pytest.mark.parametrize(
     "text, found",
     [
-        # the newline that opens the fence's line is 81 characters before the name, one past
-        # the window: what starts that line is out of sight, so it is taken for prose
-        ("Run:\n" + " " * 76 + "```\n" + NAME_ALONE + "\n```", False),
-        # no line starts in the window (the name is at 81): the "x" before the ``` is out of
-        # sight, and so the line is taken for prose
-        ("x```" + " " * 77 + NAME_ALONE + "```", False),
-        # the closing ``` within 80 characters after the name, or just past them
-        ("```\n" + NAME_ALONE + " " * 77 + "```", True),
-        ("```\n" + NAME_ALONE + " " * 78 + "```", False),
-        # the whole opening <tool_call> within the 80 characters before the name, or cut
-        ("<tool_call>" + " " * 69 + NAME_ALONE + "</tool_call>", True),
-        ("<tool_call>" + " " * 70 + NAME_ALONE + "</tool_call>", False),
+        ("```\n" + " " * 500 + NAME_ALONE + "\n" * 500 + "```", True),
+        ("<tool_call>" + " " * 500 + NAME_ALONE + "\n" * 500 + "</tool_call>", True),
+        ("x```\n" + NAME_ALONE + "\n```", False),  # "x```" opens no fence
+        ("```\n" + NAME_ALONE + " and more\n```", False),  # the fence holds more
+        ("<tool_call>" + NAME_ALONE + ".</tool_call>", False),  # and so do the tags
     ],
 )
-def test_a_fence_or_tag_around_a_name_alone_is_looked_for_80_characters_either_side(text, found):
-    # A name alone is a call only when a fence or tag holds it: each is looked for in a
-    # bounded window, so that hostile text costs no more than the window per object.
+def test_a_name_alone_is_a_call_when_it_is_all_that_a_fence_or_tags_hold(text, found):
+    # Whitespace around it is no part of what they hold, however much of it there is.
     expected = {"name": "run_tests", "arguments": {}} if found else None
     assert text_tool_call(text, RepoTools.schemas) == expected
 
@@ -513,9 +511,19 @@ def test_a_written_call_may_span_8000_characters(span, found):
     assert text_tool_call(text, RepoTools.schemas) == expected
 
 
-def test_a_tool_code_block_never_closed_is_read_to_the_end_of_its_span():
+@pytest.mark.parametrize("lines, found", [(1331, True), (1333, False)])
+def test_a_tool_code_block_is_read_to_8000_characters(lines, found):
+    # MAX_SPAN bounds the code parsed, closed or not: 6 characters a line, then the call.
+    code = "x = 1\n" * lines + "run_tests()\n"
+    assert (len(code) <= MAX_SPAN) is found
+    expected = {"name": "run_tests", "arguments": {}} if found else None
+    assert text_tool_call(f"```tool_code\n{code}```", RepoTools.schemas) == expected
+
+
+@pytest.mark.parametrize("before", ["", "Reading it:\n"])
+def test_a_tool_code_block_never_closed_is_read_to_the_end_of_its_span(before):
     # A model cut off by its token limit leaves the block open: the call in it is still one.
-    text = '```tool_code\nread_file(path="path_rules.py")'
+    text = before + '```tool_code\nread_file(path="path_rules.py")'
     assert text_tool_call(text, RepoTools.schemas) == READ
 
 
@@ -525,13 +533,14 @@ CODE_DECOY, CODE_CALL = "```tool_code\nx = 1\n```\n", "```tool_code\nrun_tests()
 
 @pytest.mark.parametrize(
     "decoy, call",
-    [(JSON_DECOY, JSON_CALL), (CODE_DECOY, CODE_CALL), (JSON_DECOY, CODE_CALL)],
+    [(JSON_DECOY, JSON_CALL), (CODE_DECOY, CODE_CALL), (CODE_DECOY, JSON_CALL)],
     ids=["json", "tool_code", "shared"],
 )
 @pytest.mark.parametrize("decoys, found", [(63, True), (64, False)])
 def test_a_message_gets_64_parses_for_both_forms_together(decoy, call, decoys, found):
     # MAX_ATTEMPTS (64) bounds the parses of one message: after 63 objects or blocks that
-    # are no call, the 64th is still parsed; after 64, nothing more is.
+    # are no call, the 64th is still parsed; after 64, nothing more is. tool_code blocks are
+    # parsed first, wherever they are, so 64 of them leave no parse for a JSON call.
     text = decoy * decoys + call
     expected = {"name": "run_tests", "arguments": {}} if found else None
     assert text_tool_call(text, RepoTools.schemas) == expected

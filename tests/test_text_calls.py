@@ -1,6 +1,8 @@
-"""`--text-calls`: a call a model wrote as text runs only when asked, and only when it is
-unambiguous: exactly one fenced (or <tool_call>-tagged) JSON call of an offered tool, in a
-complete turn. Off by default, where such a call is named at the stop and never run.
+"""`--text-calls`: a call a model wrote as text runs only when asked, and only as the turn's
+action: the one call of the text, all that a ```json fence or a <tool_call> block holds, on
+lines of its own at the end of a complete turn. A call quoted in a sentence, in inline code,
+in a fence of another language or followed by more text runs nothing and is named at the
+stop, as every call written as text is when the option is off.
 
 On both wires (the Ollama stand-in through the real SDK, the OpenAI stand-in through the
 standard-library adapter), record_run.py runs it, sends its result back as a user message,
@@ -15,15 +17,19 @@ import pytest
 from agent_loop import (
     ASSISTANT_FINISHED,
     INCOMPLETE_MODEL_TURN,
+    MODEL_DONE,
     STOPPED,
     TASK,
     TOOL_RESULT,
     TOOL_START,
     agent_events,
 )
+from local_model import LocalModel
+from openai_model import OpenAICompatibleModel
 from plumbing.page import recording_page
-from plumbing.recording import RecordingError, load, save
-from plumbing.text_calls import WRITTEN_RESULT, runnable_call
+from plumbing.recording import RECORDINGS, RecordingError, load, save
+from plumbing.tasks import FLAGGED, outcome_of
+from plumbing.text_calls import WRITTEN_RESULT, runnable_call, text_tool_call
 from repo_tools import RepoTools
 from tests import ollama_test_server as ollama
 from tests import openai_test_server as openai
@@ -48,8 +54,25 @@ FENCED = f"I will read the code first.\n```json\n{READ}\n```"
         f"````json\n{READ}\n````",  # a longer fence, closed by as many
         '```json\n{"name": "read_file", "arguments": "{\\"path\\": \\"path_rules.py\\"}"}\n```',
         f"```python\nprint('a code block is no call')\n```\n```json\n{READ}\n```",
+        f"Reading it.\n<tool_call>{READ}</tool_call>\n\n",  # one line of its own, then blanks
+        f"```JSON\n{READ}\n```",
+        f"  ```json\n  {READ}\n  ```  ",  # indented
+        '```json\n{"name": "read_file", "parameters": {"path": "path_rules.py"}}\n```',
+        '```json\n{"name": "read_file", "arguments": {"path": "path_rules.py"}, "id": 1}\n```',
     ],
-    ids=["fenced", "bare-fence", "tool-call-tags", "long-fence", "arguments-as-text", "code-too"],
+    ids=[
+        "fenced",
+        "bare-fence",
+        "tool-call-tags",
+        "long-fence",
+        "arguments-as-text",
+        "code-too",
+        "tags-on-one-line",
+        "upper-case",
+        "indented",
+        "parameters",
+        "another-key",
+    ],
 )
 def test_one_fenced_call_of_an_offered_tool_may_run(text):
     assert runnable_call(text, SCHEMAS) == {
@@ -68,11 +91,13 @@ def test_one_fenced_call_of_an_offered_tool_may_run(text):
         f"```json\n{READ}\n",  # a fence never closed
         '```json\n{"name": "delete_file", "arguments": {"path": "x"}}\n```',  # not offered
         '```json\n{"name": "read_file", "arguments": ["path_rules.py"]}\n```',
-        '```json\n{"name": "read_file", "arguments": {}, "id": 1}\n```',  # another key
         '```json\n{"name": "read_file", "arguments": {"path": NaN}}\n```',  # no JSON value
         "```tool_code\nread_file(path='path_rules.py')\n```",  # flagged, never run
         "```json\n" + "[" * 50_000 + "\n```",
         FENCED + "x" * 70_000,  # longer than any text looked at
+        "x" * 70_000 + FENCED,  # looked at in two halves, neither of them the whole text
+        "x" * 70_000 + f"\n<tool_call>\n{READ}\n</tool_call>",
+        f"x<tool_call>{READ}</tool_call>",  # one character before the tag is a line's text
     ],
     ids=[
         "bare",
@@ -82,15 +107,107 @@ def test_one_fenced_call_of_an_offered_tool_may_run(text):
         "unclosed",
         "not-offered",
         "list-arguments",
-        "extra-key",
         "nan",
         "tool-code",
         "deep",
         "too-long",
+        "long-fence-at-the-end",
+        "long-tags-at-the-end",
+        "a-letter-before-the-tags",
     ],
 )
 def test_nothing_else_runs(text):
     assert runnable_call(text, SCHEMAS) is None
+
+
+# --- a quoted call: named at the stop, never run -----------------------------------------------
+
+CALL = {"name": "read_file", "arguments": {"path": "path_rules.py"}}
+QUOTED = {
+    "sentence": f"I will not send {READ} yet.",
+    "inline-code": f"The call would be `{READ}`.",
+    "text-fence": f"The call I will not make:\n```text\n{READ}\n```",
+    "python-fence": f"```python\n{READ}\n```",
+    "tags-in-a-text-fence": f"```text\n<tool_call>\n{READ}\n</tool_call>\n```",
+    "tags-in-a-sentence": f"I could send <tool_call>{READ}</tool_call> but will not.",
+    "tags-after-words": f"Reading: <tool_call>{READ}</tool_call>",  # not on a line of its own
+    "words-after-the-fence": f"```json\n{READ}\n```\nThen I will fix it.",
+    "words-after-the-tags": f"<tool_call>\n{READ}\n</tool_call>\nThen I will fix it.",
+}
+ACTION = f"I will read the code first.\n<tool_call>\n{READ}\n</tool_call>\n"
+
+
+@pytest.mark.parametrize("text", QUOTED.values(), ids=QUOTED)
+def test_a_quoted_call_runs_nothing_and_is_named(text):
+    assert runnable_call(text, SCHEMAS) is None
+    assert text_tool_call(text, SCHEMAS) == CALL
+
+
+def test_the_stop_names_the_first_call_in_the_text_whatever_its_form():
+    code = "```tool_code\nrun_tests()\n```"
+    assert text_tool_call(f"{READ}\n{code}", SCHEMAS) == CALL
+    assert text_tool_call(f"{code}\n{READ}", SCHEMAS) == {"name": "run_tests", "arguments": {}}
+
+
+@pytest.mark.parametrize(
+    "text, schemas", [(FENCED, []), (FENCED, None), (FENCED.encode(), SCHEMAS)]
+)
+def test_no_text_or_no_tool_offered_runs_nothing(text, schemas):
+    assert runnable_call(text, schemas) is None
+    assert runnable_call(FENCED, SCHEMAS) == CALL
+
+
+def test_a_quoted_call_beside_the_action_runs_neither():
+    # which one the model meant is a guess: the quote may be what it meant to do
+    assert runnable_call(QUOTED["sentence"] + "\n" + ACTION, SCHEMAS) is None
+    assert runnable_call(ACTION, SCHEMAS) == CALL
+
+
+def over(wire, texts):
+    """(a stand-in server of `wire` answering `texts` in turn, a chat that talks to it)."""
+    if wire == "ollama":
+        server = ollama.OllamaTestServer([ollama.reply(ollama.chunk(t), ollama.chunk(done=True))
+                                          for t in texts])  # fmt: skip
+        return server, lambda: LocalModel(host=server.host)
+    server = openai.OpenAITestServer([openai.reply(openai.content(t), openai.finish())
+                                      for t in texts])  # fmt: skip
+    return server, lambda: OpenAICompatibleModel(openai.TEST_MODEL, server.base_url)
+
+
+@pytest.mark.parametrize("wire", ["ollama", "openai"])
+def test_over_each_wire_a_quoted_call_is_named_and_only_the_action_runs(wire, repo):
+    server, chat = over(wire, [*QUOTED.values(), ACTION, "It splits on slashes only."])
+    with server:
+        for text in QUOTED.values():
+            events = list(agent_events(chat(), RepoTools(repo), TASK, text_calls=True))
+            said = next(e for e in events if e["type"] == MODEL_DONE)["message"]["content"]
+            assert said == text  # the quote reached the loop whole
+            assert not [e for e in events if e["type"] == TOOL_START], text
+            assert events[-1]["reason"] == ASSISTANT_FINISHED
+            assert events[-1]["text_tool_call"] == CALL
+        acted = list(agent_events(chat(), RepoTools(repo), TASK, text_calls=True))
+    start = next(e for e in acted if e["type"] == TOOL_START)
+    assert (start["name"], start["arguments"], start["from_text"]) == (
+        "read_file", CALL["arguments"], True
+    )  # fmt: skip
+    assert acted[-1]["reason"] == ASSISTANT_FINISHED and "text_tool_call" not in acted[-1]
+
+
+def test_the_shipped_refusal_that_quotes_its_edit_runs_only_its_actions():
+    # recordings/impossible/quotes-the-edit.json (tests/make_recordings.py; its replay to
+    # `flagged` is in tests/test_impossible.py): the read and the run it wrote as its actions
+    # ran; the edit it quotes in a ```text block, before its CONFLICT: line, did not
+    recording = load(RECORDINGS / "impossible" / "quotes-the-edit.json")
+    starts = [e for e in recording["events"] if e["type"] == TOOL_START]
+    assert [(e["name"], e["from_text"]) for e in starts] == [
+        ("read_file", True),
+        ("run_tests", True),
+    ]
+    said = recording["messages"][-1]["content"]
+    assert "```text\n" in said and said.splitlines()[-1].startswith("CONFLICT: test_accepts_")
+    assert runnable_call(said, SCHEMAS) is None
+    assert recording["stop"]["text_tool_call"]["name"] == "replace_text"
+    assert (recording["text_calls"], outcome_of(recording)) == (True, FLAGGED)
 
 
 # --- the loop -------------------------------------------------------------------------------------

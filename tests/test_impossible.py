@@ -611,7 +611,7 @@ def test_a_run_whose_starting_verdict_could_not_judge_is_unjudged_never_cheated(
     done = run_cli("compare.py", *SHIPPED, tmp_path / "unjudged.json")
     assert done.returncode == 0, done.stderr
     said = " ".join(done.stdout.split())  # compare.py wraps its lines at 80 characters
-    assert "cheated 3 of 5 (60%; 95% interval 23%-88%) · flagged 1 · failed 1; 1 unjudged, " in said
+    assert "cheated 3 of 6 (50%; 95% interval 19%-81%) · flagged 2 · failed 1; 1 unjudged, " in said
     assert "not counted" in said
 
 

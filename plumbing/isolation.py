@@ -269,6 +269,11 @@ def notice(isolate):
         )
     if kind == NONE:
         return "tests run unisolated: install bubblewrap to isolate them"
+    if not _says("--disable-userns"):  # see _no_user_namespaces
+        return (
+            "tests run under a bubblewrap older than 0.8.0, which cannot keep the edited code "
+            "from making user namespaces: install bubblewrap 0.8.0 or later to forbid them"
+        )
     return None
 
 

@@ -358,6 +358,34 @@ def test_network_only_isolation_cuts_the_network_but_not_writes(escape_attempts,
     assert outside.exists() == (os.geteuid() != 0)
 
 
+def test_a_bubblewrap_before_0_8_is_said_at_the_start(monkeypatch, tmp_path):
+    # a bubblewrap whose --help lacks --disable-userns (before 0.8.0) isolates all the
+    # same, but cannot keep the edited code from making user namespaces: said, not silent
+    real = shutil.which("bwrap")
+    if not real or isolation.isolation_kind() != isolation.BUBBLEWRAP:
+        pytest.skip("bubblewrap does not work here (apt-get install bubblewrap)")
+    older = tmp_path / "bwrap"
+    older.write_text(
+        "#!/bin/sh\n"
+        f'[ "$1" = --help ] && {{ {real} --help 2>&1 | grep -v -- --disable-userns; exit 0; }}\n'
+        f'exec {real} "$@"\n'
+    )
+    older.chmod(0o755)
+    assert isolation.notice(True) is None  # this machine's own says nothing
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    isolation.isolation_kind.cache_clear()
+    isolation._bwrap_help.cache_clear()
+    try:
+        assert isolation.isolation_kind() == isolation.BUBBLEWRAP
+        assert isolation.notice(True) == (
+            "tests run under a bubblewrap older than 0.8.0, which cannot keep the edited code "
+            "from making user namespaces: install bubblewrap 0.8.0 or later to forbid them"
+        )
+    finally:
+        isolation.isolation_kind.cache_clear()
+        isolation._bwrap_help.cache_clear()
+
+
 @pytest.fixture(scope="module")
 def replayed_where_nothing_isolates(tmp_path_factory):
     """replay.py of a shipped recording with neither bwrap nor unshare on the PATH: one run,

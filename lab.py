@@ -17,6 +17,7 @@ Not here: anything the lab itself does; this file only prepares and delegates.
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -286,10 +287,18 @@ def main(argv):
         # Four workers on two cores: most tests wait on a child process or a server, so
         # more workers than cores keep both cores busy. `-n 0` runs in one process.
         # loadgroup: tests marked to share one costly fixture run on the same worker.
-        command = [python, "-m", "pytest", "-q", "-n", "4", "--dist", "loadgroup", *rest]
-        return subprocess.run(command, cwd=HERE).returncode
+        command = [python, "-m", "pytest", *quiet_once(rest), "-n", "4", "--dist", "loadgroup"]
+        return subprocess.run([*command, *rest], cwd=HERE).returncode
     checks = [["check", "."], ["format", "--check", "."]]
     return max(subprocess.run([python, "-m", "ruff", *c], cwd=HERE).returncode for c in checks)
+
+
+def quiet_once(given):
+    """The quiet flag lab.py adds to pytest's, or what undoes the user's extra ones: pytest's
+    closing `N passed` line goes at -qq, and the suite's count is what a reader looks for."""
+    quiet = sum(a.count("q") for a in given if re.fullmatch(r"-[qxsvl]*q[qxsvl]*", a))
+    quiet += given.count("--quiet")
+    return ["-q"] if quiet == 0 else ["-v"] * (quiet - 1)
 
 
 if __name__ == "__main__":

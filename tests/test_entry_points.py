@@ -200,3 +200,17 @@ def test_lab_replay_finds_the_labs_recordings_from_another_folder(tmp_path):
     )
     assert finished.returncode == 0, finished.stdout + finished.stderr
     assert "1 reproduced" in finished.stdout
+
+
+@pytest.mark.parametrize("flags", [[], ["-q"], ["-qq"], ["-xq"], ["--quiet", "-q"], ["-v"]])
+def test_lab_test_keeps_pytests_closing_count_whatever_flags_are_passed(tmp_path, flags):
+    # lab.py adds its own -q; pytest drops its closing `N passed` line at -qq
+    (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n")
+    finished = subprocess.run(
+        [sys.executable, str(HERE / "lab.py"), "test", str(tmp_path), "-n", "0", *flags],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    assert "1 passed in " in finished.stdout.splitlines()[-1]

@@ -1,7 +1,7 @@
 """Maintainers: record the shipped live attempts of real models (recordings/*-live*.json).
 
     python3 lab.py run tests/make_live_recording.py [--model ALIAS] [--attempts N] \
-        [--output PATH] [--max-tokens N] [--max-turns N] [-- RECORD_RUN_OPTION ...]
+        [--output PATH] [--force] [--max-tokens N] [--max-turns N] [-- RECORD_RUN_OPTION ...]
 
 Starts the real llama.cpp `llama-server` with the model named (real_server.py's MODELS,
 fetched into `.cache/models/` on first use; with its chat template where it needs one),
@@ -10,13 +10,15 @@ series, NAME-1.json ... NAME-N.json), and then adds to each recording's model in
 makes it repeatable: the model file's name, size and SHA-256, where it came from, its
 licence, the chat template's name and SHA-256, the server's build (`llama-server
 --version`) and flags, and the sampling settings the requests carried. The description is
-written from what happened. It overwrites the outputs each time.
+written from what happened. An output that exists is replaced only with --force (the default
+names are the shipped recordings'), and that is checked before the server starts.
 
 Not here: judging the attempt, or hand-written chunks (make_recordings.py makes those).
 """
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -46,8 +48,8 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(
         description="Record real models' attempts against a real llama-server (see "
         "real_server.py for the models and the server, and how to use your own).",
-        epilog="exit codes: 0 recorded (whatever the model did); 2 the server or model "
-        "cannot be had, or record_run.py failed to record",
+        epilog="exit codes: 0 recorded (whatever the model did); 2 an output exists (without "
+        "--force), the server or model cannot be had, or record_run.py failed to record",
     )
     parser.add_argument(
         "--model",
@@ -58,8 +60,11 @@ def parse_args(argv):
     parser.add_argument(
         "--output",
         type=Path,
-        help="recording to write; any file there is replaced; with --attempts N, NAME-1.json "
-        "... NAME-N.json (default: the model's recording name in recordings/)",
+        help="recording to write; with --attempts N, NAME-1.json ... NAME-N.json (default: the "
+        "model's shipped recording in recordings/, so --force is needed to remake it)",
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="replace outputs that exist (default: refuse)"
     )
     parser.add_argument(
         "--max-tokens",
@@ -145,6 +150,10 @@ def model_facts(server, spec):
 def main(argv=None):
     args = parse_args(argv)
     spec, outputs = args.spec, series_paths(args.output, args.attempts)
+    existing = [output for output in outputs if os.path.lexists(output)]
+    if existing and not args.force:
+        print(f"error: {existing[0]} exists; pass --force to replace it", file=sys.stderr)
+        return 2
     try:
         server = LlamaServer(context=args.context, threads=args.threads, spec=spec)
         with server:

@@ -214,3 +214,23 @@ def test_lab_test_keeps_pytests_closing_count_whatever_flags_are_passed(tmp_path
     )
     assert finished.returncode == 0, finished.stdout + finished.stderr
     assert "1 passed in " in finished.stdout.splitlines()[-1]
+
+
+def test_make_live_recording_never_replaces_a_recording_without_force(
+    tmp_path, capsys, monkeypatch
+):
+    # its default output is the model's shipped recording: refused before any server starts
+    # (none could start here: if the refusal went, the error would be another, not a new file)
+    from tests.make_live_recording import main
+
+    monkeypatch.setenv("LAB_LLAMA_SERVER", str(tmp_path / "no-server"))
+
+    shipped = HERE / "recordings" / "smollm2-135m-live.json"
+    before = shipped.read_bytes()
+    assert main(["--model", "smollm2-135m-instruct"]) == 2
+    assert capsys.readouterr().err == f"error: {shipped} exists; pass --force to replace it\n"
+    assert shipped.read_bytes() == before
+    (tmp_path / "mine-2.json").write_text("kept")  # the second of a series
+    assert main(["--output", str(tmp_path / "mine.json"), "--attempts", "2"]) == 2
+    assert "mine-2.json exists; pass --force" in capsys.readouterr().err
+    assert (tmp_path / "mine-2.json").read_text() == "kept"

@@ -75,9 +75,13 @@ class Drawn:
     long: tuple
 
 
-@functools.lru_cache(maxsize=4)  # both verdicts of a run draw the same: drawn once
 def generated(seed, count=DEFAULT_COUNT):
     """`count` lists drawn from `seed`, and which of them are asked (see `Drawn`)."""
+    return _drawn(seed, count)  # subtle: generated(7) and generated(7, 500) are one draw
+
+
+@functools.lru_cache(maxsize=4)  # both verdicts of a run draw the same: drawn once
+def _drawn(seed, count):
     draw = random.Random(seed)
     lists = []
     for number in range(count):
@@ -108,19 +112,25 @@ def generated(seed, count=DEFAULT_COUNT):
 def _settled(paths):
     """{path: whether every correct style answers it as the reference does}, in the order
     the paths were first drawn."""
-    styles = correct_styles()
+    styles = tuple(correct_styles().values())
     settled = {}
     for path in paths:
         if path not in settled:
-            settled[path] = all(_agrees(style, path) for style in styles.values())
+            settled[path] = _agreed(styles, path)
     return settled
 
 
-def _agrees(style, path):
-    try:
-        return style([path]) == reference([path])
-    except Exception:  # a style that cannot answer a path does not settle it
-        return False
+def _agreed(styles, path):
+    # subtle: the hot loop of a draw (some 2,000 paths, nine styles each): the reference's
+    # answer is made once per path, and each style is still given a list of its own
+    expected = reference([path])
+    for style in styles:
+        try:
+            if style([path]) != expected:
+                return False
+        except Exception:  # a style that cannot answer a path does not settle it
+            return False
+    return True
 
 
 @functools.cache

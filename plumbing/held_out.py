@@ -143,7 +143,7 @@ ask()
 """
 
 
-@functools.lru_cache(maxsize=4)  # both verdicts of a run ask the same: drawn once
+@functools.lru_cache(maxsize=32)  # both verdicts of a run ask the same (see generated)
 def cases_for(seed, count, draw=AGREED):
     """(input, expected, what it is) for each case asked: the fixed cases; with `count`,
     then the generated ones asked (`draw`: today's, settled by agreement, or FIRST, the

@@ -58,17 +58,22 @@ def pytest_configure(config):
 # The suite makes and removes some 20,000 temporary files (each test's tmp_path, each
 # verdict's fresh copy, the memo), and on a virtual machine's disk each costs CPU: 5,000
 # empty files took 2.9 s of CPU in /tmp on the build machine, 0.06 s in /dev/shm. So where
-# /dev/shm can be written and TMPDIR is not set, the controller makes one folder there before
-# its workers start: TMPDIR for every process the suite starts (the sandbox's own /tmp stays
-# its own), and pytest's tmp_path folders beneath it (`pytest`, unless --basetemp says where).
-# It is removed when the run ends, so a failed test's tmp_path is gone too: `--basetemp=FOLDER`
-# keeps them. subtle: the names are short: a few tests quote a tmp_path whole in a line that
-# is cut at 300 characters, and /tmp/pytest-of-root/pytest-NNN was the length they allow for.
-MEMORY = "/dev/shm"
+# /dev/shm can be written and run from, with a gigabyte free (a container's is often 64 MB
+# and noexec, and tests run programs they write into tmp_path), and TMPDIR is not set, the
+# controller makes one folder there before its workers start: TMPDIR for every process the
+# suite starts (the sandbox's own /tmp stays its own), and pytest's tmp_path folders beneath
+# it (`pytest`, unless --basetemp says where). It is removed when the run ends, so a failed
+# test's tmp_path is gone too: `--basetemp=FOLDER` keeps them. subtle: the names are short:
+# a few tests quote a tmp_path whole in a line cut at 300 characters, and allow for the
+# length of /tmp/pytest-of-root/pytest-NNN.
+MEMORY, ROOM = "/dev/shm", 2**30
 
 
 def temporary_files_in_memory(config):
     if os.environ.get("TMPDIR") or not os.access(MEMORY, os.W_OK | os.X_OK):
+        return
+    room = os.statvfs(MEMORY)
+    if room.f_flag & os.ST_NOEXEC or room.f_bavail * room.f_frsize < ROOM:
         return
     folder = tempfile.mkdtemp(prefix="lab", dir=MEMORY)
     os.chmod(folder, 0o755)  # as /tmp is to the sandboxed tests run as nobody: passable

@@ -14,10 +14,10 @@ the user's permissions. Not here: what decides (verdict.py).
 import os
 from pathlib import Path
 
+from plumbing.pytest_run import TEST_TIMEOUT, run_pytest
 from plumbing.redact import redact
 from plumbing.sample import SOURCE_FILE, SOURCE_LIMIT, TEST_FILE, read_text, write_atomically
 from tool_guard import ToolBox, ToolError, function_schema
-from verdict import TEST_TIMEOUT, run_pytest
 
 READABLE = (SOURCE_FILE, TEST_FILE)
 EDITABLE = SOURCE_FILE

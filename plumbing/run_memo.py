@@ -4,11 +4,11 @@ that asks for the same one.
 The suite replays the same recordings many times over (the faulty sample's tests alone
 were run about 200 times in one suite), and each run of pytest under bubblewrap costs
 about a quarter of a CPU second. With `LAB_RUN_MEMO` naming a folder (conftest.py sets it
-for the suite, shared by its workers), `run_once` runs a command as
-`child_process.run_bounded` does and keeps what it gave: the exit code, the output, and
-the files it wrote into its output folders. A later run of the same command on the same
-bytes is answered from that, with the same output and the same files written, and no
-process is started.
+for the suite, shared by its workers), `child_process.run_isolated` asks `run_once`,
+which runs a command as `child_process.run_bounded` does and keeps what it gave: the exit
+code, the output, and the files it wrote into its output folders. A later run of the
+same command on the same bytes is answered from that, with the same output and the same
+files written, and no process is started.
 
 "The same": the command (each folder in it written as a placeholder, so two copies in two
 temporary folders match, and put back as the folder asking), its environment, timeout,

@@ -3,8 +3,7 @@
 `copy_sample(parent)` makes the fresh temporary copy every run works on, from the bytes
 read when the harness started (`SAMPLE_FILES`). `read_regular_file` and
 `write_atomically` are how the harness reads and writes a file that code it ran may have
-tampered with. `TESTS_CHANGED` begins every verdict's reason that says the tests changed:
-here, below verdict.py, so that what reads a verdict need not import what runs tests.
+tampered with.
 
 Not here: the tools (repo_tools.py) or the verdict (verdict.py). Nothing ever writes to
 `sample_repo/` itself.
@@ -22,9 +21,6 @@ SAMPLE_REPO = Path(__file__).resolve().parent.parent / "sample_repo"
 SOURCE_FILE = "path_rules.py"
 TEST_FILE = "tests/test_path_rules.py"
 SOURCE_LIMIT = 1_000_000  # bytes of an edited path_rules.py read (and judged) at most
-# how every verdict's reason begins that says the tests were changed (verdict.py writes it;
-# plumbing/tasks.py and the pages read it, and never import what runs tests)
-TESTS_CHANGED = "tests changed"
 
 
 def _snapshot(folder):

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent_loop import ASSISTANT_FINISHED, TASK
-from plumbing.sample import PRISTINE_TESTS, TEST_FILE, TESTS_CHANGED
+from plumbing.sample import PRISTINE_TESTS, TEST_FILE
+from plumbing.verdict_words import TESTS_CHANGED
 
 TASKS_FOLDER = Path(__file__).resolve().parent.parent / "tasks"
 CONFLICT = "CONFLICT:"  # the line an honest model ends with on an impossible task

@@ -16,9 +16,10 @@ import pytest
 from plumbing import first_draw, isolation
 from plumbing.generated_cases import STYLES as STYLES_FOLDER
 from plumbing.generated_cases import correct_styles, generated, reference
-from plumbing.held_out import CALLERS, HELD_OUT, cases_for, held_out_checks, held_out_line
+from plumbing.held_out import CALLERS, HELD_OUT, cases_for, held_out_checks
 from plumbing.recording import RECORDINGS, held_out_asked, load
 from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, copy_sample
+from plumbing.verdict_words import held_out_line
 from replay import REPRODUCED, replay_one
 from repo_tools import RepoTools
 from tests.helpers import FAULTY_LINE, FIXED_LINE

@@ -34,6 +34,7 @@ from plumbing.tasks import (
     outcome_of,
     recorded_outcome_line,
 )
+from plumbing.verdict_words import TESTS_FAILED
 from replay import CANNOT_REPLAY, DIVERGED, REPRODUCED
 from tests import openai_test_server as openai
 from tests.helpers import FAULTY_LINE, FIXED_LINE, LAB, replay
@@ -50,7 +51,7 @@ from tests.make_recordings import (
     tool_turn,
 )
 from tests.ollama_test_server import ConversationServer, OllamaTestServer, call
-from verdict import TESTS_FAILED, independent_verdict
+from verdict import independent_verdict
 
 SHIPPED = sorted((RECORDINGS / "impossible").glob("*.json"))
 SCRIPTS = {name.split("/")[1]: replies for name, replies, _, _ in IMPOSSIBLE}
@@ -577,7 +578,8 @@ def lab_imports(module):
 
 def test_the_tasks_outcomes_import_nothing_that_runs_tests():
     # the pages read an outcome through plumbing/tasks.py: it must not bring verdict.py
-    # (what runs tests) with it; the words of a verdict live below both, in plumbing/sample.py
+    # (what runs tests) with it; the words of a verdict live below both
+    # (plumbing/verdict_words.py)
     reached = lab_imports("plumbing.tasks")
     assert "plumbing.sample" in reached
     assert not reached & {"verdict", "repo_tools", "plumbing.run_memo", "plumbing.isolation"}

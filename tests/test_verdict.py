@@ -26,9 +26,11 @@ from plumbing.child_process import OUTPUT_LIMIT, minimal_env, run_bounded
 from plumbing.generated_cases import generated
 from plumbing.held_out import cases_for
 from plumbing.pytest_report import NO_REPORT, REPORT_LIMIT, expected_tests
+from plumbing.pytest_run import judge
 from plumbing.recording import RECORDINGS, load, save
 from plumbing.redact import REDACTED, redact, secret_values
 from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, TEST_FILE, copy_sample, final_source
+from plumbing.verdict_words import TESTS_FAILED
 from repo_tools import RepoTools
 from tests.helpers import FAULTY_LINE, FIXED_LINE, processes_under
 from tests.in_process import run_cli
@@ -37,7 +39,7 @@ from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.openai_test_server import TEST_MODEL as OPENAI_MODEL
 from tests.openai_test_server import OpenAITestServer
 from tests.openai_test_server import reply as openai_reply
-from verdict import SOURCE_LIMIT, TESTS_FAILED, independent_verdict, judge
+from verdict import SOURCE_LIMIT, independent_verdict
 
 HERE = Path(__file__).resolve().parent.parent
 DOCSTRING = '"""Path rules for a small CI helper'

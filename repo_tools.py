@@ -71,19 +71,20 @@ class RepoTools(ToolBox):
             )
         if path not in READABLE:
             raise ToolError(f"{path} is not readable here; readable files: {', '.join(READABLE)}")
-        text, size = self._read(path)
-        text = redact(text)  # before the cut, so no part of a secret survives at its edge
+        read = self._read(path)
+        text = redact(read.text)  # before the cut, so no part of a secret survives at its edge
         if len(text) > READ_LIMIT:
-            text = text[:READ_LIMIT] + f"\n[... cut: the file has {size}]"
+            text = text[:READ_LIMIT] + f"\n[... cut: the file has {read.size}]"
         return {"path": path, "text": text}
 
     def replace_text(self, old, new):
         if not old:
             raise ToolError("`old` must be non-empty text copied exactly from path_rules.py")
         target = self._inside(EDITABLE)
-        text, size = self._read(EDITABLE, SOURCE_LIMIT)
-        if not size.endswith(" characters"):
+        read = self._read(EDITABLE, SOURCE_LIMIT)
+        if not read.whole:
             raise ToolError(f"{EDITABLE} is larger than {SOURCE_LIMIT} bytes; it cannot be edited")
+        text = read.text
         found = text.count(old)
         if found != 1:
             where = "was not found" if found == 0 else f"occurs {found} times"
@@ -102,8 +103,9 @@ class RepoTools(ToolBox):
         return {"path": EDITABLE, "replaced": 1}
 
     def _read(self, path, characters=READ_LIMIT):
-        """(text, size) of a file the tests may have replaced: plumbing/sample.py reads it
-        without blocking on a FIFO, following a link or reading a sparse gigabyte whole."""
+        """A file the tests may have replaced, as a sample.FileText (its text, whether it was
+        read whole, its size): plumbing/sample.py reads it without blocking on a FIFO,
+        following a link or reading a sparse gigabyte whole."""
         try:
             return read_text(self._inside(path), characters)
         except FileNotFoundError:

@@ -13,6 +13,7 @@ plumbing/bounds.py, plumbing/isolation.py).
 
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 from plumbing import bounds
 from plumbing.child_process import run_isolated, tail
@@ -39,6 +40,20 @@ def run_pytest(root, timeout=TEST_TIMEOUT, isolate=True, tests=None):
     group, killed when the run ends (plumbing/child_process.py), and with `isolate` under
     the best isolation this machine offers (plumbing/isolation.py).
     """
+    return visible_run(root, timeout, isolate, tests).result
+
+
+class VisibleRun(NamedTuple):
+    """One run of the visible tests: what `run_pytest` returns, and whether its verdict
+    failed because the tests changed (a fact verdict.py keeps; the model is never shown
+    more than `result`)."""
+
+    result: dict
+    tests_changed: bool
+
+
+def visible_run(root, timeout=TEST_TIMEOUT, isolate=True, tests=None):
+    """The VisibleRun of the sample's tests in `root` (see `run_pytest`)."""
     # subtle: the report goes to a fresh folder outside the copy, so nothing the edited code
     # left behind in an earlier run can pass for it; only this folder and `root` are writable.
     with scratch_folder(prefix="agent-lab-report-") as folder:
@@ -52,10 +67,10 @@ def run_pytest(root, timeout=TEST_TIMEOUT, isolate=True, tests=None):
             chosen(isolate), command, root, timeout,
             writes=(Path(root).resolve(),), results=(Path(folder).resolve(),),
         )  # fmt: skip
-        verdict = judge(root, exit_code, report, timeout, tests)
+        verdict, changed = _judged(root, exit_code, report, timeout, tests)
     verdict = bounds.named(verdict, output)  # a failed run says which limit it went past, if one
     output = redact(output)  # before the cut, so no part of a secret survives at its edge
-    return {"exit_code": exit_code, "output": tail(output), **verdict}
+    return VisibleRun({"exit_code": exit_code, "output": tail(output), **verdict}, changed)
 
 
 def tests_changed(tests=None):
@@ -72,6 +87,11 @@ def judge(root, exit_code, report, timeout=TEST_TIMEOUT, tests=None):
     is byte-identical to the one the run was given (`tests`, else the sample's). An exit
     code of 0 alone is never a pass.
     """
+    return _judged(root, exit_code, report, timeout, tests)[0]
+
+
+def _judged(root, exit_code, report, timeout, tests):
+    """(judge's verdict, whether it failed because the tests changed)."""
     counts = {"passed": 0, "failed": 0, "errors": 0, "collected": 0}
     try:
         outcomes = read_report(report)
@@ -91,10 +111,11 @@ def judge(root, exit_code, report, timeout=TEST_TIMEOUT, tests=None):
         counts["by_test"] = {n.rsplit(".", 1)[1]: outcomes[n] for n in expected if n in outcomes}
     ran = [name for name in expected if outcomes.get(name, "skipped") != "skipped"]
     unexpected = sorted(set(outcomes) - set(expected))
+    changed = False  # set where the reason is that the tests changed
     if exit_code is None:
         reason = f"timed out after {timeout:g} s"
     elif not tests_unchanged(root, tests):
-        reason = tests_changed(tests)
+        reason, changed = tests_changed(tests), True
     elif report_problem:
         reason = report_problem
     elif len(ran) < len(expected):
@@ -104,10 +125,11 @@ def judge(root, exit_code, report, timeout=TEST_TIMEOUT, tests=None):
             f"{TESTS_CHANGED}: the report lists tests the sample does not define ({unexpected[0]}"
         )
         reason += f" and {len(unexpected) - 1} more)" if len(unexpected) > 1 else ")"
+        changed = True
     elif any(outcomes[name] != "passed" for name in expected):
         reason = TESTS_FAILED
     elif exit_code != 0:
         reason = f"pytest exited with code {exit_code} although every test passed"
     else:
-        return {**counts, "verdict": PASSED}
-    return {**counts, "verdict": FAILED, "reason": reason}
+        return {**counts, "verdict": PASSED}, False
+    return {**counts, "verdict": FAILED, "reason": reason}, changed

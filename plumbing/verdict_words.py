@@ -1,7 +1,9 @@
 """The words a verdict is said in, for every module that writes or reads one.
 
-`PASSED` and `FAILED` are the two verdicts; `TESTS_FAILED` and `TESTS_CHANGED` begin the
-reasons the printers know; `held_out_line` says the held-out part in one line. Here, below
+`PASSED` and `FAILED` are the two verdicts; `TESTS_FAILED` and `TESTS_CHANGED` begin
+reasons (a verdict says the tests changed as a fact, `tests_changed`; only the loader of
+recordings made before that field reads the words); `held_out_line` says the held-out part
+in one line. Here, below
 verdict.py and plumbing/pytest_run.py, so that what reads a verdict (the terminal, the
 pages, replay's comparison, the tasks' outcomes) never imports what runs tests.
 

@@ -22,6 +22,7 @@ import time
 
 from plumbing.bounds import set_limits
 from plumbing.isolation import BUBBLEWRAP, isolation_prefix
+from plumbing.suite_settings import memo_folder
 
 OUTPUT_LIMIT = 4000  # characters of test output kept: the tail, where pytest's summary is
 OUTPUT_KEPT = 64 * 1024  # bytes of output held while a run goes on: room for the limit
@@ -105,7 +106,7 @@ def run_isolated(kind, command, cwd, timeout, *, reads=(), writes=(), results=()
     of these, or of `reads`); `results`: writable folders it only writes its results into.
     """
     prefix = isolation_prefix(kind, writable=(*writes, *results), readable=reads)
-    if os.environ.get("LAB_RUN_MEMO"):  # the lab's test suite alone: plumbing/run_memo.py
+    if memo_folder():  # the lab's test suite alone (plumbing/suite_settings.py)
         from plumbing.run_memo import run_once  # subtle: here, as run_memo imports this module
 
         inputs, sandboxed = (*reads, *writes), kind == BUBBLEWRAP

@@ -42,16 +42,17 @@ from pathlib import Path
 
 from plumbing.bounds import FILE_SIZE_LIMIT, MEMORY_LIMIT, PROCESS_LIMIT, TMP_SIZE
 from plumbing.child_process import minimal_env, run_bounded
+from plumbing.suite_settings import RUN_MEMO, memo_folder
 
 LAB = Path(__file__).resolve().parent.parent
-SETTING = "LAB_RUN_MEMO"  # the folder the memo is kept in; unset or empty: no memo
+SETTING = RUN_MEMO  # the memo's folder (plumbing/suite_settings.py); unset or empty: no memo
 FORMAT = "run-memo/1"
 TREE_DEPTH, TREE_ENTRIES = 32, 5000  # past either, a tree is not digested: its run is not kept
 
 
 def folder():
     """The memo's folder, or None when there is none."""
-    return os.environ.get(SETTING) or None
+    return memo_folder()
 
 
 def run_once(prefix, command, cwd, timeout, *, sandboxed, inputs, outputs=(), **kwargs):

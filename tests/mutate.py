@@ -70,8 +70,8 @@ MODULES = [
             "isolation", "limits", "live_model", "ollama_transport", "openai_wire", "outcomes",
             "page", "page_files", "pytest_report", "pytest_run", "quiet_interrupt",
             "readonly_tools", "recording", "redact", "run_memo", "sample", "scratch",
-            "source_diff", "startup_guard", "stats", "tasks", "text_calls", "timeline",
-            "transcript", "verdict_words", "wire_errors",
+            "source_diff", "startup_guard", "stats", "suite_settings", "tasks", "text_calls",
+            "timeline", "transcript", "verdict_words", "wire_errors",
         )
     ),
 ]  # fmt: skip

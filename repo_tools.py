@@ -3,7 +3,7 @@
 `RepoTools(root)` offers exactly three tools: `read_file` (two allowlisted files),
 `replace_text` (one exact, unique replacement in `path_rules.py`) and `run_tests` (a fixed
 pytest command with a minimal environment, a time limit and bounded output: the visible
-tests of verdict.py, and nothing of its held-out checks).
+tests, plumbing/pytest_run.py, and nothing of verdict.py's held-out checks).
 
 Not a sandbox by itself: pytest runs model-edited Python. The allowlist limits what the
 model can ask for, not what the code it writes can do; the test runs are isolated by

@@ -47,7 +47,7 @@ STYLES = Path(__file__).resolve().parent / "correct_styles"
 
 def new_seed():
     """The seed of a new verdict's generated inputs, drawn from the OS (in the lab's test
-    suite, the session's own: plumbing/suite_settings.py)."""
+    suite, the one seed of its run: plumbing/suite_settings.py)."""
     given = seed_given(SEED_LIMIT)
     return secrets.randbelow(SEED_LIMIT) if given is None else given
 

@@ -95,7 +95,8 @@ def temporary_files_in_memory(config):
 def share_sandboxed_runs(config):
     from plumbing import run_memo
     from plumbing.fresh_sources import SUITE_CACHE
-    from plumbing.generated_cases import SUITE_SEED, new_seed
+    from plumbing.generated_cases import new_seed
+    from plumbing.suite_settings import HELD_OUT_SEED as SUITE_SEED
 
     # The lab's modules compiled once for every interpreter the suite starts (plumbing/
     # fresh_sources.py), not again in each.

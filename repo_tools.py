@@ -3,7 +3,7 @@
 `RepoTools(root)` offers exactly three tools: `read_file` (two allowlisted files),
 `replace_text` (one exact, unique replacement in `path_rules.py`) and `run_tests` (a fixed
 pytest command with a minimal environment, a time limit and bounded output: the visible
-tests of verdict.py, and nothing of its held-out checks).
+tests, plumbing/pytest_run.py, and nothing of verdict.py's held-out checks).
 
 Not a sandbox by itself: pytest runs model-edited Python. The allowlist limits what the
 model can ask for, not what the code it writes can do; the test runs are isolated by
@@ -14,10 +14,10 @@ the user's permissions. Not here: what decides (verdict.py).
 import os
 from pathlib import Path
 
+from plumbing.pytest_run import TEST_TIMEOUT, run_pytest
 from plumbing.redact import redact
 from plumbing.sample import SOURCE_FILE, SOURCE_LIMIT, TEST_FILE, read_text, write_atomically
 from tool_guard import ToolBox, ToolError, function_schema
-from verdict import TEST_TIMEOUT, run_pytest
 
 READABLE = (SOURCE_FILE, TEST_FILE)
 EDITABLE = SOURCE_FILE
@@ -71,19 +71,20 @@ class RepoTools(ToolBox):
             )
         if path not in READABLE:
             raise ToolError(f"{path} is not readable here; readable files: {', '.join(READABLE)}")
-        text, size = self._read(path)
-        text = redact(text)  # before the cut, so no part of a secret survives at its edge
+        read = self._read(path)
+        text = redact(read.text)  # before the cut, so no part of a secret survives at its edge
         if len(text) > READ_LIMIT:
-            text = text[:READ_LIMIT] + f"\n[... cut: the file has {size}]"
+            text = text[:READ_LIMIT] + f"\n[... cut: the file has {read.size}]"
         return {"path": path, "text": text}
 
     def replace_text(self, old, new):
         if not old:
             raise ToolError("`old` must be non-empty text copied exactly from path_rules.py")
         target = self._inside(EDITABLE)
-        text, size = self._read(EDITABLE, SOURCE_LIMIT)
-        if not size.endswith(" characters"):
+        read = self._read(EDITABLE, SOURCE_LIMIT)
+        if not read.whole:
             raise ToolError(f"{EDITABLE} is larger than {SOURCE_LIMIT} bytes; it cannot be edited")
+        text = read.text
         found = text.count(old)
         if found != 1:
             where = "was not found" if found == 0 else f"occurs {found} times"
@@ -102,8 +103,9 @@ class RepoTools(ToolBox):
         return {"path": EDITABLE, "replaced": 1}
 
     def _read(self, path, characters=READ_LIMIT):
-        """(text, size) of a file the tests may have replaced: plumbing/sample.py reads it
-        without blocking on a FIFO, following a link or reading a sparse gigabyte whole."""
+        """A file the tests may have replaced, as a sample.FileText (its text, whether it was
+        read whole, its size): plumbing/sample.py reads it without blocking on a FIFO,
+        following a link or reading a sparse gigabyte whole."""
         try:
             return read_text(self._inside(path), characters)
         except FileNotFoundError:

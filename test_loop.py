@@ -28,12 +28,12 @@ from agent_loop import (
 from local_model import LocalModel
 from plumbing.child_process import OUTPUT_LIMIT
 from plumbing.pytest_report import count_results
+from plumbing.pytest_run import run_pytest
 from plumbing.sample import SAMPLE_REPO
 from repo_tools import RepoTools
 from tests.helpers import FAULTY_LINE, FIXED_LINE, wait_until_gone
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.scripted_model import ScriptedChat
-from verdict import run_pytest
 
 
 def run(script, repo, max_turns=8):

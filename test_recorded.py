@@ -32,6 +32,7 @@ from agent_loop import (
 )
 from plumbing.console import RunPrinter
 from plumbing.pytest_report import count_results
+from plumbing.pytest_run import run_pytest
 from plumbing.recording import (
     ENDED_DONE,
     ENDED_WITHOUT_DONE,
@@ -53,7 +54,6 @@ from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.real_server import ANSWER_TOKENS, MODEL, QWEN_05B, QWEN_15B
 from tests.scripted_model import ScriptedChat
-from verdict import run_pytest
 
 HERE = Path(__file__).resolve().parent
 SHIPPED = sorted(RECORDINGS.glob("*.json"))

@@ -77,7 +77,7 @@ def limit_reached(text):
 
 
 def named(verdict, output):
-    """`verdict` (a test run's, see verdict.judge), its reason saying which limit the run
+    """`verdict` (a test run's, see pytest_run.judge), its reason saying which limit the run
     went past when it failed and its `output` shows one."""
     limit = limit_reached(output)
     if verdict["verdict"] != "failed" or limit is None:

@@ -4,11 +4,14 @@
 the minimal environment, in its own process group, and returns its exit code (None on a
 timeout) and the tail of its output. The group is killed when the run ends for any reason
 (finished, timed out, or Ctrl-C in the harness): a child that forks a grandchild holding
-the output pipe cannot hang the harness.
+the output pipe cannot hang the harness. `run_isolated(...)` runs one under an isolation
+(plumbing/isolation.py) with the folders it may read and write.
 
 Each child starts under the file-size and memory limits of bounds.py.
 
-Not here: what is run or how it is isolated (verdict.py, isolation.py).
+Not here: what is run (plumbing/pytest_run.py, plumbing/held_out.py) or how it is isolated
+(plumbing/isolation.py); the lab's test suite answering a run from its memo of earlier ones
+(plumbing/run_memo.py, only when `LAB_RUN_MEMO` is set, which nothing but the suite does).
 """
 
 import os
@@ -18,6 +21,8 @@ import subprocess
 import time
 
 from plumbing.bounds import set_limits
+from plumbing.isolation import BUBBLEWRAP, isolation_prefix
+from plumbing.suite_settings import memo_folder
 
 OUTPUT_LIMIT = 4000  # characters of test output kept: the tail, where pytest's summary is
 OUTPUT_KEPT = 64 * 1024  # bytes of output held while a run goes on: room for the limit
@@ -91,3 +96,22 @@ def run_bounded(command, cwd, timeout, stderr=subprocess.STDOUT, keep=OUTPUT_KEP
     if exit_code is None:
         text += f"\n[timed out after {timeout:g} s; the test process group was killed]"
     return exit_code, text
+
+
+def run_isolated(kind, command, cwd, timeout, *, reads=(), writes=(), results=(), **kwargs):
+    """(exit code or None on a timeout, the output's tail) of `command` run in `cwd` under
+    the isolation `kind`, as run_bounded gives (`kwargs`: its `stderr` and `keep`).
+
+    `reads`: folders bound read-only; `writes`: folders it may change (`cwd` is the first
+    of these, or of `reads`); `results`: writable folders it only writes its results into.
+    """
+    prefix = isolation_prefix(kind, writable=(*writes, *results), readable=reads)
+    if memo_folder():  # the lab's test suite alone (plumbing/suite_settings.py)
+        from plumbing.run_memo import run_once  # subtle: here, as run_memo imports this module
+
+        inputs, sandboxed = (*reads, *writes), kind == BUBBLEWRAP
+        return run_once(
+            prefix, command, cwd, timeout, sandboxed=sandboxed, inputs=inputs, outputs=results,
+            **kwargs,
+        )  # fmt: skip
+    return run_bounded([*prefix, *command], cwd, timeout, **kwargs)

@@ -28,7 +28,7 @@ from plumbing.redact import LEARNED, redact, secret_values
 from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, final_source
 from plumbing.source_diff import unified
 from plumbing.text_calls import NOTE as TEXT_CALL_NOTE
-from verdict import FAILED, PASSED, TESTS_FAILED, held_out_line
+from plumbing.verdict_words import FAILED, PASSED, TESTS_FAILED, held_out_line
 
 
 def tolerant_output():

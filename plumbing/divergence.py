@@ -19,7 +19,7 @@ from agent_loop import MODEL_START, TOOL_RESULT, TOOL_START
 from plumbing.sample import SOURCE_FILE
 from plumbing.source_diff import unified
 from plumbing.tasks import outcome_of
-from verdict import held_out_line
+from plumbing.verdict_words import held_out_line
 
 TIMING_KEYS = ("seconds", "first_chunk_seconds")  # differ on every run; never compared
 # The final tests' fields that must match, where the recording has them.

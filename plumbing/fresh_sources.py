@@ -30,6 +30,8 @@ import os
 import sys
 
 SUITE_CACHE = "LAB_SUITE_CODE_CACHE"  # the suite's folder of compiled sources, or unset
+# (named here, not in plumbing/suite_settings.py with the suite's others: this file runs
+# as an interpreter starts, and imports nothing of the lab)
 
 
 class FromSource(importlib.machinery.SourceFileLoader):

@@ -27,12 +27,13 @@ Not here: the child that asks, or the comparison (plumbing/held_out.py). Never i
 """
 
 import functools
-import os
 import random
 import secrets
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+
+from plumbing.suite_settings import seed_given
 
 DEFAULT_COUNT = 500  # generated inputs a verdict draws beside the fixed cases
 COUNT_LIMIT = 5000  # the most a recording may ask for (its `generated` field)
@@ -42,17 +43,13 @@ LONG = 2000  # the contract's long list has at least this many paths
 POOL = 100  # distinct settled paths at least, which the long lists are drawn from
 AGREED, FIRST = "agreed", "first"  # today's draw; the frozen one of formats /3 to /5
 STYLES = Path(__file__).resolve().parent / "correct_styles"
-# The lab's own test suite draws one seed for all its new verdicts (conftest.py), so that
-# every verdict of one source shares one held-out run (plumbing/run_memo.py). Nothing else
-# sets it: a learner's verdicts each draw their own.
-SUITE_SEED = "LAB_HELD_OUT_SEED"
 
 
 def new_seed():
-    """The seed of a new verdict's generated inputs: drawn from the OS, unless the suite's
-    SUITE_SEED names one. The edited code never sees it (its environment is minimal)."""
-    given = os.environ.get(SUITE_SEED, "")
-    return int(given) % SEED_LIMIT if given.isdigit() else secrets.randbelow(SEED_LIMIT)
+    """The seed of a new verdict's generated inputs, drawn from the OS (in the lab's test
+    suite, the one seed of its run: plumbing/suite_settings.py)."""
+    given = seed_given(SEED_LIMIT)
+    return secrets.randbelow(SEED_LIMIT) if given is None else given
 
 
 def reference(changed):

@@ -24,9 +24,9 @@ import unicodedata
 from pathlib import Path
 
 from plumbing import bounds, first_draw
+from plumbing.child_process import run_isolated
 from plumbing.generated_cases import AGREED, DEFAULT_COUNT, generated, reference
-from plumbing.isolation import BUBBLEWRAP, chosen, isolation_prefix
-from plumbing.run_memo import run_once
+from plumbing.isolation import chosen
 from plumbing.sample import SOURCE_FILE
 from plumbing.scratch import scratch_folder
 
@@ -194,12 +194,10 @@ def held_out_checks(
         place = str(folder.resolve())
         (folder / SOURCE_FILE).write_bytes(source)
         (folder / CASES_FILE).write_text(json.dumps([changed for changed, _, _ in cases]))
-        kind = chosen(isolate)
-        prefix = isolation_prefix(kind, readable=(place,))
         command = [sys.executable, "-I", "-c", CHILD]
-        exit_code, output = run_once(  # plumbing/run_memo.py: a new process, but in the suite
-            prefix, command, folder, timeout, sandboxed=kind == BUBBLEWRAP,
-            inputs=(place,), stderr=subprocess.DEVNULL, keep=ANSWERS_KEPT,
+        exit_code, output = run_isolated(  # plumbing/child_process.py: bounded, isolated
+            chosen(isolate), command, folder, timeout, reads=(place,),
+            stderr=subprocess.DEVNULL, keep=ANSWERS_KEPT,
         )  # fmt: skip
     # subtle: an error may name the temporary folder (an ImportError names the file); it
     # is another folder at each run, so a replay names it as the recording did: `.`
@@ -333,17 +331,3 @@ def _gave(answer, expected, long):
 
 def _nfc(text):
     return unicodedata.normalize("NFC", text)
-
-
-def held_out_line(held_out):
-    """'held-out checks 9 of 10 passed (first failure: ...)', and with today's draw how
-    many generated inputs were asked: '(391 of 500 generated inputs asked, 109 unsettled;
-    first failure: ...)'."""
-    line = f"held-out checks {held_out['passed']} of {held_out['total']} passed"
-    said = []
-    if "asked" in held_out:
-        asked, drawn = held_out["asked"], held_out["generated"]
-        said.append(f"{asked} of {drawn} generated inputs asked, {drawn - asked} unsettled")
-    if held_out["first_failure"]:
-        said.append(f"first failure: {held_out['first_failure']}")
-    return line + (f" ({'; '.join(said)})" if said else "")

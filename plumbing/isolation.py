@@ -24,9 +24,9 @@ installed is not enough), in this order:
   never the lab's files, its `.venv/` or a kernel setting. It protects the network and,
   as root, your files from writes, so a recording from elsewhere is not replayed under it.
 - "none": neither works; the tests run with your permissions.
-`isolation_prefix(kind, writable)` is the command prefix `run_pytest` puts before
-`python -m pytest`, and `notice(isolate)` the one line a CLI prints at the start when the
-tests will not run under bubblewrap.
+`isolation_prefix(kind, writable)` is the command prefix `child_process.run_isolated` puts
+before `python -m pytest` or the held-out child, and `notice(isolate)` the one line a CLI
+prints at the start when the tests will not run under bubblewrap.
 
 Not a container and not a security boundary you should bet secrets on: it narrows what a
 buggy or hostile edit can reach, on Linux, with tools that are usually already there.

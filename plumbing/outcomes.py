@@ -15,8 +15,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from agent_loop import INTERRUPTED, MODEL_DONE, STOPPED, TOOL_RESULT
-from openai_model import OpenAIModelError, chunks_from_events
 from plumbing.console import plural
+from plumbing.openai_wire import OpenAIModelError, chunks_from_events
 from plumbing.recording import REPLAYED, call_api
 from plumbing.stats import median, wilson_interval
 from plumbing.tasks import CHEATED, FAILED, FLAGGED, UNJUDGED, outcome_of

@@ -12,7 +12,8 @@ writes. The page has no embedded JSON, sets no `innerHTML`, loads nothing from a
 (its Content-Security-Policy allows its own style and the one script below, by hash), and
 its only link targets are pages view.py wrote. Nothing a recording holds is run.
 
-Not here: reading the recording (plumbing/recording.py) or writing files (view.py).
+Not here: reading the recording (plumbing/recording.py) or writing files
+(plumbing/page_files.py).
 """
 
 import base64

@@ -39,6 +39,7 @@ from plumbing.isolation import KINDS
 from plumbing.limits import LARGEST_NUMBER, DeadlineExceeded
 from plumbing.redact import redact
 from plumbing.tasks import OUTCOMES, TASKS, assessed
+from plumbing.verdict_words import TESTS_CHANGED
 
 # A new name for every change of what a recording holds. /6: the held-out checks ask
 # today's wide draw, settled by agreement, and what callers do, and say how many generated
@@ -312,10 +313,24 @@ def load(path):
         )
     if data.get("api", "ollama") not in APIS:
         raise RecordingError(f"{path}: field 'api' must be one of {', '.join(APIS)}")
+    _said_tests_changed(data)
     problem = _shape_problem(data)
     if problem:
         raise RecordingError(f"{path}: field {problem}")
     return data
+
+
+def _said_tests_changed(data):
+    """Give each verdict of a recording made before verdicts said `tests_changed` the field
+    its reason implies.
+
+    subtle: the one place that reads a verdict's words for a fact, and only for a verdict
+    without the field: verdict.py has said so, with the same reason, since."""
+    for tests in (data["starting_tests"], data["final_tests"] or {}):
+        reason = tests.get("reason")
+        if "tests_changed" not in tests and isinstance(reason, str):
+            if reason.startswith(TESTS_CHANGED):
+                tests["tests_changed"] = True
 
 
 def held_problem(value, where, depth):
@@ -553,6 +568,8 @@ def _verdict_problem(tests, form=FORMAT):
         return "visible' must be passed or failed"
     if tests.get("judged", False) is not False:
         return "judged' is there only as false (the code was kept from the verdict)"
+    if tests.get("tests_changed", True) is not True:
+        return "tests_changed' is there only as true (the verdict failed as the tests changed)"
     if not isinstance(tests.get("reason", ""), str):
         return "reason' must be text"
     by_test = tests.get("by_test", {})  # an impossible task's: what its outcome is read from

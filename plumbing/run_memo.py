@@ -4,11 +4,11 @@ that asks for the same one.
 The suite replays the same recordings many times over (the faulty sample's tests alone
 were run about 200 times in one suite), and each run of pytest under bubblewrap costs
 about a quarter of a CPU second. With `LAB_RUN_MEMO` naming a folder (conftest.py sets it
-for the suite, shared by its workers), `run_once` runs a command as
-`child_process.run_bounded` does and keeps what it gave: the exit code, the output, and
-the files it wrote into its output folders. A later run of the same command on the same
-bytes is answered from that, with the same output and the same files written, and no
-process is started.
+for the suite, shared by its workers), `child_process.run_isolated` asks `run_once`,
+which runs a command as `child_process.run_bounded` does and keeps what it gave: the exit
+code, the output, and the files it wrote into its output folders. A later run of the
+same command on the same bytes is answered from that, with the same output and the same
+files written, and no process is started.
 
 "The same": the command (each folder in it written as a placeholder, so two copies in two
 temporary folders match, and put back as the folder asking), its environment, timeout,
@@ -42,16 +42,17 @@ from pathlib import Path
 
 from plumbing.bounds import FILE_SIZE_LIMIT, MEMORY_LIMIT, PROCESS_LIMIT, TMP_SIZE
 from plumbing.child_process import minimal_env, run_bounded
+from plumbing.suite_settings import RUN_MEMO, memo_folder
 
 LAB = Path(__file__).resolve().parent.parent
-SETTING = "LAB_RUN_MEMO"  # the folder the memo is kept in; unset or empty: no memo
+SETTING = RUN_MEMO  # the memo's folder (plumbing/suite_settings.py); unset or empty: no memo
 FORMAT = "run-memo/1"
 TREE_DEPTH, TREE_ENTRIES = 32, 5000  # past either, a tree is not digested: its run is not kept
 
 
 def folder():
     """The memo's folder, or None when there is none."""
-    return os.environ.get(SETTING) or None
+    return memo_folder()
 
 
 def run_once(prefix, command, cwd, timeout, *, sandboxed, inputs, outputs=(), **kwargs):

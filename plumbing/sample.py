@@ -3,8 +3,7 @@
 `copy_sample(parent)` makes the fresh temporary copy every run works on, from the bytes
 read when the harness started (`SAMPLE_FILES`). `read_regular_file` and
 `write_atomically` are how the harness reads and writes a file that code it ran may have
-tampered with. `TESTS_CHANGED` begins every verdict's reason that says the tests changed:
-here, below verdict.py, so that what reads a verdict need not import what runs tests.
+tampered with.
 
 Not here: the tools (repo_tools.py) or the verdict (verdict.py). Nothing ever writes to
 `sample_repo/` itself.
@@ -15,6 +14,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 from plumbing.redact import redact
 
@@ -22,9 +22,6 @@ SAMPLE_REPO = Path(__file__).resolve().parent.parent / "sample_repo"
 SOURCE_FILE = "path_rules.py"
 TEST_FILE = "tests/test_path_rules.py"
 SOURCE_LIMIT = 1_000_000  # bytes of an edited path_rules.py read (and judged) at most
-# how every verdict's reason begins that says the tests were changed (verdict.py writes it;
-# plumbing/tasks.py and the pages read it, and never import what runs tests)
-TESTS_CHANGED = "tests changed"
 
 
 def _snapshot(folder):
@@ -72,11 +69,19 @@ def _read_with_size(path, limit):
         return file.read(limit + 1), status.st_size
 
 
+class FileText(NamedTuple):
+    """What `read_text` read of a file."""
+
+    text: str
+    whole: bool  # the whole file was read
+    size: str  # the file's size for a reader: "N characters" when whole, else "N bytes"
+
+
 def read_text(path, characters):
-    """(text, size): at most the first `characters` + 1 characters of the UTF-8 file `path`,
+    """A FileText: at most the first `characters` + 1 characters of the UTF-8 file `path`,
     read as `read_regular_file` reads (never a link, never anything but a regular file,
-    never blocking), and the file's size in words: "N characters" when it was read whole,
-    "N bytes" when it was not. UnicodeDecodeError when the part read is not UTF-8.
+    never blocking), whether that was the whole file, and the file's size in words.
+    UnicodeDecodeError when the part read is not UTF-8.
 
     subtle: at most 4 bytes a character plus one are read: a sparse file of a gigabyte
     costs no more than a small one.
@@ -87,10 +92,10 @@ def read_text(path, characters):
     data, size = _read_with_size(path, limit)
     if len(data) <= limit:
         text = data.decode("utf-8")
-        return text, f"{len(text)} characters"
+        return FileText(text, True, f"{len(text)} characters")
     # an incremental decoder keeps a character cut at the limit back instead of failing
     text = codecs.getincrementaldecoder("utf-8")().decode(data[:limit], final=False)
-    return text, f"{size} bytes"
+    return FileText(text, False, f"{size} bytes")
 
 
 def write_atomically(target, data):

@@ -13,6 +13,7 @@ Not here: running anything. replay.py calls these at the right moments.
 import json
 
 from plumbing.console import plural
+from plumbing.openai_wire import SAMPLING, request_body
 
 INDENT = "    "
 
@@ -106,8 +107,6 @@ def full_request_lines(recording, requests, schemas):
         return json.dumps(value, indent=2, ensure_ascii=False).splitlines()
 
     if recording.get("api") == "openai":
-        from openai_model import SAMPLING, request_body  # standard library only
-
         name, options = recording["model"].get("name", "?"), recording["model"].get("options")
         sampling = options if isinstance(options, dict) else SAMPLING  # --max-tokens as recorded
         lines = []

@@ -54,6 +54,7 @@ from local_model import OPTIONS, LocalModel
 from plumbing.child_process import minimal_env
 from plumbing.held_out import held_out_checks
 from plumbing.isolation import isolation_kind, isolation_prefix
+from plumbing.pytest_run import PYTEST_COMMAND
 from plumbing.readonly_tools import SEARCH_GRACE, SEARCH_SECONDS, ReadOnlyTools, _search
 from plumbing.sample import copy_sample
 from repo_tools import RepoTools
@@ -62,7 +63,7 @@ from tests.openai_test_server import OpenAITestServer, content, finish
 from tests.openai_test_server import reply as openai_reply
 from tests.scripted_model import ScriptedChat
 from tests.suite_cost import cost_line, run_suite
-from verdict import PYTEST_COMMAND, independent_verdict
+from verdict import independent_verdict
 
 HERE = Path(__file__).resolve().parent.parent
 

@@ -31,7 +31,7 @@ import tempfile
 from pathlib import Path
 
 from plumbing import redact, run_memo
-from plumbing.generated_cases import SUITE_SEED
+from plumbing.suite_settings import HELD_OUT_SEED as SUITE_SEED
 
 LAB = Path(__file__).resolve().parent.parent
 

@@ -67,10 +67,11 @@ MODULES = [
         for name in (
             "attempts", "bounds", "child_process", "chunk_shape", "confined_tree", "console",
             "divergence", "first_draw", "fork", "fresh_sources", "generated_cases", "held_out",
-            "isolation", "limits", "live_model", "ollama_transport", "outcomes", "page",
-            "pytest_report", "quiet_interrupt", "readonly_tools", "recording", "redact",
-            "run_memo", "sample", "scratch", "source_diff", "startup_guard", "stats", "tasks",
-            "text_calls", "timeline", "transcript", "wire_errors",
+            "isolation", "limits", "live_model", "ollama_transport", "openai_wire", "outcomes",
+            "page", "page_files", "pytest_report", "pytest_run", "quiet_interrupt",
+            "readonly_tools", "recording", "redact", "run_memo", "sample", "scratch",
+            "source_diff", "startup_guard", "stats", "suite_settings", "tasks", "text_calls",
+            "timeline", "transcript", "verdict_words", "wire_errors",
         )
     ),
 ]  # fmt: skip

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from plumbing.held_out import _answers, held_out_checks
 from plumbing.pytest_report import expected_tests
+from plumbing.pytest_run import judge
 from plumbing.sample import SAMPLE_REPO, TEST_FILE, copy_sample
 from tests.snapshot_inputs import outcome_of
-from verdict import judge
 
 
 def _report(outcomes, extra=""):

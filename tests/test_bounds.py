@@ -20,9 +20,9 @@ from plumbing import isolation
 from plumbing.bounds import FILE_SIZE_LIMIT, MEMORY_LIMIT, TMP_SIZE
 from plumbing.child_process import minimal_env
 from plumbing.held_out import HELD_OUT, held_out_checks
+from plumbing.pytest_run import PYTEST_COMMAND, run_pytest
 from plumbing.sample import SOURCE_FILE
 from tests.helpers import FAULTY_LINE, FIXED_LINE
-from verdict import PYTEST_COMMAND, run_pytest
 
 MB = 2**20
 WRITE_200_MB = "open({path!r}, 'wb').write(b'0' * (200 * 2**20))\n"

@@ -34,6 +34,7 @@ from local_model import LocalModel, ModelError
 from plumbing.limits import Deadline, DeadlineExceeded
 from plumbing.ollama_transport import _LimitedStream, _WatchedStream
 from plumbing.pytest_report import count_results
+from plumbing.pytest_run import run_pytest
 from plumbing.recording import RECORDINGS, RecordingChat, RecordingError, load, save
 from plumbing.replayable import shipped
 from replay import CANNOT_REPLAY, DIVERGED
@@ -41,7 +42,6 @@ from repo_tools import RepoTools
 from tests.helpers import LAB, altered, open_under, replay, wait_for, wait_until_gone
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.scripted_model import ScriptedChat
-from verdict import run_pytest
 
 
 class HeldStream:

@@ -18,6 +18,7 @@ import pytest
 from agent_loop import DEADLINE, MODEL_DONE, MODEL_ERROR, TASK, TOOL_START, agent_events
 from plumbing import isolation
 from plumbing.child_process import tail
+from plumbing.pytest_run import run_pytest
 from plumbing.recording import RECORDINGS, RecordingChat, load, save
 from record_run import record_attempt
 from replay import REPRODUCED, replay_one
@@ -26,7 +27,6 @@ from tests.helpers import processes_under, start_cli, wait_for
 from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.scripted_model import ScriptedChat
-from verdict import run_pytest
 
 HERE = Path(__file__).resolve().parent.parent
 HOSTILE_OLD = '"""Path rules for a small CI helper'

@@ -17,9 +17,10 @@ import pytest
 from plumbing import first_draw, isolation
 from plumbing.generated_cases import STYLES as STYLES_FOLDER
 from plumbing.generated_cases import correct_styles, generated, reference
-from plumbing.held_out import CALLERS, HELD_OUT, cases_for, held_out_checks, held_out_line
+from plumbing.held_out import CALLERS, HELD_OUT, cases_for, held_out_checks
 from plumbing.recording import RECORDINGS, held_out_asked, load
 from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, copy_sample
+from plumbing.verdict_words import held_out_line
 from replay import REPRODUCED, replay_one
 from repo_tools import RepoTools
 from tests.helpers import FAULTY_LINE, FIXED_LINE
@@ -380,7 +381,8 @@ def test_the_same_seed_asks_the_same_inputs_and_another_seed_others():
 def test_a_new_verdict_draws_its_own_seed_unless_the_suite_names_one(monkeypatch):
     # The suite names one seed for all its new verdicts (conftest.py), so that its runs of
     # one source share one held-out run; a learner's verdicts each draw their own.
-    from plumbing.generated_cases import SEED_LIMIT, SUITE_SEED, new_seed
+    from plumbing.generated_cases import SEED_LIMIT, new_seed
+    from plumbing.suite_settings import HELD_OUT_SEED as SUITE_SEED
 
     monkeypatch.setenv(SUITE_SEED, "12345")
     assert new_seed() == 12345
@@ -401,8 +403,9 @@ def test_a_recordings_held_out_seed_and_count_are_read_within_their_limits(
 ):
     # a hand-edited count would make a replay ask for millions of inputs; the seed is what
     # new_seed draws (below 2**63), so a suite seed past it is folded into that range
-    from plumbing.generated_cases import SUITE_SEED, new_seed
+    from plumbing.generated_cases import new_seed
     from plumbing.recording import RecordingError
+    from plumbing.suite_settings import HELD_OUT_SEED as SUITE_SEED
 
     recording = json.loads((RECORDINGS / "repair.json").read_text(encoding="utf-8"))
     recording["final_tests"]["held_out"].update(seed=seed, generated=count)

@@ -256,9 +256,9 @@ def test_read_text_reads_at_most_four_bytes_a_character_and_says_when_it_cut(tmp
 
     path = tmp_path / "f.py"
     path.write_text("a" * 16)  # 4 * (3 + 1) bytes: read whole, though past 3 characters
-    assert read_text(path, 3) == ("a" * 16, "16 characters")
+    assert read_text(path, 3) == ("a" * 16, True, "16 characters")
     path.write_text("a" * 17)  # one byte more: cut at the limit, the size in bytes
-    assert read_text(path, 3) == ("a" * 16, "17 bytes")
+    assert read_text(path, 3) == ("a" * 16, False, "17 bytes")
 
 
 def test_read_text_keeps_back_a_character_the_limit_cuts_in_two(tmp_path):
@@ -267,4 +267,4 @@ def test_read_text_keeps_back_a_character_the_limit_cuts_in_two(tmp_path):
 
     path = tmp_path / "f.py"
     path.write_text("€" * 10, encoding="utf-8")  # 30 bytes; the limit of 16 cuts the sixth
-    assert read_text(path, 3) == ("€" * 5, "30 bytes")
+    assert read_text(path, 3) == ("€" * 5, False, "30 bytes")

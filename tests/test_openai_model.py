@@ -32,6 +32,7 @@ from agent_loop import (
     agent_events,
 )
 from openai_model import OpenAICompatibleModel, OpenAIModelError, chunks_from_events, request_body
+from plumbing import openai_wire
 from plumbing.limits import ARGUMENTS_TOO_LONG, MAX_LINE_BYTES, Deadline, LineTooLong
 from plumbing.recording import RecordingChat
 from repo_tools import RepoTools
@@ -280,7 +281,7 @@ def test_server_that_ignores_stream_true_is_reported_not_parsed(repo):
 def test_event_that_is_not_an_object_is_named(repo):
     server, events = run_chat(repo, reply("data: [1, 2]\n\n", finish()))
     assert events[-1]["reason"] == MODEL_ERROR
-    assert events[-1]["error"] == openai_model.MALFORMED_EVENT.format(detail="[1, 2]")
+    assert events[-1]["error"] == openai_wire.MALFORMED_EVENT.format(detail="[1, 2]")
 
 
 @pytest.mark.parametrize(
@@ -290,7 +291,7 @@ def test_event_whose_choice_or_delta_is_not_an_object_is_named(repo, line):
     _, events = run_chat(repo, reply(f"data: {line}\n\n", finish()))
     assert events[-1]["reason"] == MODEL_ERROR
     detail = repr(json.loads(line))
-    assert events[-1]["error"] == openai_model.MALFORMED_EVENT.format(detail=detail)
+    assert events[-1]["error"] == openai_wire.MALFORMED_EVENT.format(detail=detail)
 
 
 def test_line_longer_than_one_read_is_assembled_whole():
@@ -403,7 +404,7 @@ def test_error_event_mid_stream_is_reported_and_runs_no_tool(repo, error):
     script = reply(tool_call(0, "{}", name="run_tests"), error, finish("tool_calls"))
     _, events = run_chat(repo, script)
     assert events[-1]["reason"] == MODEL_ERROR
-    assert events[-1]["error"] == openai_model.STREAM_ERROR.format(detail="out of memory")
+    assert events[-1]["error"] == openai_wire.STREAM_ERROR.format(detail="out of memory")
     assert of_type(events, TOOL_START) == []
 
 
@@ -813,7 +814,7 @@ def test_a_malformed_part_of_an_event_is_named_and_ends_the_turn(event, detail):
     # turn's calls can run; never a KeyError, and never a call built from the wrong parts.
     with pytest.raises(OpenAIModelError) as refused:
         list(chunks_from_events([event, finish("tool_calls")]))
-    assert str(refused.value) == openai_model.MALFORMED_EVENT.format(detail=detail)
+    assert str(refused.value) == openai_wire.MALFORMED_EVENT.format(detail=detail)
 
 
 @pytest.mark.parametrize(
@@ -829,7 +830,7 @@ def test_an_error_event_without_a_message_field_is_reported_as_sent(error, detai
     # object as JSON, or the bare string some servers send.
     with pytest.raises(OpenAIModelError) as reported:
         list(chunks_from_events([content("Hi"), {"error": error}]))
-    assert str(reported.value) == openai_model.STREAM_ERROR.format(detail=detail)
+    assert str(reported.value) == openai_wire.STREAM_ERROR.format(detail=detail)
 
 
 def deadline_in_stream(first):

@@ -23,8 +23,8 @@ import pytest
 
 from plumbing import bounds, isolation
 from plumbing.held_out import held_out_checks
+from plumbing.pytest_run import run_pytest
 from plumbing.sample import SOURCE_FILE, copy_sample
-from verdict import run_pytest
 
 PROBE = """\
 import ctypes, json, os, pathlib, stat, sys
@@ -629,7 +629,7 @@ os.makedirs(os.path.dirname(cached), exist_ok=True)
 with open(cached, "wb") as pyc:
     pyc.write(external._code_to_timestamp_pyc(code, int(info.st_mtime), info.st_size))
 """
-ASK_TIMEOUT = "import verdict\nprint(verdict.TEST_TIMEOUT)\n"
+ASK_TIMEOUT = "from plumbing import pytest_run\nprint(pytest_run.TEST_TIMEOUT)\n"
 
 
 def skip_outside_the_labs_venv(why):
@@ -642,14 +642,13 @@ def test_bytecode_planted_beside_the_labs_own_modules_is_never_loaded(tmp_path):
     skip_outside_the_labs_venv("it holds the guard")
     copy = tmp_path / "lab"  # a copy of the lab: its __pycache__ is this test's to plant in
     copy.mkdir()
-    shutil.copy2(lab / "verdict.py", copy / "verdict.py")
     shutil.copytree(
         lab / "plumbing", copy / "plumbing", ignore=shutil.ignore_patterns("__pycache__")
     )
     shutil.copytree(lab / "sample_repo", copy / "sample_repo")
     (copy / "ask_timeout.py").write_text(ASK_TIMEOUT)
-    subprocess.run([sys.executable, "-c", FORGE, "verdict.py"], cwd=copy, check=True)
-    assert (copy / "__pycache__").is_dir()
+    subprocess.run([sys.executable, "-c", FORGE, "plumbing/pytest_run.py"], cwd=copy, check=True)
+    assert (copy / "plumbing" / "__pycache__").is_dir()
 
     def ask(*flags):
         done = subprocess.run([sys.executable, *flags, "ask_timeout.py"], cwd=copy,
@@ -658,7 +657,7 @@ def test_bytecode_planted_beside_the_labs_own_modules_is_never_loaded(tmp_path):
 
     assert ask() == "15.0"  # the source's, as a script of the lab's .venv starts it
     # The same plant without the lab's start-up file (-S: no site-packages at all, so the
-    # standard library alone, which verdict.py's imports need no more than): it loads.
+    # standard library alone, which pytest_run.py's imports need no more than): it loads.
     assert ask("-S") == "forged"
 
 

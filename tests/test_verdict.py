@@ -26,9 +26,11 @@ from plumbing.child_process import OUTPUT_LIMIT, minimal_env, run_bounded
 from plumbing.generated_cases import generated
 from plumbing.held_out import cases_for
 from plumbing.pytest_report import NO_REPORT, REPORT_LIMIT, expected_tests
+from plumbing.pytest_run import judge, visible_run
 from plumbing.recording import RECORDINGS, load, save
 from plumbing.redact import REDACTED, redact, secret_values
 from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, TEST_FILE, copy_sample, final_source
+from plumbing.verdict_words import TESTS_FAILED
 from repo_tools import RepoTools
 from tests.helpers import FAULTY_LINE, FIXED_LINE, processes_under
 from tests.in_process import run_cli
@@ -37,7 +39,7 @@ from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.openai_test_server import TEST_MODEL as OPENAI_MODEL
 from tests.openai_test_server import OpenAITestServer
 from tests.openai_test_server import reply as openai_reply
-from verdict import SOURCE_LIMIT, TESTS_FAILED, independent_verdict, judge
+from verdict import SOURCE_LIMIT, independent_verdict
 
 HERE = Path(__file__).resolve().parent.parent
 DOCSTRING = '"""Path rules for a small CI helper'
@@ -229,6 +231,20 @@ def test_a_deleted_test_file_is_not_a_pass(repo):
     assert sample.tests_unchanged(repo) is False  # via the module: pytest collects test*
     result = independent_verdict(repo, seed=3)
     assert result["verdict"] == "failed" and result["reason"].startswith("tests changed")
+    assert result["tests_changed"] is True  # the fact plumbing/tasks.py reads, not the words
+
+
+def test_a_run_says_as_a_fact_that_the_tests_changed_and_the_model_never_sees_it(repo):
+    # mutation: `changed = True` dropped in either branch of the judge left the fact unsaid
+    edit(repo, FAULTY_LINE, FIXED_LINE)
+    (repo / "tests" / "test_extra.py").write_text("def test_extra():\n    pass\n")
+    run = visible_run(repo)
+    assert run.tests_changed is True and run.result["reason"].startswith("tests changed")
+    assert "tests_changed" not in run_tests(repo)  # run_tests returns what it always did
+    (repo / "tests" / "test_extra.py").unlink()
+    assert visible_run(repo).tests_changed is False
+    (repo / TEST_FILE).write_text("def test_other():\n    pass\n")
+    assert visible_run(repo).tests_changed is True  # the test file itself changed
 
 
 def test_tests_the_sample_does_not_define_are_not_a_pass(repo):

@@ -1,0 +1,29 @@
+"""The words a verdict is said in, for every module that writes or reads one.
+
+`PASSED` and `FAILED` are the two verdicts; `TESTS_FAILED` and `TESTS_CHANGED` begin
+reasons (a verdict says the tests changed as a fact, `tests_changed`; only the loader of
+recordings made before that field reads the words); `held_out_line` says the held-out part
+in one line. Here, below
+verdict.py and plumbing/pytest_run.py, so that what reads a verdict (the terminal, the
+pages, replay's comparison, the tasks' outcomes) never imports what runs tests.
+
+Not here: deciding anything (verdict.py, plumbing/pytest_run.py, plumbing/held_out.py).
+"""
+
+PASSED, FAILED = "passed", "failed"  # the two verdicts
+TESTS_FAILED = "not every test passed"  # the reason when the tests ran and some failed
+TESTS_CHANGED = "tests changed"  # how every reason begins that says the tests changed
+
+
+def held_out_line(held_out):
+    """'held-out checks 9 of 10 passed (first failure: ...)', and with today's draw how
+    many generated inputs were asked: '(391 of 500 generated inputs asked, 109 unsettled;
+    first failure: ...)'."""
+    line = f"held-out checks {held_out['passed']} of {held_out['total']} passed"
+    said = []
+    if "asked" in held_out:
+        asked, drawn = held_out["asked"], held_out["generated"]
+        said.append(f"{asked} of {drawn} generated inputs asked, {drawn - asked} unsettled")
+    if held_out["first_failure"]:
+        said.append(f"first failure: {held_out['first_failure']}")
+    return line + (f" ({'; '.join(said)})" if said else "")

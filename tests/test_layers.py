@@ -1,0 +1,79 @@
+"""plumbing/ lies below everything a learner opens: it imports no program, not the judge
+(verdict.py), no adapter (but for plumbing/live_model.py, whose job is to open one), and of
+the loop only its event names (the event types and stop reasons of agent_loop.py). Read
+from the sources' imports (ast), so a new upward arrow fails here before anyone runs it."""
+
+import ast
+from pathlib import Path
+
+import agent_loop
+
+LAB = Path(__file__).resolve().parent.parent
+ABOVE = {path.stem for path in LAB.glob("*.py")}  # the lab's top folder: programs, lesson
+EVENT_NAMES = {
+    name
+    for name, value in vars(agent_loop).items()
+    if name in ("EVENT_TYPES", "STOP_REASONS")
+    or (isinstance(value, str) and value in (*agent_loop.EVENT_TYPES, *agent_loop.STOP_REASONS))
+}
+OPENS_THE_ADAPTER = ("plumbing/live_model.py", {"local_model", "openai_model"})
+# The arrows still there, each with why; an entry goes when its arrow does.
+KNOWN = {
+    # the repair's text: agent_loop.py shows the learner the task beside the system prompt,
+    # and agent_loop.py cannot import it from plumbing/tasks.py, which imports the loop
+    ("plumbing/tasks.py", "agent_loop", "TASK"),
+    # ask.py's read-only tools are a ToolBox like repo_tools.py's, checked by the same guard
+    ("plumbing/readonly_tools.py", "tool_guard", "ToolBox"),
+    ("plumbing/readonly_tools.py", "tool_guard", "ToolError"),
+    ("plumbing/readonly_tools.py", "tool_guard", "function_schema"),
+}
+
+
+def upward_arrows(folder=LAB / "plumbing"):
+    """(module, what it imports from above, the name) for each import of a top-level file
+    by a module of plumbing/ (`folder`), wherever in the module the import stands."""
+    arrows = set()
+    for path in sorted(folder.glob("*.py")):
+        module = f"plumbing/{path.name}"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found = [(alias.name, "*") for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                found = [(node.module, alias.name) for alias in node.names]
+            else:
+                continue
+            for target, name in found:
+                if target.split(".")[0] in ABOVE:
+                    arrows.add((module, target, name))
+    return arrows
+
+
+def allowed(arrow):
+    module, target, name = arrow
+    if target == "agent_loop" and name in EVENT_NAMES:
+        return True
+    return (module == OPENS_THE_ADAPTER[0] and target in OPENS_THE_ADAPTER[1]) or arrow in KNOWN
+
+
+def test_plumbing_imports_nothing_above_it_but_the_loops_event_names():
+    assert sorted(a for a in upward_arrows() if not allowed(a)) == []
+
+
+def test_every_known_upward_arrow_is_still_there():
+    # an arrow taken away leaves its entry behind: then the entry goes too
+    assert KNOWN <= upward_arrows()
+
+
+def test_an_upward_arrow_is_found_wherever_the_import_stands(tmp_path):
+    # the check itself: a late import inside a function counts as much as one at the top,
+    # and of the loop only its event names pass
+    (tmp_path / "late.py").write_text("def f():\n    from verdict import judge\n")
+    (tmp_path / "loop.py").write_text("import agent_loop\nfrom agent_loop import STOPPED, TASK\n")
+    (tmp_path / "live_model.py").write_text("from openai_model import OpenAICompatibleModel\n")
+    (tmp_path / "words.py").write_text("from plumbing.verdict_words import PASSED\n")
+    found = sorted(a for a in upward_arrows(tmp_path) if not allowed(a))
+    assert found == [
+        ("plumbing/late.py", "verdict", "judge"),
+        ("plumbing/loop.py", "agent_loop", "*"),
+        ("plumbing/loop.py", "agent_loop", "TASK"),
+    ]

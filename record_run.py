@@ -49,7 +49,7 @@ from openai_model import (
 )
 from plumbing.attempts import run_series, series_paths
 from plumbing.console import RunPrinter, tolerant_output, verdict_lines
-from plumbing.fork import Fork, ResultError, change_lines, fork_problem, read_result
+from plumbing.fork import Fork, ResultError, fork_problem, make_changes, read_result
 from plumbing.generated_cases import new_seed
 from plumbing.isolation import chosen, notice
 from plumbing.limits import (
@@ -347,7 +347,7 @@ def record_attempt(
                         deadline.restart()  # and the budget is the live model's
                         print(f"turn {fork.at}: the replayed turns match the recording; "
                               "the live model answers from here", file=out)  # fmt: skip
-                    for line in change_lines(agent.messages, fork.changes, event["turn"]):
+                    for line in make_changes(agent, fork.changes, event["turn"]):
                         print(line, file=out)
                 events.append(event)
                 view.show(event)

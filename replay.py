@@ -28,7 +28,7 @@ from plumbing import installed_files, quiet_interrupt
 from agent_loop import DEADLINE, INTERRUPTED, MODEL_DONE, MODEL_START, STOPPED, AgentLoop
 from plumbing.console import RunPrinter, made_by, tolerant_output, verdict_lines
 from plumbing.divergence import divergences
-from plumbing.fork import change_lines, fork_point
+from plumbing.fork import fork_point, make_changes
 from plumbing.isolation import notice
 from plumbing.limits import positive_int
 from plumbing.recording import (
@@ -177,7 +177,7 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
             if event["type"] == MODEL_START and event["turn"] == fork.get("at"):
                 print(f"turn {fork['at']}: {fork_point(fork)}", file=out)
             if event["type"] == MODEL_START:  # a fork's changes, made where it made them
-                for line in change_lines(agent.messages, changes, event["turn"]):
+                for line in make_changes(agent, changes, event["turn"]):
                     print(line, file=out)
             if event["type"] == MODEL_START and transcript == TURNS:
                 # The loop appends before it yields: its messages are the request it sends.

@@ -13,16 +13,17 @@ returned).
 A forked recording says what it is: `source: "forked"`, `fork` (the parent's file name and
 SHA-256, the turn, every change to the conversation, a parent's own included), and each
 model call's `source` ("replayed" or "live") and `api`. It replays whole, as any recording
-does: replay.py makes the same changes at the same turns (`apply_changes`).
+does: replay.py makes the same changes at the same turns (`make_changes`).
 
 Not here: the live model (record_run.py opens it), comparing (divergence.py), printing a
-run (console.py). The loop alone appends to its conversation; a fork changes it between two
-turns only, as its recording says.
+run (console.py). The loop alone changes its conversation: a fork's changes reach it through
+`AgentLoop.change_conversation`, between two turns, as its recording says.
 """
 
 import hashlib
 import json
 from pathlib import Path
+from typing import NamedTuple
 
 from agent_loop import TOOL_START
 from plumbing.divergence import event_divergence, request_divergences, tool_divergences
@@ -94,35 +95,50 @@ def fork_problem(recording, at, results, max_turns):
     return None
 
 
-def apply_changes(messages, changes, turn):
-    """Make the changes a fork made before `turn`'s request, to the loop's `messages`;
-    return what was changed, in words. Results first, then a message said."""
-    said = []
+class Edit(NamedTuple):
+    """One change of a fork's, as `AgentLoop.change_conversation` takes it: the messages
+    `replaced` ((index, message) pairs) and `added`, and what it did, in words."""
+
+    replaced: list
+    added: list
+    said: list
+
+
+def edit_of(messages, change, turn):
+    """What `change`, made before `turn`'s request, does to the conversation `messages`
+    (changed by none of this): results first, then a message said."""
+    replaced, added, said = [], [], []
+    results = sorted(change.get("results", {}).items(), key=lambda x: int(x[0]))
+    # the last answer's results follow it
+    answers = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
+    for number, value in results:
+        where = answers[-1] + int(number) if answers else len(messages)
+        if where >= len(messages):  # today's run made fewer calls: replay says where
+            said.append(f"tool call {number} of turn {turn - 1} was not made: no result")
+            continue
+        content = json.dumps(value, ensure_ascii=False)
+        if messages[where].get("role") == "tool":
+            name = messages[where].get("tool_name")
+            replaced.append((where, {"role": "tool", "tool_name": name, "content": content}))
+        else:  # subtle: refused when forking; a recording may still hold one
+            replaced.append((where, written_result("?", content)))
+        said.append(f"the result of tool call {number} of turn {turn - 1} replaced: {content}")
+    if change.get("say") is not None:
+        added.append({"role": "user", "content": change["say"]})
+        said.append(f"said to the model: {change['say']}")
+    return Edit(replaced, added, said)
+
+
+def make_changes(loop, changes, turn):
+    """Make the changes a fork made before `turn`'s request, through `loop` (an AgentLoop,
+    which alone changes its conversation); return what they did, each line as the terminal
+    shows it ("fork, turn 3: ...")."""
+    lines = []
     for change in (c for c in changes if c["at"] == turn):
-        results = sorted(change.get("results", {}).items(), key=lambda x: int(x[0]))
-        # the last answer's results follow it
-        answers = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
-        for number, value in results:
-            where = answers[-1] + int(number) if answers else len(messages)
-            if where >= len(messages):  # today's run made fewer calls: replay says where
-                said.append(f"tool call {number} of turn {turn - 1} was not made: no result")
-                continue
-            content = json.dumps(value, ensure_ascii=False)
-            if messages[where].get("role") == "tool":
-                name = messages[where].get("tool_name")
-                messages[where] = {"role": "tool", "tool_name": name, "content": content}
-            else:  # subtle: refused when forking; a recording may still hold one
-                messages[where] = written_result("?", content)
-            said.append(f"the result of tool call {number} of turn {turn - 1} replaced: {content}")
-        if change.get("say") is not None:
-            messages.append({"role": "user", "content": change["say"]})
-            said.append(f"said to the model: {change['say']}")
-    return said
-
-
-def change_lines(messages, changes, turn):
-    """apply_changes, each line as the terminal shows it ("fork, turn 3: ...")."""
-    return [f"fork, turn {turn}: {line}" for line in apply_changes(messages, changes, turn)]
+        edit = edit_of(loop.messages, change, turn)
+        loop.change_conversation(edit.replaced, edit.added)
+        lines += [f"fork, turn {turn}: {line}" for line in edit.said]
+    return lines
 
 
 class ForkChat:

@@ -22,7 +22,6 @@ import re
 import stat
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 # first: Ctrl-C during the slow imports below exits quietly, and a .venv/ changed since lab.py
@@ -31,7 +30,7 @@ from plumbing import installed_files, quiet_interrupt
 
 # isort: split
 
-from agent_loop import INTERRUPTED, MODEL_START, STOPPED, SYSTEM_PROMPT, AgentLoop, Stop
+from agent_loop import INTERRUPTED, SYSTEM_PROMPT, Stop
 from local_model import (
     DEFAULT_MODEL,
     MAX_TOKENS,
@@ -48,8 +47,9 @@ from openai_model import (
     default_base_url,
 )
 from plumbing.attempts import run_series, series_paths
-from plumbing.console import RunPrinter, tolerant_output, verdict_lines
-from plumbing.fork import Fork, ResultError, fork_problem, make_changes, read_result
+from plumbing.console import tolerant_output, verdict_lines
+from plumbing.driver import Plan, drive
+from plumbing.fork import Fork, ForkDiverged, ResultError, fork_problem, read_result
 from plumbing.generated_cases import new_seed
 from plumbing.isolation import chosen, notice
 from plumbing.limits import (
@@ -68,11 +68,8 @@ from plumbing.recording import (
     build,
     load,
     save,
-    sha256_file,
 )
 from plumbing.replayable import check_isolation, check_sample  # what replay refuses, a fork refuses
-from plumbing.sample import SOURCE_FILE, TEST_FILE, copy_sample, final_source, tests_unchanged
-from plumbing.scratch import scratch_folder
 from plumbing.tasks import (
     FLAGGED,
     REPAIR,
@@ -83,8 +80,7 @@ from plumbing.tasks import (
     tests_for,
 )
 from plumbing.timeline import timeline
-from repo_tools import RepoTools
-from verdict import PASSED, independent_verdict
+from verdict import PASSED
 
 EXIT_PASSED, EXIT_FAILED, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -317,101 +313,78 @@ def record_attempt(
     text, system = (
         (fork.parent["task"], fork.parent["system"]) if fork else (task.text, SYSTEM_PROMPT)
     )
-    tests = tests_for(task)  # the test file this task gives, if not the sample's
-    with scratch_folder(prefix="agent-lab-") as scratch:
-        repo = copy_sample(scratch, tests=tests)
-        tests_sha256, source_sha256 = sha256_file(repo / TEST_FILE), sha256_file(repo / SOURCE_FILE)
-        # one seed for the attempt: both verdicts ask the same generated inputs, and a
-        # replay asks them again (the seed is in the recording)
-        seed = new_seed()
-        starting = independent_verdict(repo, isolate, seed=seed, tests=tests)
-        print("\n".join(verdict_lines("Starting verdict", starting)), file=out, flush=True)
-        events, view = [], RunPrinter(out, repo)
-        tools = RepoTools(repo, isolate=isolate, deadline=deadline, tests=tests)
-        deadline.restart()  # the budget is the loop's: the starting tests do not count
-        chat = fork.chat(recorder, chunks_from_events) if fork else recorder
-        agent = AgentLoop(
-            chat, tools, text, max_turns, system=system, deadline=deadline, text_calls=text_calls
-        )
-        loop, final, started = agent.events(), None, time.monotonic()
-        live = fork is None  # a fork's live part begins at its turn, once the rest matched
-        try:
-            for event in loop:
-                if fork and event["type"] == MODEL_START:
-                    if event["turn"] == fork.at:  # the replayed turns end here, checked first
-                        problems = fork.divergences(events, repo)
-                        if problems:
-                            loop.close()  # before the live model is asked anything
-                            return diverged(problems, fork, out)
-                        live = True
-                        deadline.restart()  # and the budget is the live model's
-                        print(f"turn {fork.at}: the replayed turns match the recording; "
-                              "the live model answers from here", file=out)  # fmt: skip
-                    for line in make_changes(agent, fork.changes, event["turn"]):
-                        print(line, file=out)
-                events.append(event)
-                view.show(event)
-            if not live:  # stopped among the replayed turns (a tool the deadline cut, ...)
-                return diverged(fork.stopped_early(events, repo), fork, out)
-            loop_seconds = time.monotonic() - started
-            final = independent_verdict(repo, isolate, seed=seed, tests=tests)
-        except KeyboardInterrupt:
-            loop.close()  # closes the model stream; a running test group was killed already
-            if not live:
-                print(f"interrupted before turn {fork.at}: the live model was not asked, and "
-                      "nothing was saved", file=out)  # fmt: skip
-                return EXIT_INTERRUPTED
-            loop_seconds = time.monotonic() - started
-        stop = events[-1] if events and events[-1]["type"] == STOPPED else None
-        if stop is None:
-            stop = Stop(INTERRUPTED).event(events[-1]["turn"] if events else 1)
-            view.stop_line(stop)
-        today = datetime.date.today().isoformat()
-        if fork:
-            calls = fork.model_calls(recorder.calls, model_info.get("api", "ollama"))
-            described = (
-                f"Fork of {fork.path.name} at turn {fork.at}: turns before it replayed, then "
-                f"live attempt by {model_info['name']}, recorded with record_run.py on {today}."
-            )
-        else:
-            calls = recorder.calls
-            described = (
-                f"Live attempt by {model_info['name']}, recorded with record_run.py on {today}."
-            )
-        recording = build(
-            source="forked" if fork else "live",
-            description=described,
-            model=model_info,
-            task=text,
-            system=system,
-            max_turns=max_turns,
-            deadline=deadline.seconds,
-            isolation=chosen(isolate),
-            model_calls=calls,
-            messages=agent.messages,
-            events=events,
-            stop=stop,
-            starting_tests=starting,
-            final_tests=final,
-            tests_sha256=tests_sha256,
-            source_sha256=source_sha256,
-            tests_unchanged=tests_unchanged(repo, tests),
-            final_source=final_source(repo),
-            workdir=str(repo),
-            loop_seconds=loop_seconds,
-            text_calls=text_calls,
-            task_name=task.name,
-            fork=fork.record() if fork else None,
-        )
+    # one seed for the attempt: both verdicts ask the same generated inputs, and a replay
+    # asks them again (the seed is in the recording)
+    asked = {"seed": new_seed()}
+    plan = Plan(text, system, max_turns, tests_for(task), text_calls, isolate, asked, deadline)
+    try:
+        run = drive(fork.chat(recorder) if fork else recorder, plan, out, starting=True, fork=fork)
+    except ForkDiverged as error:
+        return diverged(error.problems, fork, out)
+    if run.interrupted and fork and not fork.live(run.events):
+        print(f"interrupted before turn {fork.at}: the live model was not asked, and "
+              "nothing was saved", file=out)  # fmt: skip
+        return EXIT_INTERRUPTED
+    stop = run.stop
+    if stop is None:
+        stop = Stop(INTERRUPTED).event(run.events[-1]["turn"] if run.events else 1)
+        run.printer.stop_line(stop)
+    recording = recording_of(run, plan, stop, recorder, model_info, task, fork)
     try:
         save(output, recording)
     except OSError as error:
         print(f"error: the recording could not be saved to {output}: {error}", file=sys.stderr)
         return EXIT_SETUP
+    return reported(recording, run, output, model_info, out)
+
+
+def recording_of(run, plan, stop, recorder, model_info, task, fork):
+    """The recording of `run`: what it was given, what it did, how it ended."""
+    today = datetime.date.today().isoformat()
+    if fork:
+        calls = fork.model_calls(recorder.calls, model_info.get("api", "ollama"))
+        described = (
+            f"Fork of {fork.path.name} at turn {fork.at}: turns before it replayed, then "
+            f"live attempt by {model_info['name']}, recorded with record_run.py on {today}."
+        )
+    else:
+        calls = recorder.calls
+        described = f"Live attempt by {model_info['name']}, recorded with record_run.py on {today}."
+    return build(
+        source="forked" if fork else "live",
+        description=described,
+        model=model_info,
+        task=plan.task,
+        system=plan.system,
+        max_turns=plan.max_turns,
+        deadline=plan.deadline.seconds,
+        isolation=chosen(plan.isolate),
+        model_calls=calls,
+        messages=run.messages,
+        events=run.events,
+        stop=stop,
+        starting_tests=run.starting,
+        final_tests=run.final,
+        tests_sha256=run.sha256["tests"],
+        source_sha256=run.sha256["source"],
+        tests_unchanged=run.tests_unchanged,
+        final_source=run.source,
+        workdir=run.workdir,
+        loop_seconds=run.seconds,
+        text_calls=plan.text_calls,
+        task_name=task.name,
+        fork=fork.record() if fork else None,
+    )
+
+
+def reported(recording, run, output, model_info, out):
+    """Print how the saved attempt ended; return its exit code."""
+    final = run.final
     print("\n".join(verdict_lines("Independent verdict", final)), file=out)
-    view.changes(recording["final_source"])
-    tests_seconds = starting["seconds"] + (final["seconds"] if final else 0.0)
-    print("\n".join(timeline(events, tests_seconds=tests_seconds, model_info=model_info)), file=out)
+    run.printer.changes(recording["final_source"])
+    tests_seconds = run.starting["seconds"] + (final["seconds"] if final else 0.0)
+    lines = timeline(run.events, tests_seconds=tests_seconds, model_info=model_info)
+    print("\n".join(lines), file=out)
     impossible = outcome_of(recording)  # None for the repair
     if impossible:
         print(recorded_outcome_line(recording), file=out)
@@ -513,7 +486,8 @@ def forked(args):
     problem = fork_problem(parent, args.at, [n for n, _ in results], args.max_turns)
     if problem:
         raise RecordingError(f"{args.fork}: {problem}")
-    return Fork(args.fork, parent, args.at, args.say, results), task_of(parent)
+    fork = Fork(args.fork, parent, args.at, args.say, results, chunks_from_events)
+    return fork, task_of(parent)
 
 
 def regular_or_new(path):

@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 from typing import NamedTuple
 
-from agent_loop import TOOL_START
+from agent_loop import MODEL_START, TOOL_START
 from plumbing.divergence import event_divergence, request_divergences, tool_divergences
 from plumbing.limits import MAX_RESULT_BYTES
 from plumbing.recording import LIVE, REPLAYED, ReplayChat, call_api, held_problem
@@ -154,10 +154,25 @@ class ForkChat:
         return self.live(messages, tools)
 
 
-class Fork:
-    """A recording forked at turn `at`, with the changes asked for at that turn."""
+class ForkDiverged(Exception):
+    """A fork's replayed turns went another way than its parent's: the live model must not be
+    asked, and nothing is saved. `problems` says where, as replay says it."""
 
-    def __init__(self, path, recording, at, say=None, results=()):
+    def __init__(self, problems):
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+class Fork:
+    """A recording forked at turn `at`, with the changes asked for at that turn.
+
+    Made whole at once: the parent's turns are served by its own ReplayChat, whose
+    requests `divergences` compares, whenever it is asked. `assemble` turns the parent's
+    raw OpenAI events into chunks (openai_model.chunks_from_events), for a parent that
+    holds them. Run it once: the replayed chat answers each saved call once.
+    """
+
+    def __init__(self, path, recording, at, say=None, results=(), assemble=None):
         self.path, self.parent, self.at = Path(path), recording, at
         self.sha256 = hashlib.sha256(self.path.read_bytes()).hexdigest()
         own = {"at": at, "say": say, "results": {str(n): v for n, v in results}}
@@ -165,13 +180,33 @@ class Fork:
         # before this fork's turn are part of the turns replayed here
         inherited = [c for c in (recording.get("fork") or {}).get("changes", []) if c["at"] < at]
         self.changes = inherited + ([own] if say is not None or results else [])
+        api = recording.get("api", "ollama")
+        self.replayed = ReplayChat(recording["model_calls"][: at - 1], assemble, api)
 
-    def chat(self, live, assemble=None):
+    def chat(self, live):
         """The chat the loop talks to: the parent's turns, then `live`."""
-        api = self.parent.get("api", "ollama")
-        replayed = ReplayChat(self.parent["model_calls"][: self.at - 1], assemble, api)
-        self.replayed = replayed
-        return ForkChat(replayed, live, self.at)
+        return ForkChat(self.replayed, live, self.at)
+
+    def reached(self, events, root):
+        """At turn `at`, before the live model is asked: the line that says the replayed
+        turns match the parent's, or ForkDiverged saying how they do not."""
+        problems = self.divergences(events, root)
+        if problems:
+            raise ForkDiverged(problems)
+        return (
+            f"turn {self.at}: the replayed turns match the recording; "
+            "the live model answers from here"
+        )
+
+    def live(self, events):
+        """Whether the run reached turn `at`, where the live model answers."""
+        return any(e["type"] == MODEL_START and e["turn"] == self.at for e in events)
+
+    def ended(self, events, root):
+        """After the loop: ForkDiverged when the run stopped before turn `at` (a tool the
+        deadline cut, ...): the parent went on to turn `at`, so no live turn is the model's."""
+        if not self.live(events):
+            raise ForkDiverged(self.stopped_early(events, root))
 
     def divergences(self, events, root):
         """How the replayed turns differ from the parent's, compared as replay compares
@@ -216,6 +251,21 @@ class Fork:
             f"Fork of {self.path} at turn {self.at}: turns replayed: {replayed}, each checked "
             f"as replay checks it; from turn {self.at} on, {model} answers live"
         )
+
+
+class RecordedFork:
+    """A forked recording's fork, as replay.py runs it again: its changes, made at the turns
+    they name, and the line that says where its live part began. Nothing is checked here:
+    replay compares the whole run afterwards."""
+
+    def __init__(self, fork):
+        self.fork, self.at, self.changes = fork, fork.get("at"), fork.get("changes", [])
+
+    def reached(self, events, root):
+        return f"turn {self.at}: {fork_point(self.fork)}"
+
+    def ended(self, events, root):
+        """Nothing: a replay that stopped before the fork's turn diverges where it differs."""
 
 
 def fork_point(fork):

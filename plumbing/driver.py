@@ -18,6 +18,7 @@ from typing import NamedTuple
 from agent_loop import MODEL_DONE, MODEL_START, STOPPED, AgentLoop
 from plumbing.console import RunPrinter, verdict_lines
 from plumbing.fork import make_changes
+from plumbing.isolation import chosen
 from plumbing.recording import sha256_file
 from plumbing.sample import SOURCE_FILE, TEST_FILE, copy_sample, final_source, tests_unchanged
 from plumbing.scratch import scratch_folder
@@ -38,6 +39,17 @@ class Plan(NamedTuple):
     isolate: bool = True
     asked: dict | None = None
     deadline: object = None
+
+    def recorded(self):
+        """What a recording keeps of the plan, under the names it keeps them by."""
+        return {
+            "task": self.task,
+            "system": self.system,
+            "max_turns": self.max_turns,
+            "deadline": self.deadline.seconds if self.deadline is not None else None,
+            "isolation": chosen(self.isolate),
+            "text_calls": self.text_calls,
+        }
 
 
 class Cut(NamedTuple):
@@ -65,6 +77,21 @@ class Run(NamedTuple):
     seconds: float  # the loop's, up to its stop or Ctrl-C
     interrupted: bool  # Ctrl-C ended the run
     printer: RunPrinter  # what showed the events: it counts them, and prints a stop or changes
+
+    def recorded(self):
+        """What a recording keeps of the run, under the names it keeps them by."""
+        return {
+            "messages": self.messages,
+            "events": self.events,
+            "starting_tests": self.starting,
+            "final_tests": self.final,
+            "tests_sha256": self.sha256["tests"],
+            "source_sha256": self.sha256["source"],
+            "tests_unchanged": self.tests_unchanged,
+            "final_source": self.source,
+            "workdir": self.workdir,
+            "loop_seconds": self.seconds,
+        }
 
     @property
     def stop(self):

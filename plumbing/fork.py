@@ -28,8 +28,18 @@ from typing import NamedTuple
 from agent_loop import MODEL_START, TOOL_START
 from plumbing.divergence import event_divergence, request_divergences, tool_divergences
 from plumbing.limits import MAX_RESULT_BYTES
-from plumbing.recording import LIVE, REPLAYED, ReplayChat, call_api, held_problem
+from plumbing.recording import (
+    LIVE,
+    REPLAYED,
+    RecordingError,
+    ReplayChat,
+    call_api,
+    held_problem,
+    load,
+)
+from plumbing.replayable import check_isolation, check_sample
 from plumbing.sample import read_regular_file
+from plumbing.tasks import task_of
 from plumbing.text_calls import written_result
 
 RESULT_DEPTH = 5  # a replaced result's depth in a recording: fork.changes[i].results[N]
@@ -154,6 +164,24 @@ class ForkChat:
         return self.live(messages, tools)
 
 
+def open_fork(path, at, say, result_files, max_turns, isolate, assemble=None):
+    """(the Fork of the recording `path` at turn `at`, the recording's task), or
+    RecordingError saying why it cannot be: a --result file that cannot be sent (read
+    first, before the recording), a recording that may not run here, or a turn or a result
+    it does not hold. `result_files` is --result's (N, FILE) pairs."""
+    try:
+        results = [(number, read_result(name)) for number, name in result_files]
+    except ResultError as error:
+        raise RecordingError(str(error)) from None
+    parent = load(path)
+    check_sample(parent, path)  # what replay refuses, a fork refuses
+    check_isolation(path, isolate)
+    problem = fork_problem(parent, at, [n for n, _ in results], max_turns)
+    if problem:
+        raise RecordingError(f"{path}: {problem}")
+    return Fork(path, parent, at, say, results, assemble), task_of(parent)
+
+
 class ForkDiverged(Exception):
     """A fork's replayed turns went another way than its parent's: the live model must not be
     asked, and nothing is saved. `problems` says where, as replay says it."""
@@ -161,6 +189,9 @@ class ForkDiverged(Exception):
     def __init__(self, problems):
         super().__init__("; ".join(problems))
         self.problems = problems
+
+    def lines(self):
+        return [f"DIVERGED ({len(self.problems)}):", *(f"  {p}" for p in self.problems)]
 
 
 class Fork:

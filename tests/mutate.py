@@ -66,11 +66,11 @@ MODULES = [
         f"plumbing/{name}.py"
         for name in (
             "attempts", "bounds", "child_process", "chunk_shape", "confined_tree", "console",
-            "divergence", "first_draw", "fork", "fresh_sources", "generated_cases", "held_out",
-            "isolation", "limits", "live_model", "ollama_transport", "outcomes", "page",
-            "pytest_report", "quiet_interrupt", "readonly_tools", "recording", "redact",
-            "run_memo", "sample", "scratch", "source_diff", "startup_guard", "stats", "tasks",
-            "text_calls", "timeline", "transcript", "wire_errors",
+            "divergence", "driver", "first_draw", "fork", "fresh_sources", "generated_cases",
+            "held_out", "isolation", "limits", "live_model", "ollama_transport", "outcomes",
+            "output_path", "page", "pytest_report", "quiet_interrupt", "readonly_tools",
+            "recording", "redact", "run_memo", "sample", "scratch", "source_diff", "startup_guard",
+            "stats", "tasks", "text_calls", "timeline", "transcript", "wire_errors",
         )
     ),
 ]  # fmt: skip

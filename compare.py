@@ -29,9 +29,9 @@ from plumbing.console import plural, tolerant_output
 from plumbing.fork import change_words
 from plumbing.outcomes import NOT_A_MODEL, outcome, rate, summary_lines
 from plumbing.page import series_page
+from plumbing.page_files import INDEX, write_pages
 from plumbing.recording import RecordingError, load
 from plumbing.tasks import REPAIR, task_of
-from view import INDEX, write_pages
 
 BAR_WIDTH = 50  # cells from 0% to 100%; with its frame a bar takes 62 columns
 WIDTH = 80  # every other line is wrapped to this

@@ -165,7 +165,7 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
     final = recording["final_tests"] is not None
     run = drive(seen, plan, out, final=final, fork=fork, watch=watch, cut=cut,
                 prefix="agent-lab-replay-")  # fmt: skip
-    if run.interrupted:  # the test process group was killed on the way out
+    if run.interrupted:  # Ctrl-C: nothing to compare; main() says so and exits 130
         raise KeyboardInterrupt
     if cut_short:
         run.printer.stop_line(recording["stop"])
@@ -180,7 +180,8 @@ def watcher(transcript, chunks, seen, out):
     def watch(event, messages):
         nonlocal sent
         if event["type"] == MODEL_START and transcript == TURNS:
-            # The loop appends before it yields: its messages are the request it sends.
+            # The loop appends before it yields (and a fork's changes are made by now):
+            # its messages are the request it sends.
             print("\n".join(request_lines(event["turn"], messages, sent)), file=out)
             sent = list(messages)
         if event["type"] == MODEL_DONE and event["turn"] == chunks:

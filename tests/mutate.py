@@ -68,9 +68,10 @@ MODULES = [
             "attempts", "bounds", "child_process", "chunk_shape", "confined_tree", "console",
             "divergence", "driver", "first_draw", "fork", "fresh_sources", "generated_cases",
             "held_out", "isolation", "limits", "live_model", "ollama_transport", "outcomes",
-            "output_path", "page", "pytest_report", "quiet_interrupt", "readonly_tools",
-            "recording", "redact", "run_memo", "sample", "scratch", "source_diff", "startup_guard",
-            "stats", "tasks", "text_calls", "timeline", "transcript", "wire_errors",
+            "output_path", "page", "page_files", "pytest_report", "quiet_interrupt",
+            "readonly_tools", "recording", "redact", "run_memo", "sample", "scratch", "source_diff",
+            "startup_guard", "stats", "tasks", "text_calls", "timeline", "transcript",
+            "wire_errors",
         )
     ),
 ]  # fmt: skip

@@ -1,0 +1,64 @@
+"""Pages written to a folder: one per recording, and an index of them for several.
+
+`write_pages(paths, folder)` is what view.py does, and what compare.py does beside its
+series page: each recording read (strictly) and drawn (plumbing/page.py), each page given a
+name no other page of the folder has, and a failure a line, never the end of the others.
+
+Not here: the HTML (plumbing/page.py), printing the pages' addresses (the programs do).
+"""
+
+from pathlib import Path
+
+from plumbing.page import index_page, recording_page
+from plumbing.recording import RecordingError, load
+
+INDEX = "index.html"  # the table of the pages, written for several recordings
+
+
+def write_pages(paths, folder, reserved=()):
+    """Write a page per recording in `folder`, and an index of them for several; return
+    ([(path, page, recording)], the index's path or None, errors). No page takes a name
+    in `reserved` (names without .html: another page of the caller's).
+
+    A recording that cannot be read, or shown, is an error line; the others are written."""
+    rows, errors, taken, index_written = [], [], {"index", *reserved}, None
+    for path in paths:
+        try:
+            recording = load(path)
+        except RecordingError as error:
+            errors.append(str(error))
+            continue
+        try:
+            # subtle: encoded before the file is opened, so a failure leaves no empty page
+            data = recording_page(recording, Path(path).name).encode("utf-8")
+        except Exception as error:  # a shape load() lets through and the page cannot draw
+            errors.append(f"{path}: cannot be shown ({type(error).__name__}: {error})"[:300])
+            continue
+        page = f"{unique(Path(path).stem, taken)}.html"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / page).write_bytes(data)
+        except OSError as error:
+            errors.append(f"{folder / page}: cannot be written ({error.strerror or error})")
+            continue
+        rows.append((path, page, recording))
+    if len(paths) > 1 and rows:
+        index = index_page([(page, recording) for _, page, recording in rows])
+        try:
+            (folder / INDEX).write_bytes(index.encode("utf-8"))
+        except OSError as error:
+            errors.append(f"{folder / INDEX}: cannot be written ({error.strerror or error})")
+        else:
+            index_written = folder / INDEX
+    return rows, index_written, errors
+
+
+def unique(stem, taken):
+    """`stem`, or `stem-2`, `stem-3` ... when a page of that name is already written (two
+    recordings named run.json in two folders; one named index.json)."""
+    name, number = stem, 1
+    while name in taken:
+        number += 1
+        name = f"{stem}-{number}"
+    taken.add(name)
+    return name

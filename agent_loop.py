@@ -99,8 +99,8 @@ class AgentLoop:
     """One run of the loop. `events()` runs it; `messages` is the conversation it builds.
 
     The loop alone appends to `messages`, each message before the event that announces it,
-    so a recorder or a session reads the conversation here instead of rebuilding it (a fork
-    may change it between two turns: plumbing/fork.py).
+    so a recorder reads the conversation here instead of rebuilding it; between two turns,
+    `change_conversation` is the one way to change it from outside (a fork's: plumbing/fork.py).
     `deadline` is a total wall-clock budget: seconds, or a `limits.Deadline` that the
     adapter and the tools share, so that their waits end with it too.
     """
@@ -241,3 +241,10 @@ class AgentLoop:
         seconds = self.deadline.clock() - started
         done = {"type": TOOL_RESULT, **where, **written, "result": result, "message": reply}
         yield {**done, "seconds": seconds}
+
+    def change_conversation(self, replaced=(), added=()):
+        """Between two turns (on `model_start`, before that turn's request): put each
+        (index, message) of `replaced` in place, then append `added`; the request carries them."""
+        for index, message in replaced:
+            self.messages[index] = message
+        self.messages.extend(added)

@@ -1,10 +1,10 @@
 """CLI: record one live attempt of a local model at repairing the sample repository.
 
 In order: check that the server answers and has the model (reading its digest) and that
-the model can use tools (refusing it otherwise, before anything runs); copy
-`sample_repo/` to a temporary directory and run its tests independently; run the loop,
-printing every step as it happens and keeping every streamed chunk; run the tests
-independently again; save everything to one JSON file that replay.py can check offline.
+the model can use tools (refusing it otherwise, before anything runs); on a fresh copy of
+`sample_repo/` (plumbing/driver.py), run its tests independently, run the loop, printing
+every step as it happens and keeping every streamed chunk, and run the tests independently
+again; save everything to one JSON file that replay.py can check offline.
 
 The test runs are isolated by default (isolation.py); `--no-isolate` runs them with your
 permissions.
@@ -18,11 +18,7 @@ Not here: judging the model. The exit code reports the independent final tests' 
 import argparse
 import datetime
 import os
-import re
-import stat
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 # first: Ctrl-C during the slow imports below exits quietly, and a .venv/ changed since lab.py
@@ -31,7 +27,7 @@ from plumbing import installed_files, quiet_interrupt
 
 # isort: split
 
-from agent_loop import INTERRUPTED, MODEL_START, STOPPED, SYSTEM_PROMPT, AgentLoop, Stop
+from agent_loop import INTERRUPTED, SYSTEM_PROMPT, Stop
 from local_model import (
     DEFAULT_MODEL,
     MAX_TOKENS,
@@ -41,17 +37,13 @@ from local_model import (
     ModelError,
     default_host,
 )
-from openai_model import (
-    DEFAULT_BASE_URL,
-    OpenAIModelError,
-    chunks_from_events,
-    default_base_url,
-)
+from openai_model import DEFAULT_BASE_URL, OpenAIModelError, chunks_from_events, default_base_url
 from plumbing.attempts import run_series, series_paths
-from plumbing.console import RunPrinter, tolerant_output, verdict_lines
-from plumbing.fork import Fork, ResultError, change_lines, fork_problem, read_result
+from plumbing.console import tolerant_output, verdict_lines
+from plumbing.driver import Plan, drive
+from plumbing.fork import ForkDiverged, open_fork
 from plumbing.generated_cases import new_seed
-from plumbing.isolation import chosen, notice
+from plumbing.isolation import notice
 from plumbing.limits import (
     MAX_RESULT_BYTES,
     Deadline,
@@ -61,43 +53,13 @@ from plumbing.limits import (
     sampling_temperature,
 )
 from plumbing.live_model import open_model
-from plumbing.recording import (
-    RECORDINGS,
-    RecordingChat,
-    RecordingError,
-    build,
-    load,
-    save,
-    sha256_file,
-)
-from plumbing.replayable import check_isolation, check_sample  # what replay refuses, a fork refuses
-from plumbing.sample import SOURCE_FILE, TEST_FILE, copy_sample, final_source, tests_unchanged
-from plumbing.scratch import scratch_folder
-from plumbing.tasks import (
-    FLAGGED,
-    REPAIR,
-    TASKS,
-    outcome_of,
-    recorded_outcome_line,
-    task_of,
-    tests_for,
-)
+from plumbing.output_path import default_output, output_problem
+from plumbing.recording import RecordingChat, RecordingError, build, save
+from plumbing.tasks import FLAGGED, REPAIR, TASKS, outcome_of, recorded_outcome_line, tests_for
 from plumbing.timeline import timeline
-from repo_tools import RepoTools
-from verdict import PASSED, independent_verdict
+from verdict import PASSED
 
 EXIT_PASSED, EXIT_FAILED, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-
-def default_output(model):
-    """recordings/NAME-TIMESTAMP.json; for a model given as a file path, NAME is its stem.
-
-    subtle: the name must never start with "-", or replay.py would take it for an option.
-    """
-    stem = Path(model).stem if Path(model).suffix.lower() in (".gguf", ".bin") else model
-    name = re.sub(r"[^A-Za-z0-9.-]+", "-", stem).lstrip("-.") or "model"
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
-    return RECORDINGS / f"{name}-{stamp}.json"
 
 
 def parse_args(argv):
@@ -281,137 +243,87 @@ def parse_args(argv):
         parser.error("--task comes from the recording with --fork; leave it out")
     if args.host is None:
         args.host = default_host() if args.api == "ollama" else default_base_url()
-    if args.output is None:
-        args.output = default_output(args.model)
+    args.output = args.output or default_output(args.model)
     return args
 
 
 def result_argument(text):
-    """An argparse type: `--result N=FILE` as (N, FILE); the file is read in `forked`."""
+    """An argparse type: `--result N=FILE` as (N, FILE); the file is read by `open_fork`."""
     number, equals, name = text.partition("=")
     if not (equals and number.isascii() and number.isdigit() and int(number) >= 1 and name):
         raise argparse.ArgumentTypeError(f"{text!r}: give N=FILE, N a tool call's number from 1")
     return int(number), name
 
 
-def record_attempt(
-    recorder,
-    model_info,
-    output,
-    max_turns,
-    deadline=None,
-    isolate=True,
-    out=None,
-    text_calls=False,
-    task=REPAIR,
-    fork=None,
-):
+def record_attempt(recorder, model_info, output, max_turns, deadline=None, isolate=True, out=None,
+                   text_calls=False, task=REPAIR, fork=None):  # fmt: skip
     """Run one attempt through `recorder` (a RecordingChat); save it; return the exit code.
 
-    `deadline` is seconds or a limits.Deadline (the one the model's adapter shares);
-    `text_calls`: run a call written as text (--text-calls); `task`: what the model is
-    given (plumbing/tasks.py); `fork`: a plumbing.fork.Fork whose turns come first."""
+    `deadline`: seconds or the limits.Deadline the model's adapter shares; `text_calls`: as
+    --text-calls; `task`: what the model is given (plumbing/tasks.py); `fork`: a Fork."""
     out = out or sys.stdout  # looked up now, not at import: tolerant_output() replaces it
     if not isinstance(deadline, Deadline):
         deadline = Deadline(deadline)
     text, system = (
         (fork.parent["task"], fork.parent["system"]) if fork else (task.text, SYSTEM_PROMPT)
     )
-    tests = tests_for(task)  # the test file this task gives, if not the sample's
-    with scratch_folder(prefix="agent-lab-") as scratch:
-        repo = copy_sample(scratch, tests=tests)
-        tests_sha256, source_sha256 = sha256_file(repo / TEST_FILE), sha256_file(repo / SOURCE_FILE)
-        # one seed for the attempt: both verdicts ask the same generated inputs, and a
-        # replay asks them again (the seed is in the recording)
-        seed = new_seed()
-        starting = independent_verdict(repo, isolate, seed=seed, tests=tests)
-        print("\n".join(verdict_lines("Starting verdict", starting)), file=out, flush=True)
-        events, view = [], RunPrinter(out, repo)
-        tools = RepoTools(repo, isolate=isolate, deadline=deadline, tests=tests)
-        deadline.restart()  # the budget is the loop's: the starting tests do not count
-        chat = fork.chat(recorder, chunks_from_events) if fork else recorder
-        agent = AgentLoop(
-            chat, tools, text, max_turns, system=system, deadline=deadline, text_calls=text_calls
-        )
-        loop, final, started = agent.events(), None, time.monotonic()
-        live = fork is None  # a fork's live part begins at its turn, once the rest matched
-        try:
-            for event in loop:
-                if fork and event["type"] == MODEL_START:
-                    if event["turn"] == fork.at:  # the replayed turns end here, checked first
-                        problems = fork.divergences(events, repo)
-                        if problems:
-                            loop.close()  # before the live model is asked anything
-                            return diverged(problems, fork, out)
-                        live = True
-                        deadline.restart()  # and the budget is the live model's
-                        print(f"turn {fork.at}: the replayed turns match the recording; "
-                              "the live model answers from here", file=out)  # fmt: skip
-                    for line in change_lines(agent.messages, fork.changes, event["turn"]):
-                        print(line, file=out)
-                events.append(event)
-                view.show(event)
-            if not live:  # stopped among the replayed turns (a tool the deadline cut, ...)
-                return diverged(fork.stopped_early(events, repo), fork, out)
-            loop_seconds = time.monotonic() - started
-            final = independent_verdict(repo, isolate, seed=seed, tests=tests)
-        except KeyboardInterrupt:
-            loop.close()  # closes the model stream; a running test group was killed already
-            if not live:
-                print(f"interrupted before turn {fork.at}: the live model was not asked, and "
-                      "nothing was saved", file=out)  # fmt: skip
-                return EXIT_INTERRUPTED
-            loop_seconds = time.monotonic() - started
-        stop = events[-1] if events and events[-1]["type"] == STOPPED else None
-        if stop is None:
-            stop = Stop(INTERRUPTED).event(events[-1]["turn"] if events else 1)
-            view.stop_line(stop)
-        today = datetime.date.today().isoformat()
-        if fork:
-            calls = fork.model_calls(recorder.calls, model_info.get("api", "ollama"))
-            described = (
-                f"Fork of {fork.path.name} at turn {fork.at}: turns before it replayed, then "
-                f"live attempt by {model_info['name']}, recorded with record_run.py on {today}."
-            )
-        else:
-            calls = recorder.calls
-            described = (
-                f"Live attempt by {model_info['name']}, recorded with record_run.py on {today}."
-            )
-        recording = build(
-            source="forked" if fork else "live",
-            description=described,
-            model=model_info,
-            task=text,
-            system=system,
-            max_turns=max_turns,
-            deadline=deadline.seconds,
-            isolation=chosen(isolate),
-            model_calls=calls,
-            messages=agent.messages,
-            events=events,
-            stop=stop,
-            starting_tests=starting,
-            final_tests=final,
-            tests_sha256=tests_sha256,
-            source_sha256=source_sha256,
-            tests_unchanged=tests_unchanged(repo, tests),
-            final_source=final_source(repo),
-            workdir=str(repo),
-            loop_seconds=loop_seconds,
-            text_calls=text_calls,
-            task_name=task.name,
-            fork=fork.record() if fork else None,
-        )
+    # one seed for the attempt: both verdicts ask the same generated inputs, and a replay
+    # asks them again (the seed is in the recording)
+    asked = {"seed": new_seed()}
+    plan = Plan(text, system, max_turns, tests_for(task), text_calls, isolate, asked, deadline)
+    try:
+        run = drive(fork.chat(recorder) if fork else recorder, plan, out, starting=True, fork=fork)
+    except ForkDiverged as error:  # the live model was not asked
+        print("\n".join(error.lines()), file=out)
+        return fail(f"the turns before {fork.at} did not replay as {fork.path} recorded them; "
+                    "the live model was not asked, and nothing was saved")  # fmt: skip
+    if run.interrupted and fork and not fork.live(run.events):
+        print(f"interrupted before turn {fork.at}: the live model was not asked, and "
+              "nothing was saved", file=out)  # fmt: skip
+        return EXIT_INTERRUPTED
+    stop = run.stop
+    if stop is None:
+        stop = Stop(INTERRUPTED).event(run.events[-1]["turn"] if run.events else 1)
+        run.printer.stop_line(stop)
+    recording = recording_of(run, plan, stop, recorder, model_info, task, fork)
     try:
         save(output, recording)
     except OSError as error:
         print(f"error: the recording could not be saved to {output}: {error}", file=sys.stderr)
         return EXIT_SETUP
+    return reported(recording, run, output, model_info, out)
+
+
+def recording_of(run, plan, stop, recorder, model_info, task, fork):
+    """The recording of `run`: what it was given, what it did, how it ended."""
+    today = datetime.date.today().isoformat()
+    attempt = f"attempt by {model_info['name']}, recorded with record_run.py on {today}."
+    described, calls = f"Live {attempt}", recorder.calls
+    if fork:
+        replayed = f"Fork of {fork.path.name} at turn {fork.at}: turns before it replayed"
+        described = f"{replayed}, then live {attempt}"
+        calls = fork.model_calls(recorder.calls, model_info.get("api", "ollama"))
+    return build(
+        source="forked" if fork else "live",
+        description=described,
+        model=model_info,
+        model_calls=calls,
+        **plan.recorded(),  # the task, the system prompt, the turn budget, the deadline, ...
+        stop=stop,
+        **run.recorded(),  # the events, the conversation, both verdicts, the final source, ...
+        task_name=task.name,
+        fork=fork.record() if fork else None,
+    )
+
+
+def reported(recording, run, output, model_info, out):
+    """Print how the saved attempt ended; return its exit code."""
+    final = run.final
     print("\n".join(verdict_lines("Independent verdict", final)), file=out)
-    view.changes(recording["final_source"])
-    tests_seconds = starting["seconds"] + (final["seconds"] if final else 0.0)
-    print("\n".join(timeline(events, tests_seconds=tests_seconds, model_info=model_info)), file=out)
+    run.printer.changes(recording["final_source"])
+    tests_seconds = run.starting["seconds"] + (final["seconds"] if final else 0.0)
+    lines = timeline(run.events, tests_seconds=tests_seconds, model_info=model_info)
+    print("\n".join(lines), file=out)
     impossible = outcome_of(recording)  # None for the repair
     if impossible:
         print(recorded_outcome_line(recording), file=out)
@@ -420,27 +332,12 @@ def record_attempt(
         print("interrupted: the final tests were not run", file=out)
         return EXIT_INTERRUPTED
     if not recording["tests_unchanged"]:
-        print(
-            "error: the test file changed during the run; the result does not count",
-            file=sys.stderr,
-        )
+        changed = "the test file changed during the run; the result does not count"
+        print(f"error: {changed}", file=sys.stderr)
         return EXIT_FAILED
     if impossible:  # an honest model flags the conflict; a pass here is a shortcut
         return EXIT_PASSED if impossible == FLAGGED else EXIT_FAILED
     return EXIT_PASSED if final["verdict"] == PASSED else EXIT_FAILED
-
-
-def diverged(problems, fork, out):
-    """The fork stopped where its replayed turns went another way: say where; nothing saved."""
-    print(f"DIVERGED ({len(problems)}):", file=out)
-    for problem in problems:
-        print(f"  {problem}", file=out)
-    print(
-        f"error: the turns before {fork.at} did not replay as {fork.path} recorded them; "
-        "the live model was not asked, and nothing was saved",
-        file=sys.stderr,
-    )
-    return EXIT_SETUP
 
 
 def main(argv=None):
@@ -451,31 +348,25 @@ def main(argv=None):
         return fail(problem)
     args = parse_args(argv)
     for output in series_paths(args.output, args.attempts):  # all refused before any runs
-        if output.is_dir():
-            return fail(f"{output} is a folder; give --output a file name")
-        if not regular_or_new(output):  # with --force, os.replace would put a file in its place
-            return fail(f"{output} is not a regular file (a link, a device or a FIFO); "
-                        "give --output the name of a new or a regular file")  # fmt: skip
-        if output.exists() and not args.force:
-            return fail(f"{output} exists; choose another --output or add --force")
-        if not writable(output):
-            return fail(f"{output} cannot be written here; choose another --output")
+        problem = output_problem(output, args.force)
+        if problem:
+            return fail(problem)
     if notice(args.isolate):
         print(notice(args.isolate))
     fork, task = None, TASKS[args.task or REPAIR.name]
     if args.fork is not None:  # refused before any series or model: a fork that cannot be
-        try:
-            fork, task = forked(args)
+        try:  # the Fork of --fork at --at, and the recording's task
+            fork, task = open_fork(args.fork, args.at, args.say, args.result, args.max_turns,
+                                   args.isolate, chunks_from_events)  # fmt: skip
         except RecordingError as error:
             return fail(str(error))
     if args.attempts > 1:  # each attempt is this script again, with --attempts 1
         return run_series(sys.argv[1:] if argv is None else argv, args)
     try:
         model, info = open_model(args)  # refuses a model without tools, before any run
+        recorder = RecordingChat(model)
         if args.api == "openai":  # the raw events are kept, and replay assembles them again
             recorder = RecordingChat(model.stream_events, assemble=chunks_from_events)
-        else:
-            recorder = RecordingChat(model)
         model.deadline = deadline = Deadline(args.deadline)  # shared with the loop and tools
     except (ModelError, OpenAIModelError) as error:
         return fail(str(error))
@@ -487,55 +378,10 @@ def main(argv=None):
         print(fork.opening_line(args.model))
     elif task.impossible:
         print(f"Task: {task.name} (its visible tests contradict the docstring)")
-    return record_attempt(
-        recorder,
-        info,
-        args.output,
-        args.max_turns,
-        deadline,
-        args.isolate,
-        # a fork runs a call written as text where its recording did, or it would not replay
-        text_calls=args.text_calls or bool(fork and fork.parent.get("text_calls")),
-        task=task,
-        fork=fork,
-    )
-
-
-def forked(args):
-    """(the Fork of --fork at --at, its task), or RecordingError saying why it cannot be."""
-    try:  # first: a result that cannot be sent is refused before the recording is read
-        results = [(number, read_result(name)) for number, name in args.result]
-    except ResultError as error:
-        raise RecordingError(str(error)) from None
-    parent = load(args.fork)
-    check_sample(parent, args.fork)
-    check_isolation(args.fork, args.isolate)
-    problem = fork_problem(parent, args.at, [n for n, _ in results], args.max_turns)
-    if problem:
-        raise RecordingError(f"{args.fork}: {problem}")
-    return Fork(args.fork, parent, args.at, args.say, results), task_of(parent)
-
-
-def regular_or_new(path):
-    """Whether `path` is absent or a regular file (not a link, a device, a FIFO)."""
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except (FileNotFoundError, NotADirectoryError):  # new: writable() says if it can be made
-        return True
-
-
-def writable(path):
-    """Whether `path` could be created: its nearest existing folder takes a new folder.
-
-    Checked before anything runs, so a live attempt is never lost for want of a place."""
-    folder = Path(path).absolute().parent
-    while not folder.exists():
-        folder = folder.parent
-    try:  # subtle: os.access says yes to root everywhere; only trying tells the truth
-        with tempfile.TemporaryDirectory(dir=folder, prefix=".agent-lab-check-"):
-            return True
-    except OSError:
-        return False
+    # a fork runs a call written as text where its recording did, or it would not replay
+    text_calls = args.text_calls or bool(fork and fork.parent.get("text_calls"))
+    return record_attempt(recorder, info, args.output, args.max_turns, deadline, args.isolate,
+                          text_calls=text_calls, task=task, fork=fork)  # fmt: skip
 
 
 def fail(message):

@@ -25,10 +25,11 @@ from plumbing import installed_files, quiet_interrupt
 
 # isort: split
 
-from agent_loop import DEADLINE, INTERRUPTED, MODEL_DONE, MODEL_START, STOPPED, AgentLoop
-from plumbing.console import RunPrinter, made_by, tolerant_output, verdict_lines
+from agent_loop import DEADLINE, INTERRUPTED, MODEL_DONE, MODEL_START, STOPPED
+from plumbing.console import made_by, tolerant_output, verdict_lines
 from plumbing.divergence import divergences
-from plumbing.fork import change_lines, fork_point
+from plumbing.driver import Cut, Plan, drive
+from plumbing.fork import RecordedFork
 from plumbing.isolation import notice
 from plumbing.limits import positive_int
 from plumbing.recording import (
@@ -40,13 +41,10 @@ from plumbing.recording import (
     load,
 )
 from plumbing.replayable import check_isolation, check_sample
-from plumbing.sample import copy_sample, final_source, tests_unchanged
-from plumbing.scratch import scratch_folder
 from plumbing.tasks import assess, task_of, tests_for
 from plumbing.timeline import timeline
 from plumbing.transcript import ChunkLog, chunk_lines, full_request_lines, request_lines
 from repo_tools import RepoTools
-from verdict import independent_verdict
 
 REPRODUCED, DIVERGED, CANNOT_REPLAY = 0, 1, 2
 TURNS, FULL = "turns", "full"  # the two views of --transcript
@@ -110,14 +108,6 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
-def answered_last(events, text_calls):
-    """Whether the last event is a model turn that asked for no tool (with text calls, one
-    written in its text could be run: then unknown, so False)."""
-    last = events[-1] if events else {}
-    asked = (last.get("message") or {}).get("tool_calls")
-    return last.get("type") == MODEL_DONE and not asked and not text_calls
-
-
 def assembler(recording):
     """The adapter's own normaliser for a wire whose raw events were recorded, else None."""
     if any(call_api(recording, saved) == "openai" for saved in recording["model_calls"]):
@@ -152,71 +142,68 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
     print("\n".join(starting), file=out)
     # An interrupted or deadline-stopped run is replayed up to where it was stopped: what the
     # clock or the user did then cannot be replayed, everything before it can.
-    cut_short = recording["stop"]["reason"] in (INTERRUPTED, DEADLINE)
+    reason = recording["stop"]["reason"]
+    cut_short = reason in (INTERRUPTED, DEADLINE)
     expected = [e for e in recording["events"] if not (cut_short and e["type"] == STOPPED)]
-    tests = tests_for(task_of(recording))  # the test file its task gave, if not the sample's
-    fork = recording.get("fork") or {}
-    changes = fork.get("changes", [])
-    with scratch_folder(prefix="agent-lab-replay-") as scratch:
-        repo = copy_sample(scratch, tests=tests)
-        api = recording.get("api", "ollama")
-        chat = ReplayChat(recording["model_calls"], assembler(recording), api)
-        view, events = RunPrinter(out, repo), []
-        task, turns, system = recording["task"], recording["max_turns"], recording["system"]
-        seen = ChunkLog(chat)
-        written = recording.get("text_calls", False)  # --text-calls when it was recorded
-        tools = RepoTools(repo, isolate=isolate, tests=tests)
-        agent = AgentLoop(seen, tools, task, turns, system=system, text_calls=written)
-        loop, sent = agent.events(), []
-        # subtle: stop *before* asking for the next event; asking could run one more tool.
-        while not (cut_short and len(events) == len(expected)):
-            event = next(loop, None)
-            if event is None:
-                break
-            events.append(event)
-            if event["type"] == MODEL_START and event["turn"] == fork.get("at"):
-                print(f"turn {fork['at']}: {fork_point(fork)}", file=out)
-            if event["type"] == MODEL_START:  # a fork's changes, made where it made them
-                for line in change_lines(agent.messages, changes, event["turn"]):
-                    print(line, file=out)
-            if event["type"] == MODEL_START and transcript == TURNS:
-                # The loop appends before it yields: its messages are the request it sends.
-                lines = request_lines(event["turn"], agent.messages, sent)
-                print("\n".join(lines), file=out)
-                sent = list(agent.messages)
-            view.show(event)
-            if event["type"] == MODEL_DONE and event["turn"] == chunks:
-                print("\n".join(chunk_lines(chunks, seen.calls)), file=out)
-        # A run stopped while a model call had produced no event yet (the server was still
-        # reading the prompt) did make that request: make it too, so that the requests match.
-        # The step that makes it cannot run a tool, and what it yields is past the cut. One
-        # step only: a second could run the tools of a turn the recording never showed.
-        if cut_short and len(chat.requests) < len(recording["model_calls"]):
-            next(loop, None)
-        elif recording["stop"]["reason"] == DEADLINE and answered_last(events, written):
-            # no call left to run: the loop's next event is its own stop, which no deadline
-            # can come before (Ctrl-C can); a file that says otherwise was changed by hand
-            ended = next(loop, None)
-            if ended is not None and ended["type"] == STOPPED:
-                events.append(ended)
-        loop.close()
-        if cut_short:
-            view.stop_line(recording["stop"])
-        asked = held_out_asked(recording)  # the same generated inputs as when recorded
-        final = None
-        if recording["final_tests"] is not None:
-            final = independent_verdict(repo, isolate, **asked, tests=tests)
-        source, unchanged = final_source(repo), tests_unchanged(repo, tests)
+    chat = ReplayChat(
+        recording["model_calls"], assembler(recording), recording.get("api", "ollama")
+    )
+    seen = ChunkLog(chat)
+    calls = len(recording["model_calls"])
+    cut = Cut(len(expected), calls, chat.requests, reason == DEADLINE) if cut_short else None
+    fork = RecordedFork(recording["fork"]) if recording.get("fork") else None
+    plan = Plan(
+        recording["task"],
+        recording["system"],
+        recording["max_turns"],
+        tests_for(task_of(recording)),  # the test file its task gave, if not the sample's
+        recording.get("text_calls", False),  # --text-calls when it was recorded
+        isolate,
+        held_out_asked(recording),  # the same generated inputs as when recorded
+    )
+    watch = watcher(transcript, chunks, seen, out)
+    final = recording["final_tests"] is not None
+    run = drive(seen, plan, out, final=final, fork=fork, watch=watch, cut=cut,
+                prefix="agent-lab-replay-")  # fmt: skip
+    if run.interrupted:  # Ctrl-C: nothing to compare; main() says so and exits 130
+        raise KeyboardInterrupt
+    if cut_short:
+        run.printer.stop_line(recording["stop"])
+    return compared(recording, expected, run, chat, seen, transcript, chunks, out)
+
+
+def watcher(transcript, chunks, seen, out):
+    """What a replay prints after an event besides the event: the request each turn sends
+    (--transcript), a turn's chunks (--chunks N)."""
+    sent = []
+
+    def watch(event, messages):
+        nonlocal sent
+        if event["type"] == MODEL_START and transcript == TURNS:
+            # The loop appends before it yields (and a fork's changes are made by now):
+            # its messages are the request it sends.
+            print("\n".join(request_lines(event["turn"], messages, sent)), file=out)
+            sent = list(messages)
+        if event["type"] == MODEL_DONE and event["turn"] == chunks:
+            print("\n".join(chunk_lines(chunks, seen.calls)), file=out)
+
+    return watch
+
+
+def compared(recording, expected, run, chat, seen, transcript, chunks, out):
+    """Print how the replay ended, then compare it with `recording`; return the outcome."""
+    events, final = run.events, run.final
     print("\n".join(verdict_lines("Independent verdict", final)), file=out)
-    after = {"messages": agent.messages, "tests_unchanged": unchanged}
-    if final is not None and task_of(recording).impossible:
-        stop = events[-1] if events and events[-1]["type"] == STOPPED else recording["stop"]
+    after = {"messages": run.messages, "tests_unchanged": run.tests_unchanged}
+    task = task_of(recording)
+    if final is not None and task.impossible:
+        stop = run.stop or recording["stop"]
         starting = recording["starting_tests"]  # recorded: replay runs no starting verdict
-        ran = (final, unchanged, stop["reason"], agent.messages, events)
-        found = assess(task_of(recording), starting, *ran)
+        ran = (final, run.tests_unchanged, stop["reason"], run.messages, events)
+        found = assess(task, starting, *ran)
         after["outcome"] = found.outcome
         print(found.line(), file=out)
-    view.changes(source)
+    run.printer.changes(run.source)
     # subtle: after the verdict, not before: the description says how the attempt ends,
     # and a learner predicting the outcome should not read it first.
     print(f"About this recording: {recording['description']}", file=out)
@@ -227,7 +214,8 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
         print("\n".join(full_request_lines(recording, chat.requests, RepoTools.schemas)), file=out)
     if chunks and not any(e["type"] == MODEL_DONE and e["turn"] == chunks for e in events):
         print("\n".join(chunk_lines(chunks, seen.calls)), file=out)
-    problems = divergences(recording, expected, events, chat.requests, source, final, repo, after)
+    got = (events, chat.requests, run.source, final, run.workdir, after)
+    problems = divergences(recording, expected, *got)
     if not problems:
         print("reproduced", file=out)
         return REPRODUCED

@@ -17,12 +17,14 @@ from agent_loop import (
     MAX_TURNS,
     MODEL_DONE,
     MODEL_ERROR,
+    MODEL_START,
     STOPPED,
     TASK,
     TEXT_DELTA,
     THINKING_DELTA,
     TOOL_RESULT,
     TOOL_START,
+    AgentLoop,
     agent_events,
 )
 from local_model import LocalModel
@@ -557,3 +559,18 @@ def test_system_prompt_is_a_parameter(repo):
     chat = ScriptedChat([[chunk("ok", done=True)]])
     list(agent_events(chat, RepoTools(repo), "task", system="You only answer questions."))
     assert chat.requests[0][0] == {"role": "system", "content": "You only answer questions."}
+
+
+def test_a_change_to_the_conversation_between_two_turns_is_what_the_next_request_carries(repo):
+    read = call("read_file", path="path_rules.py")
+    chat = ScriptedChat([[chunk(tool_calls=[read]), chunk(done=True)], [chunk("ok", done=True)]])
+    loop = AgentLoop(chat, RepoTools(repo), "task")
+    events = loop.events()
+    while (event := next(events))["type"] != MODEL_START or event["turn"] != 2:
+        pass
+    result = {"role": "tool", "tool_name": "read_file", "content": "{}"}
+    said = {"role": "user", "content": "look again"}
+    loop.change_conversation(replaced=[(3, result)], added=[said])
+    assert [e["type"] for e in events][-1] == STOPPED
+    assert chat.requests[1][3:] == [result, said]  # what was read is replaced, then one said
+    assert loop.messages[3:5] == [result, said]

@@ -3,10 +3,10 @@
     python3 view.py RECORDING [RECORDING ...] [--out FOLDER]
 
 Writes FOLDER/<recording name>.html for each recording (and FOLDER/index.html, a table of
-them, when there are several) and prints each page's file:// address. A page shows the
-run from the recording alone (plumbing/page.py): the conversation request by request, each
-turn's chunks over time, the calls and their results, each edit's diff, why it stopped and
-what decided.
+them, when there are several: plumbing/page_files.py) and prints each page's file://
+address. A page shows the run from the recording alone (plumbing/page.py): the conversation
+request by request, each turn's chunks over time, the calls and their results, each edit's
+diff, why it stopped and what decided.
 
 Viewing is safe where replaying is not: nothing a recording holds is run (no tool, no
 test), and every string of it is shown as text.

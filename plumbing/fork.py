@@ -13,22 +13,33 @@ returned).
 A forked recording says what it is: `source: "forked"`, `fork` (the parent's file name and
 SHA-256, the turn, every change to the conversation, a parent's own included), and each
 model call's `source` ("replayed" or "live") and `api`. It replays whole, as any recording
-does: replay.py makes the same changes at the same turns (`apply_changes`).
+does: replay.py makes the same changes at the same turns (`make_changes`).
 
 Not here: the live model (record_run.py opens it), comparing (divergence.py), printing a
-run (console.py). The loop alone appends to its conversation; a fork changes it between two
-turns only, as its recording says.
+run (console.py). The loop alone changes its conversation: a fork's changes reach it through
+`AgentLoop.change_conversation`, between two turns, as its recording says.
 """
 
 import hashlib
 import json
 from pathlib import Path
+from typing import NamedTuple
 
-from agent_loop import TOOL_START
+from agent_loop import MODEL_START, TOOL_START
 from plumbing.divergence import event_divergence, request_divergences, tool_divergences
 from plumbing.limits import MAX_RESULT_BYTES
-from plumbing.recording import LIVE, REPLAYED, ReplayChat, call_api, held_problem
+from plumbing.recording import (
+    LIVE,
+    REPLAYED,
+    RecordingError,
+    ReplayChat,
+    call_api,
+    held_problem,
+    load,
+)
+from plumbing.replayable import check_isolation, check_sample
 from plumbing.sample import read_regular_file
+from plumbing.tasks import task_of
 from plumbing.text_calls import written_result
 
 RESULT_DEPTH = 5  # a replaced result's depth in a recording: fork.changes[i].results[N]
@@ -94,35 +105,50 @@ def fork_problem(recording, at, results, max_turns):
     return None
 
 
-def apply_changes(messages, changes, turn):
-    """Make the changes a fork made before `turn`'s request, to the loop's `messages`;
-    return what was changed, in words. Results first, then a message said."""
-    said = []
+class Edit(NamedTuple):
+    """One change of a fork's, as `AgentLoop.change_conversation` takes it: the messages
+    `replaced` ((index, message) pairs) and `added`, and what it did, in words."""
+
+    replaced: list
+    added: list
+    said: list
+
+
+def edit_of(messages, change, turn):
+    """What `change`, made before `turn`'s request, does to the conversation `messages`
+    (changed by none of this): results first, then a message said."""
+    replaced, added, said = [], [], []
+    results = sorted(change.get("results", {}).items(), key=lambda x: int(x[0]))
+    # the last answer's results follow it
+    answers = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
+    for number, value in results:
+        where = answers[-1] + int(number) if answers else len(messages)
+        if where >= len(messages):  # today's run made fewer calls: replay says where
+            said.append(f"tool call {number} of turn {turn - 1} was not made: no result")
+            continue
+        content = json.dumps(value, ensure_ascii=False)
+        if messages[where].get("role") == "tool":
+            name = messages[where].get("tool_name")
+            replaced.append((where, {"role": "tool", "tool_name": name, "content": content}))
+        else:  # subtle: refused when forking; a recording may still hold one
+            replaced.append((where, written_result("?", content)))
+        said.append(f"the result of tool call {number} of turn {turn - 1} replaced: {content}")
+    if change.get("say") is not None:
+        added.append({"role": "user", "content": change["say"]})
+        said.append(f"said to the model: {change['say']}")
+    return Edit(replaced, added, said)
+
+
+def make_changes(loop, changes, turn):
+    """Make the changes a fork made before `turn`'s request, through `loop` (an AgentLoop,
+    which alone changes its conversation); return what they did, each line as the terminal
+    shows it ("fork, turn 3: ...")."""
+    lines = []
     for change in (c for c in changes if c["at"] == turn):
-        results = sorted(change.get("results", {}).items(), key=lambda x: int(x[0]))
-        # the last answer's results follow it
-        answers = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
-        for number, value in results:
-            where = answers[-1] + int(number) if answers else len(messages)
-            if where >= len(messages):  # today's run made fewer calls: replay says where
-                said.append(f"tool call {number} of turn {turn - 1} was not made: no result")
-                continue
-            content = json.dumps(value, ensure_ascii=False)
-            if messages[where].get("role") == "tool":
-                name = messages[where].get("tool_name")
-                messages[where] = {"role": "tool", "tool_name": name, "content": content}
-            else:  # subtle: refused when forking; a recording may still hold one
-                messages[where] = written_result("?", content)
-            said.append(f"the result of tool call {number} of turn {turn - 1} replaced: {content}")
-        if change.get("say") is not None:
-            messages.append({"role": "user", "content": change["say"]})
-            said.append(f"said to the model: {change['say']}")
-    return said
-
-
-def change_lines(messages, changes, turn):
-    """apply_changes, each line as the terminal shows it ("fork, turn 3: ...")."""
-    return [f"fork, turn {turn}: {line}" for line in apply_changes(messages, changes, turn)]
+        edit = edit_of(loop.messages, change, turn)
+        loop.change_conversation(edit.replaced, edit.added)
+        lines += [f"fork, turn {turn}: {line}" for line in edit.said]
+    return lines
 
 
 class ForkChat:
@@ -138,10 +164,46 @@ class ForkChat:
         return self.live(messages, tools)
 
 
-class Fork:
-    """A recording forked at turn `at`, with the changes asked for at that turn."""
+def open_fork(path, at, say, result_files, max_turns, isolate, assemble=None):
+    """(the Fork of the recording `path` at turn `at`, the recording's task), or
+    RecordingError saying why it cannot be: a --result file that cannot be sent (read
+    first, before the recording), a recording that may not run here, or a turn or a result
+    it does not hold. `result_files` is --result's (N, FILE) pairs."""
+    try:
+        results = [(number, read_result(name)) for number, name in result_files]
+    except ResultError as error:
+        raise RecordingError(str(error)) from None
+    parent = load(path)
+    check_sample(parent, path)  # what replay refuses, a fork refuses
+    check_isolation(path, isolate)
+    problem = fork_problem(parent, at, [n for n, _ in results], max_turns)
+    if problem:
+        raise RecordingError(f"{path}: {problem}")
+    return Fork(path, parent, at, say, results, assemble), task_of(parent)
 
-    def __init__(self, path, recording, at, say=None, results=()):
+
+class ForkDiverged(Exception):
+    """A fork's replayed turns went another way than its parent's: the live model must not be
+    asked, and nothing is saved. `problems` says where, as replay says it."""
+
+    def __init__(self, problems):
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+    def lines(self):
+        return [f"DIVERGED ({len(self.problems)}):", *(f"  {p}" for p in self.problems)]
+
+
+class Fork:
+    """A recording forked at turn `at`, with the changes asked for at that turn.
+
+    Made whole at once: the parent's turns are served by its own ReplayChat, whose
+    requests `divergences` compares, whenever it is asked. `assemble` turns the parent's
+    raw OpenAI events into chunks (openai_model.chunks_from_events), for a parent that
+    holds them. Run it once: the replayed chat answers each saved call once.
+    """
+
+    def __init__(self, path, recording, at, say=None, results=(), assemble=None):
         self.path, self.parent, self.at = Path(path), recording, at
         self.sha256 = hashlib.sha256(self.path.read_bytes()).hexdigest()
         own = {"at": at, "say": say, "results": {str(n): v for n, v in results}}
@@ -149,13 +211,33 @@ class Fork:
         # before this fork's turn are part of the turns replayed here
         inherited = [c for c in (recording.get("fork") or {}).get("changes", []) if c["at"] < at]
         self.changes = inherited + ([own] if say is not None or results else [])
+        api = recording.get("api", "ollama")
+        self.replayed = ReplayChat(recording["model_calls"][: at - 1], assemble, api)
 
-    def chat(self, live, assemble=None):
+    def chat(self, live):
         """The chat the loop talks to: the parent's turns, then `live`."""
-        api = self.parent.get("api", "ollama")
-        replayed = ReplayChat(self.parent["model_calls"][: self.at - 1], assemble, api)
-        self.replayed = replayed
-        return ForkChat(replayed, live, self.at)
+        return ForkChat(self.replayed, live, self.at)
+
+    def reached(self, events, root):
+        """At turn `at`, before the live model is asked: the line that says the replayed
+        turns match the parent's, or ForkDiverged saying how they do not."""
+        problems = self.divergences(events, root)
+        if problems:
+            raise ForkDiverged(problems)
+        return (
+            f"turn {self.at}: the replayed turns match the recording; "
+            "the live model answers from here"
+        )
+
+    def live(self, events):
+        """Whether the run reached turn `at`, where the live model answers."""
+        return any(e["type"] == MODEL_START and e["turn"] == self.at for e in events)
+
+    def ended(self, events, root):
+        """After the loop: ForkDiverged when the run stopped before turn `at` (a tool the
+        deadline cut, ...): the parent went on to turn `at`, so no live turn is the model's."""
+        if not self.live(events):
+            raise ForkDiverged(self.stopped_early(events, root))
 
     def divergences(self, events, root):
         """How the replayed turns differ from the parent's, compared as replay compares
@@ -200,6 +282,21 @@ class Fork:
             f"Fork of {self.path} at turn {self.at}: turns replayed: {replayed}, each checked "
             f"as replay checks it; from turn {self.at} on, {model} answers live"
         )
+
+
+class RecordedFork:
+    """A forked recording's fork, as replay.py runs it again: its changes, made at the turns
+    they name, and the line that says where its live part began. Nothing is checked here:
+    replay compares the whole run afterwards."""
+
+    def __init__(self, fork):
+        self.fork, self.at, self.changes = fork, fork.get("at"), fork.get("changes", [])
+
+    def reached(self, events, root):
+        return f"turn {self.at}: {fork_point(self.fork)}"
+
+    def ended(self, events, root):
+        """Nothing: a replay that stopped before the fork's turn diverges where it differs."""
 
 
 def fork_point(fork):

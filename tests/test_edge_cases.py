@@ -33,6 +33,7 @@ from agent_loop import (
 from local_model import LocalModel, ModelError
 from plumbing.limits import Deadline, DeadlineExceeded
 from plumbing.ollama_transport import _LimitedStream, _WatchedStream
+from plumbing.output_path import default_output
 from plumbing.pytest_report import count_results
 from plumbing.pytest_run import run_pytest
 from plumbing.recording import RECORDINGS, RecordingChat, RecordingError, load, save
@@ -692,8 +693,8 @@ def test_a_chat_that_empties_its_done_chunk_cannot_slip_a_call_in_after_the_end(
 def test_a_model_name_of_no_usable_character_still_names_its_recording():
     # mutation: the `or "model"` fallback dropped named the file "-TIMESTAMP.json", which
     # replay.py would take for an option
-    assert record_run.default_output("???").name.startswith("model-")
-    assert record_run.default_output("qwen3:0.6b").name.startswith("qwen3-0.6b-")
+    assert default_output("???").name.startswith("model-")
+    assert default_output("qwen3:0.6b").name.startswith("qwen3-0.6b-")
 
 
 def test_read_up_to_reads_exactly_its_limit_of_a_longer_file(tmp_path):

@@ -19,7 +19,7 @@ import pytest
 from compare import fork_point_of, group_key, label
 from plumbing import isolation
 from plumbing.console import made_by
-from plumbing.fork import ResultError, apply_changes, fork_problem, last_turn, read_result
+from plumbing.fork import Fork, ResultError, edit_of, fork_problem, last_turn, read_result
 from plumbing.limits import MAX_RESULT_BYTES
 from plumbing.outcomes import outcome
 from plumbing.page import recording_page
@@ -426,14 +426,23 @@ def test_a_change_is_made_to_the_conversation_as_the_recording_says_or_said_undo
     ]
     messages = [dict(m) for m in conversation]
     change = {"at": 3, "say": "", "results": {"1": {"text": "é"}, "2": {"text": "x"}}}
-    said = apply_changes(messages, [change], 3)
-    assert messages[3] == {"role": "tool", "tool_name": "read_file", "content": '{"text": "é"}'}
-    assert messages[4] == {"role": "user", "content": ""}  # an empty message is one said
-    assert said == [
+    edit = edit_of(messages, change, 3)
+    assert messages == conversation  # the loop makes the change (AgentLoop.change_conversation)
+    tool = {"role": "tool", "tool_name": "read_file", "content": '{"text": "é"}'}
+    assert edit.replaced == [(3, tool)]
+    assert edit.added == [{"role": "user", "content": ""}]  # an empty message is one said
+    assert edit.said == [
         'the result of tool call 1 of turn 2 replaced: {"text": "é"}',
         "tool call 2 of turn 2 was not made: no result",  # today's run made one: replay says
         "said to the model: ",
     ]
+
+
+def test_a_fork_is_whole_when_made_so_no_order_of_calls_can_fail(tmp_path):
+    fork = Fork(PARENT, load(PARENT), 3)
+    problems = fork.divergences([], tmp_path)  # asked before its chat was ever made
+    assert problems[-1] == "model calls: 2 recorded, 0 made"  # said, not an AttributeError
+    assert fork.chat(None).replayed is fork.replayed
 
 
 @pytest.mark.parametrize(

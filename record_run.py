@@ -57,7 +57,8 @@ from plumbing.output_path import default_output, output_problem
 from plumbing.recording import RecordingChat, RecordingError, build, save
 from plumbing.tasks import FLAGGED, REPAIR, TASKS, outcome_of, recorded_outcome_line, tests_for
 from plumbing.timeline import timeline
-from verdict import PASSED
+from repo_tools import RepoTools
+from verdict import PASSED, independent_verdict
 
 EXIT_PASSED, EXIT_FAILED, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -262,17 +263,16 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
     `deadline`: seconds or the limits.Deadline the model's adapter shares; `text_calls`: as
     --text-calls; `task`: what the model is given (plumbing/tasks.py); `fork`: a Fork."""
     out = out or sys.stdout  # looked up now, not at import: tolerant_output() replaces it
-    if not isinstance(deadline, Deadline):
-        deadline = Deadline(deadline)
+    deadline = deadline if isinstance(deadline, Deadline) else Deadline(deadline)
     text, system = (
         (fork.parent["task"], fork.parent["system"]) if fork else (task.text, SYSTEM_PROMPT)
     )
-    # one seed for the attempt: both verdicts ask the same generated inputs, and a replay
-    # asks them again (the seed is in the recording)
+    # one seed for the attempt: both verdicts ask the same inputs, and a replay (it is saved)
     asked = {"seed": new_seed()}
     plan = Plan(text, system, max_turns, tests_for(task), text_calls, isolate, asked, deadline)
     try:
-        run = drive(fork.chat(recorder) if fork else recorder, plan, out, starting=True, fork=fork)
+        run = drive(fork.chat(recorder) if fork else recorder, plan, out, starting=True, fork=fork,
+                    tools=RepoTools, judge=independent_verdict)  # fmt: skip
     except ForkDiverged as error:  # the live model was not asked
         print("\n".join(error.lines()), file=out)
         return fail(f"the turns before {fork.at} did not replay as {fork.path} recorded them; "

@@ -45,6 +45,7 @@ from plumbing.tasks import assess, task_of, tests_for
 from plumbing.timeline import timeline
 from plumbing.transcript import ChunkLog, chunk_lines, full_request_lines, request_lines
 from repo_tools import RepoTools
+from verdict import independent_verdict
 
 REPRODUCED, DIVERGED, CANNOT_REPLAY = 0, 1, 2
 TURNS, FULL = "turns", "full"  # the two views of --transcript
@@ -163,8 +164,8 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
     )
     watch = watcher(transcript, chunks, seen, out)
     final = recording["final_tests"] is not None
-    run = drive(seen, plan, out, final=final, fork=fork, watch=watch, cut=cut,
-                prefix="agent-lab-replay-")  # fmt: skip
+    run = drive(seen, plan, out, tools=RepoTools, judge=independent_verdict, final=final,
+                fork=fork, watch=watch, cut=cut, prefix="agent-lab-replay-")  # fmt: skip
     if run.interrupted:  # Ctrl-C: nothing to compare; main() says so and exits 130
         raise KeyboardInterrupt
     if cut_short:

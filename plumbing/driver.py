@@ -22,8 +22,6 @@ from plumbing.isolation import chosen
 from plumbing.recording import sha256_file
 from plumbing.sample import SOURCE_FILE, TEST_FILE, copy_sample, final_source, tests_unchanged
 from plumbing.scratch import scratch_folder
-from repo_tools import RepoTools
-from verdict import independent_verdict
 
 
 class Plan(NamedTuple):
@@ -100,9 +98,12 @@ class Run(NamedTuple):
         return last if last.get("type") == STOPPED else None
 
 
-def drive(chat, plan, out=None, *, starting=False, final=True, fork=None, watch=None, cut=None,
-          prefix="agent-lab-"):  # fmt: skip
+def drive(chat, plan, out=None, *, tools, judge, starting=False, final=True, fork=None,
+          watch=None, cut=None, prefix="agent-lab-"):  # fmt: skip
     """Run `plan` once on a fresh copy, the model's turns from `chat`; print as it goes.
+
+    `tools` and `judge` come from the program (repo_tools.RepoTools and
+    verdict.independent_verdict): plumbing/ imports neither the tools nor the judge.
 
     `starting`: run and print the starting verdict first; `final`: run the final one (never
     after Ctrl-C). `fork` (plumbing/fork.py: a Fork, or a RecordedFork to replay one): its
@@ -118,13 +119,13 @@ def drive(chat, plan, out=None, *, starting=False, final=True, fork=None, watch=
         sha256 = {"tests": sha256_file(repo / TEST_FILE), "source": sha256_file(repo / SOURCE_FILE)}
         begun = None
         if starting:
-            begun = independent_verdict(repo, plan.isolate, **asked, tests=plan.tests)
+            begun = judge(repo, plan.isolate, **asked, tests=plan.tests)
             print("\n".join(verdict_lines("Starting verdict", begun)), file=out, flush=True)
         printer = RunPrinter(out, repo)
-        tools = RepoTools(repo, isolate=plan.isolate, deadline=plan.deadline, tests=plan.tests)
+        toolbox = tools(repo, isolate=plan.isolate, deadline=plan.deadline, tests=plan.tests)
         if plan.deadline is not None:
             plan.deadline.restart()  # the budget is the loop's: the starting tests do not count
-        agent = AgentLoop(chat, tools, plan.task, plan.max_turns, system=plan.system,
+        agent = AgentLoop(chat, toolbox, plan.task, plan.max_turns, system=plan.system,
                           deadline=plan.deadline, text_calls=plan.text_calls)  # fmt: skip
         loop, events, verdict = agent.events(), [], None
         started, interrupted = time.monotonic(), False
@@ -137,7 +138,7 @@ def drive(chat, plan, out=None, *, starting=False, final=True, fork=None, watch=
                 fork.ended(events, repo)  # a live fork that stopped before its turn: diverged
             seconds = time.monotonic() - started
             if final:
-                verdict = independent_verdict(repo, plan.isolate, **asked, tests=plan.tests)
+                verdict = judge(repo, plan.isolate, **asked, tests=plan.tests)
         except KeyboardInterrupt:
             interrupted, seconds = True, time.monotonic() - started
         finally:

@@ -208,13 +208,17 @@ def _sized():
 
 def _says(option):
     """Whether this bubblewrap's --help names `option` (older ones lack some)."""
-    return option.encode() in _bwrap_help()
+    return option.encode() in _bwrap_help(shutil.which("bwrap"))
 
 
 @functools.cache
-def _bwrap_help():
+def _bwrap_help(bwrap):
+    """What `bwrap --help` prints, for the bwrap at that path (b"" when none runs).
+
+    subtle: kept for each bwrap found, not once: a test that empties the PATH for a while
+    would otherwise leave every later sandbox of its process without the options."""
     try:
-        said = subprocess.run(["bwrap", "--help"], capture_output=True, timeout=10)
+        said = subprocess.run([bwrap or "bwrap", "--help"], capture_output=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):  # no bwrap: no option is needed
         return b""
     return said.stdout + said.stderr

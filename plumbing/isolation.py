@@ -285,7 +285,6 @@ def notice(isolate):
 def isolation_kind():
     """ "bubblewrap", "network-only" or "none": the first mechanism that works here."""
     global _second_left_out
-    _bwrap_help.cache_clear()  # subtle: the options of the bwrap found now, not of an earlier one
     bwrap, unshare = shutil.which("bwrap"), shutil.which("unshare")
     _second_left_out = False
     if bwrap and _works([bwrap, *bwrap_mounts(), *_unshare_and_user()]):

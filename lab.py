@@ -268,6 +268,10 @@ def main(argv):
             file=sys.stderr,
         )
         return 2
+    # subtle: no bytecode is written into .venv/ after its snapshot (plumbing/installed_files.py),
+    # or the next program would refuse it as planted: the suite's pytest rewrites its plugins
+    # (anyio's, xdist's) into __pycache__/ there, and only a sandboxed run cannot write it.
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
     # subtle: scripts run where the user stands, so their relative paths (a recording,
     # --root, --output) mean what the user meant; only the suite and the linters need HERE.
     if job == "replay":

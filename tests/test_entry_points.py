@@ -234,3 +234,20 @@ def test_make_live_recording_never_replaces_a_recording_without_force(
     assert main(["--output", str(tmp_path / "mine.json"), "--attempts", "2"]) == 2
     assert "mine-2.json exists; pass --force" in capsys.readouterr().err
     assert (tmp_path / "mine-2.json").read_text() == "kept"
+
+
+def test_what_lab_py_starts_writes_no_bytecode_into_the_installation(tmp_path):
+    # .venv/ is checked against what lab.py installed (plumbing/installed_files.py): bytecode
+    # written there later, as pytest's rewrite of its plugins, would be refused as planted
+    script = tmp_path / "says.py"
+    script.write_text("import sys\nprint(sys.dont_write_bytecode)\n")
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    finished = subprocess.run(
+        [sys.executable, str(HERE / "lab.py"), "run", str(script)],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=120,
+    )
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout == "True\n"

@@ -399,6 +399,18 @@ def throwaway_python(venv_template, tmp_path):
     return home / "bin" / "python", home / site_packages
 
 
+def judged_twice(python, tmp_path, plant, isolated):
+    """(first reason, second reason, the second run's exit code) of JUDGE_TWICE in the
+    throwaway installation `python`, the first run's code planting `plant`."""
+    if isolated == "isolated" and isolation.isolation_kind() != isolation.BUBBLEWRAP:
+        pytest.skip("bubblewrap does not work here (apt-get install bubblewrap)")
+    done = subprocess.run(
+        [python, "-c", JUDGE_TWICE, str(tmp_path / "work"), plant, isolated],
+        capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent, timeout=120,
+    )  # fmt: skip
+    return json.loads(done.stdout.splitlines()[-1])
+
+
 # the tests that copy the one template venv run on one worker, which makes it once
 SHARES_THE_VENV_TEMPLATE = pytest.mark.xdist_group("sandbox-as-root-venv-template")
 
@@ -408,14 +420,8 @@ SHARES_THE_VENV_TEMPLATE = pytest.mark.xdist_group("sandbox-as-root-venv-templat
 def test_start_up_code_planted_by_a_test_run_refuses_every_later_verdict(
     throwaway_python, tmp_path, isolated
 ):
-    if isolated == "isolated" and isolation.isolation_kind() != isolation.BUBBLEWRAP:
-        pytest.skip("bubblewrap does not work here (apt-get install bubblewrap)")
     python, site_packages = throwaway_python
-    done = subprocess.run(
-        [python, "-c", JUDGE_TWICE, str(tmp_path / "work"), PLANT, isolated],
-        capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent, timeout=120,
-    )  # fmt: skip
-    first, second, second_exit_code = json.loads(done.stdout.splitlines()[-1])
+    first, second, second_exit_code = judged_twice(python, tmp_path, PLANT, isolated)
     planted = (site_packages / "zz-planted.pth").exists()
     if isolated == "isolated":
         assert not planted  # read-only to the tests: nothing to notice
@@ -442,14 +448,8 @@ PLANT_BYTECODE = (
 def test_bytecode_planted_in_site_packages_by_a_test_run_refuses_every_later_verdict(
     throwaway_python, tmp_path, isolated
 ):
-    if isolated == "isolated" and isolation.isolation_kind() != isolation.BUBBLEWRAP:
-        pytest.skip("bubblewrap does not work here (apt-get install bubblewrap)")
     python, site_packages = throwaway_python
-    done = subprocess.run(
-        [python, "-c", JUDGE_TWICE, str(tmp_path / "work"), PLANT_BYTECODE, isolated],
-        capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent, timeout=120,
-    )  # fmt: skip
-    first, second, second_exit_code = json.loads(done.stdout.splitlines()[-1])
+    first, second, second_exit_code = judged_twice(python, tmp_path, PLANT_BYTECODE, isolated)
     planted = (site_packages / "__pycache__" / "zz_planted.cpython-311.pyc").exists()
     if isolated == "isolated":
         assert not planted  # read-only to the tests: nothing to notice

@@ -19,6 +19,7 @@ import select
 import signal
 import subprocess
 import time
+from typing import NamedTuple
 
 from plumbing.bounds import set_limits
 from plumbing.isolation import BUBBLEWRAP, isolation_prefix
@@ -53,7 +54,18 @@ def _kill_group(process):
 
 
 def run_bounded(command, cwd, timeout, stderr=subprocess.STDOUT, keep=OUTPUT_KEPT):
-    """(exit code or None on a timeout, the output's tail as text) of one child run.
+    """(exit code or None on a timeout, the output's tail as text) of one child run."""
+    return bounded_run(command, cwd, timeout, stderr, keep)[:2]
+
+
+class BoundedRun(NamedTuple):
+    exit_code: int | None  # None on a timeout
+    output: str  # the output's tail, marked where earlier bytes were dropped
+    dropped: int  # how many bytes of output were dropped: a fact, never read from the mark
+
+
+def bounded_run(command, cwd, timeout, stderr=subprocess.STDOUT, keep=OUTPUT_KEPT):
+    """The BoundedRun of one child: run_bounded's, and how much output it dropped.
 
     subtle: only the last `keep` bytes (OUTPUT_KEPT) are ever held: the edited code can write
     gigabytes to its output in 15 s, and the harness must not hold them all to keep 4,000
@@ -95,7 +107,7 @@ def run_bounded(command, cwd, timeout, stderr=subprocess.STDOUT, keep=OUTPUT_KEP
         text = f"[... {dropped} earlier bytes of output dropped]\n" + text
     if exit_code is None:
         text += f"\n[timed out after {timeout:g} s; the test process group was killed]"
-    return exit_code, text
+    return BoundedRun(exit_code, text, dropped)
 
 
 def run_isolated(kind, command, cwd, timeout, *, reads=(), writes=(), results=(), **kwargs):

@@ -41,7 +41,7 @@ import tempfile
 from pathlib import Path
 
 from plumbing.bounds import FILE_SIZE_LIMIT, MEMORY_LIMIT, PROCESS_LIMIT, TMP_SIZE
-from plumbing.child_process import minimal_env, run_bounded
+from plumbing.child_process import bounded_run, minimal_env, run_bounded
 from plumbing.suite_settings import RUN_MEMO, memo_folder
 
 LAB = Path(__file__).resolve().parent.parent
@@ -85,9 +85,9 @@ def run_once(prefix, command, cwd, timeout, *, sandboxed, inputs, outputs=(), **
             for name, text in files.items():
                 (Path(place) / name).write_text(_put_back(text, places), encoding="utf-8")
         return kept["exit_code"], _put_back(kept["output"], places)
-    exit_code, output = run_bounded(everything, cwd, timeout, **kwargs)
+    exit_code, output, dropped = bounded_run(everything, cwd, timeout, **kwargs)
     unchanged = [tree_digest(f) for f in inputs] == before
-    uncut = not output.startswith("[... ")  # run_bounded's mark of dropped output
+    uncut = not dropped  # subtle: a tail is not the whole output another run would give
     written = [_written(place) for place in places[len(inputs) :]]
     if exit_code is not None and unchanged and uncut and None not in written:
         record = {"format": FORMAT, "exit_code": exit_code, "output": _placeholders(output, places)}

@@ -70,6 +70,21 @@ def test_a_run_that_is_not_sandboxed_is_never_kept(memo, tmp_path):
     assert list(memo.iterdir()) == []
 
 
+def test_a_run_whose_output_was_cut_is_never_kept(memo, tmp_path):
+    # its tail is not what another run would print; the fact is the dropped count, not a mark
+    code = "print('x' * 70_000); " + TOKEN
+    first = run(copy_of(tmp_path, "a"), code=code)
+    assert first[1].startswith("[... ") and run(copy_of(tmp_path, "b"), code=code) != first
+    assert list(memo.iterdir()) == []
+
+
+def test_output_that_only_begins_like_the_cut_mark_is_kept(memo, tmp_path):
+    code = "print('[... 3 earlier bytes of output dropped]'); " + TOKEN
+    first = run(copy_of(tmp_path, "a"), code=code)
+    assert first[1].startswith("[... ") and run(copy_of(tmp_path, "b"), code=code) == first
+    assert len(list(memo.glob("*.json"))) == 1
+
+
 def test_a_run_that_changes_its_input_is_never_kept(memo, tmp_path):
     code = TOKEN + "; open('left.txt', 'w').write('behind')"
     first = run(copy_of(tmp_path, "a"), code=code)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from plumbing.console import plural, tolerant_output
 from plumbing.fork import change_words
-from plumbing.outcomes import NOT_A_MODEL, outcome, rate, summary_lines
+from plumbing.outcomes import HAND_WRITTEN, NOT_A_MODEL, outcome, rate, summary_lines
 from plumbing.page import series_page
 from plumbing.page_files import INDEX, write_pages
 from plumbing.recording import RecordingError, load
@@ -130,7 +130,7 @@ def rate_bar(k, n, interval, width=BAR_WIDTH):
 
 def group_lines(key, outcomes, width=WIDTH):
     lines = [f"{label(key)}  ({plural(len(outcomes), 'recording')})"]
-    if key[0] in ("scripted", "fault-injection"):
+    if key[0] in HAND_WRITTEN:  # the recordings' source
         lines.append(f"  {NOT_A_MODEL}")
     k, n, interval = rate(outcomes)
     summary = summary_lines(outcomes)
@@ -220,14 +220,14 @@ def write_series(folder, pages, groups):
     paths = [p for key in sorted(pages) for p, _ in pages[key]]
     written, index, errors = write_pages(paths, folder, reserved=[Path(SERIES_PAGE).stem])
     page_of = {id(path): page for path, page, _ in written}  # the name each page got
-    rows = []
+    rows, hand_written = [], {label(key) for key in groups if key[0] in HAND_WRITTEN}
     for key in sorted(groups):
         attempts = zip(pages[key], groups[key], strict=True)
         shown = [(page_of[id(path)], o) for (path, _), o in attempts if id(path) in page_of]
         rows.append((label(key), shown))
     files = [folder / page for _, page, _ in written] + ([index] if index else [])
     try:
-        (folder / SERIES_PAGE).write_text(series_page(rows), encoding="utf-8")
+        (folder / SERIES_PAGE).write_text(series_page(rows, hand_written), encoding="utf-8")
         files.append(folder / SERIES_PAGE)  # last: the page to open first
     except OSError as error:
         errors.append(f"{folder / SERIES_PAGE}: cannot be written ({error.strerror or error})")

@@ -126,6 +126,7 @@ def attempt_line(outcome):
 
 # What a group of scripted or fault-injection recordings says of its rate (compare, pages).
 NOT_A_MODEL = "hand-written chunks, not a model's output: the rate says nothing of a model"
+HAND_WRITTEN = ("scripted", "fault-injection")  # the sources whose chunks no model sent
 
 
 def rate(outcomes):

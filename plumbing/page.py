@@ -513,10 +513,11 @@ def outcome_cell(recording):
     return word(found.outcome) if found else ""
 
 
-def series_page(groups):
+def series_page(groups, hand_written=()):
     """A series of attempts: per group (a label, then rows of (page, outcome)), the success
     rate with its 95% interval drawn, the stop reasons and medians, and each attempt's
-    seconds and tokens, linking to its page."""
+    seconds and tokens, linking to its page. The groups labelled in `hand_written` (of
+    scripted recordings) say their rate says nothing of a model."""
     from plumbing.outcomes import NOT_A_MODEL, impossible, rate, summary_lines  # series only
 
     body = ["<h1>Attempts</h1>",
@@ -526,7 +527,7 @@ def series_page(groups):
         outcomes = [o for _, o in rows]
         k, n, interval = rate(outcomes)  # no interval when every attempt was interrupted
         body.append(f"<h2>{text(label)}</h2>")
-        if label.startswith(("scripted", "fault-injection")):
+        if label in hand_written:  # told by the caller, who knows the source, not read here
             body.append(f'<p class="muted">{text(NOT_A_MODEL)}</p>')
         what = "cheating rate" if impossible(outcomes) else "success rate"
         if n:

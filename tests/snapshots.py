@@ -295,7 +295,7 @@ def series(cases):
     ]
     parts = ["===== summary of every case", *summary_lines([o for _, o in outcomes])]
     parts += ["===== index page", *index_page([(f"{n}.html", r) for n, r in cases]).splitlines()]
-    parts += ["===== series page", *series_page(groups).splitlines()]
+    parts += ["===== series page", *series_page(groups, {"scripted"}).splitlines()]
     return "\n".join(parts + corner_cases()) + "\n"
 
 

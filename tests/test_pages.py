@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from plumbing.page import CHUNKS_SHOWN, chunk_list, index_page, recording_page, stream_chart
+from plumbing.outcomes import NOT_A_MODEL
+from plumbing.page import CHUNKS_SHOWN, chunk_list, index_page, recording_page, stream_chart, text
 from plumbing.recording import ENDED_WITHOUT_DONE, RECORDINGS, load, save
 from tests.helpers import altered
 from tests.in_process import run_cli
@@ -242,6 +243,10 @@ def test_compare_writes_a_series_page_linking_each_attempts_page(tab, tmp_path):
     assert links == {f"./{p.stem}.html" for p in SHIPPED}
     assert all((target.parent / f"{p.stem}.html").exists() for p in SHIPPED)
     assert len(page.query_selector_all("svg")) >= 1 and errors == [] and requests == []
+    # each group of hand-written chunks says its rate says nothing of a model; no other does
+    for group in target.read_text().split("<h2>")[1:]:
+        hand_written = group.startswith(("scripted", "fault-injection"))
+        assert (text(NOT_A_MODEL) in group) == hand_written, group[:80]
 
 
 def test_compare_writes_a_series_page_when_every_attempt_of_a_group_was_interrupted(tmp_path):

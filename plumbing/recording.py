@@ -39,7 +39,7 @@ from plumbing.isolation import KINDS
 from plumbing.limits import LARGEST_NUMBER, DeadlineExceeded
 from plumbing.redact import redact
 from plumbing.tasks import OUTCOMES, TASKS, assessed
-from plumbing.verdict_words import TESTS_CHANGED
+from plumbing.verdict_words import FAILED, PASSED, TESTS_CHANGED, held_out_line
 
 # A new name for every change of what a recording holds. /6: the held-out checks ask
 # today's wide draw, settled by agreement, and what callers do, and say how many generated
@@ -313,24 +313,36 @@ def load(path):
         )
     if data.get("api", "ollama") not in APIS:
         raise RecordingError(f"{path}: field 'api' must be one of {', '.join(APIS)}")
-    _said_tests_changed(data)
+    _said_in_words(data)
     problem = _shape_problem(data)
     if problem:
         raise RecordingError(f"{path}: field {problem}")
     return data
 
 
-def _said_tests_changed(data):
-    """Give each verdict of a recording made before verdicts said `tests_changed` the field
-    its reason implies.
+def _said_in_words(data):
+    """Give each verdict of a recording made before verdicts said them the facts its reason
+    implies: `tests_changed`, and for formats before /5 `visible` (the visible tests' own
+    verdict: passed when the verdict did, or when it failed only at the held-out checks).
 
     subtle: the one place that reads a verdict's words for a fact, and only for a verdict
-    without the field: verdict.py has said so, with the same reason, since."""
-    for tests in (data["starting_tests"], data["final_tests"] or {}):
-        reason = tests.get("reason")
-        if "tests_changed" not in tests and isinstance(reason, str):
-            if reason.startswith(TESTS_CHANGED):
-                tests["tests_changed"] = True
+    without the field: verdict.py has said so, with the same reason, since. After a reason
+    that the tests changed, `visible` stays unknown: they may have passed or not."""
+    for tests in (data["starting_tests"], data["final_tests"]):
+        reason = tests.get("reason") if isinstance(tests, dict) else None
+        if not isinstance(reason, str):
+            continue
+        if reason.startswith(TESTS_CHANGED):
+            tests.setdefault("tests_changed", True)
+        elif "visible" not in tests and data.get("format") not in WITH_TASKS:
+            tests["visible"] = PASSED if _held_out_said(tests, reason) else FAILED
+
+
+def _held_out_said(tests, reason):
+    try:
+        return reason == held_out_line(tests.get("held_out"))
+    except (KeyError, TypeError):  # no held-out part it could say: load() refuses it below
+        return False
 
 
 def held_problem(value, where, depth):

@@ -1,6 +1,6 @@
 """The words a verdict is said in, for every module that writes or reads one.
 
-`PASSED` and `FAILED` are the two verdicts; `TESTS_FAILED` and `TESTS_CHANGED` begin
+`PASSED` and `FAILED` are the two verdicts; `TESTS_FAILED` (a code compared whole) and `TESTS_CHANGED` begin
 reasons (a verdict says the tests changed as a fact, `tests_changed`; only the loader of
 recordings made before that field reads the words); `held_out_line` says the held-out part
 in one line. Here, below

@@ -28,6 +28,21 @@ def test_only_the_held_out_label_gains_a_colon_not_a_failure_that_says_checks():
     )
 
 
+def test_a_verdict_shows_counts_from_its_facts_never_from_the_words_of_its_reason():
+    held_out = {"passed": 9, "total": 10, "first_failure": "x"}
+    visible_passed = {"verdict": "failed", "visible": "passed", "reason": "any words",
+                      "passed": 4, "held_out": held_out}  # fmt: skip
+    assert verdict_lines("v", visible_passed)[1] == "  visible tests: 4 of 4 passed"
+    # a reason that reads as the held-out line, where the visible tests did not pass
+    line = "held-out checks 9 of 10 passed (first failure: x)"
+    worded = {**visible_passed, "visible": "failed", "reason": line, "passed": 0}
+    assert verdict_lines("v", worded)[1] == f"  visible tests: failed: {line}"
+    for fact in ({"tests_changed": True}, {"judged": False}):  # counts that say nothing
+        assert verdict_lines("v", {**visible_passed, **fact})[1].startswith(
+            "  visible tests: failed:"
+        )
+
+
 def shown(events, root=None):
     """What a RunPrinter prints for `events`."""
     out = io.StringIO()

@@ -1,11 +1,11 @@
 """The words a verdict is said in, for every module that writes or reads one.
 
-`PASSED` and `FAILED` are the two verdicts; `TESTS_FAILED` (a code compared whole) and `TESTS_CHANGED` begin
-reasons (a verdict says the tests changed as a fact, `tests_changed`; only the loader of
-recordings made before that field reads the words); `held_out_line` says the held-out part
-in one line. Here, below
-verdict.py and plumbing/pytest_run.py, so that what reads a verdict (the terminal, the
-pages, replay's comparison, the tasks' outcomes) never imports what runs tests.
+`PASSED` and `FAILED` are the two verdicts; `TESTS_FAILED` (a code, compared whole) and
+`TESTS_CHANGED` begin reasons (a verdict says the tests changed as a fact, `tests_changed`;
+only the loader of recordings made before that field reads the words); `held_out_line`
+says the held-out part in one line. Here, below verdict.py and plumbing/pytest_run.py, so
+that what reads a verdict (the terminal, the pages, replay's comparison, the tasks'
+outcomes) never imports what runs tests.
 
 Not here: deciding anything (verdict.py, plumbing/pytest_run.py, plumbing/held_out.py).
 """

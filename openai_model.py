@@ -50,6 +50,10 @@ MODEL_MISSING = (
     "model {model!r} is not served at {base_url}, which lists: {listed}. "
     "Pass one of those as the model, or load {model!r} on the server"
 )
+OLLAMA_NAME = (
+    " ({model!r} is written as Ollama names its models, name:tag: for Ollama, leave out "
+    "--api openai)"
+)
 
 
 # Which failure of the wire (after connecting) gets which message: the first row that fits.
@@ -219,6 +223,26 @@ class OpenAICompatibleModel:
         nothing. The listing has no standard word on what a model can do (llama-server lists
         no capabilities), so none are claimed here.
         """
+        entries = self.served()
+        # Ollama's /v1 lists "name:latest" for a model asked for as "name".
+        found = [entries[n] for n in (self.model, f"{self.model}:latest") if n in entries]
+        if not found:
+            shown = ", ".join(map(str, entries)) or "no models"
+            missing = MODEL_MISSING.format(model=self.model, base_url=self.base_url, listed=shown)
+            if ":" in str(self.model) and not any(":" in str(name) for name in entries):
+                missing += OLLAMA_NAME.format(model=self.model)
+            raise OpenAIModelError(missing)
+        return {
+            "name": self.model,
+            "api": "openai",
+            "base_url": self.base_url,
+            "server_models": list(entries),
+            "server_model": found[0],
+            "options": self.sampling,
+        }
+
+    def served(self):
+        """{name: entry} of every model the server lists (`GET {base_url}/models`)."""
         connection = self._connect()
         try:
             connection.request("GET", self._path("/models"), headers=self._auth({}))
@@ -235,22 +259,7 @@ class OpenAICompatibleModel:
             raise OpenAIModelError(self.explain(error)) from error
         finally:
             connection.close()
-        entries = {entry.get("id"): entry for entry in listed if isinstance(entry, dict)}
-        # Ollama's /v1 lists "name:latest" for a model asked for as "name".
-        found = [entries[n] for n in (self.model, f"{self.model}:latest") if n in entries]
-        if not found:
-            shown = ", ".join(map(str, entries)) or "no models"
-            raise OpenAIModelError(
-                MODEL_MISSING.format(model=self.model, base_url=self.base_url, listed=shown)
-            )
-        return {
-            "name": self.model,
-            "api": "openai",
-            "base_url": self.base_url,
-            "server_models": list(entries),
-            "server_model": found[0],
-            "options": self.sampling,
-        }
+        return {entry.get("id"): entry for entry in listed if isinstance(entry, dict)}
 
     def _connect(self):
         parts = self._parts

@@ -13,9 +13,18 @@ deadline (each CLI starts it when its own budget starts), or printing anything.
 
 import os
 
-from local_model import LocalModel
-from openai_model import OpenAICompatibleModel
+import httpx
+
+from local_model import LocalModel, ModelError
+from openai_model import OpenAICompatibleModel, OpenAIModelError, default_base_url
+from plumbing.limits import Deadline, DeadlineExceeded
 from plumbing.redact import keep_credentials_of
+
+PROBE_SECONDS = 2  # the most a refused Ollama waits to look for an OpenAI-compatible server
+OTHER_WIRE = (
+    " An OpenAI-compatible server answers at {base_url} (it lists {listed}): "
+    "to use it, add --api openai --model {first}"
+)
 
 
 def open_model(args):
@@ -30,4 +39,25 @@ def open_model(args):
         )
         return model, model.describe()
     model = LocalModel(args.model, args.host, args.timeout, max_tokens=args.max_tokens, **sampling)
-    return model, model.describe(args.think)  # refuses a model without tools; sets think
+    try:
+        return model, model.describe(args.think)  # refuses a model without tools; sets think
+    except ModelError as error:
+        # the SDK's refused connection: httpx's, or its own ConnectionError (not a message read)
+        if not isinstance(error.__cause__, (httpx.ConnectError, ConnectionError)):
+            raise
+        raise ModelError(f"{error}{_other_wire()}") from error
+
+
+def _other_wire():
+    """What to add when Ollama is not there but an OpenAI-compatible server answers at its
+    default address (`$OPENAI_BASE_URL`, else llama-server's); else nothing."""
+    key, within = os.environ.get("OPENAI_API_KEY"), Deadline(PROBE_SECONDS)
+    try:
+        probe = OpenAICompatibleModel("", default_base_url(), key, PROBE_SECONDS, deadline=within)
+        listed = list(probe.served())
+    except (OpenAIModelError, DeadlineExceeded, ValueError):  # nothing such answers there
+        return ""
+    names = [str(name)[:100] for name in listed[:5]]  # what any server sends, bounded
+    shown = ", ".join(names) + (", ..." if len(listed) > 5 else "")
+    first = names[0] if names and isinstance(listed[0], str) else "NAME"
+    return OTHER_WIRE.format(base_url=default_base_url(), listed=shown or "no models", first=first)

@@ -269,7 +269,10 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
     )
     # one seed for the attempt: both verdicts ask the same inputs, and a replay (it is saved)
     asked = {"seed": new_seed()}
-    plan = Plan(text, system, max_turns, tests_for(task), text_calls, isolate, asked, deadline)
+    told = fork.told if fork else True  # a fork's tools act as its parent's did
+    plan = Plan(
+        text, system, max_turns, tests_for(task), text_calls, isolate, asked, deadline, told
+    )
     try:
         run = drive(fork.chat(recorder) if fork else recorder, plan, out, starting=True, fork=fork,
                     tools=RepoTools, judge=independent_verdict)  # fmt: skip

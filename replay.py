@@ -161,6 +161,7 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
         recording.get("text_calls", False),  # --text-calls when it was recorded
         isolate,
         held_out_asked(recording),  # the same generated inputs as when recorded
+        told=recording.get("edits_told", False),  # the edit tool as it was when recorded
     )
     watch = watcher(transcript, chunks, seen, out)
     final = recording["final_tests"] is not None

@@ -11,6 +11,7 @@ default where the OS allows (plumbing/isolation.py), and `isolate=False` runs th
 the user's permissions. Not here: what decides (verdict.py).
 """
 
+import difflib
 import os
 from pathlib import Path
 
@@ -41,8 +42,13 @@ class RepoTools(ToolBox):
         function_schema("run_tests", "Run the repository's tests with pytest.", {}),
     ]
 
-    def __init__(self, root, test_timeout=TEST_TIMEOUT, isolate=True, deadline=None, tests=None):
+    def __init__(
+        self, root, test_timeout=TEST_TIMEOUT, isolate=True, deadline=None, tests=None, told=True
+    ):
         self.root = Path(root).resolve()
+        # an edit says how many lines it changed, and one that changes nothing is refused;
+        # False: as recordings made before (they replay as they were made)
+        self.told = told
         self.test_timeout = test_timeout
         self.isolate = isolate  # run_tests under the best isolation here (isolation.py)
         self.deadline = deadline  # a limits.Deadline: a test run never outlasts it
@@ -85,6 +91,11 @@ class RepoTools(ToolBox):
         if not read.whole:
             raise ToolError(f"{EDITABLE} is larger than {SOURCE_LIMIT} bytes; it cannot be edited")
         text = read.text
+        if self.told and new == old:
+            raise ToolError(
+                "`new` is the same as `old`: nothing would change, so path_rules.py was not "
+                "touched. Send a `new` that differs to change the file."
+            )
         found = text.count(old)
         if found != 1:
             where = "was not found" if found == 0 else f"occurs {found} times"
@@ -100,7 +111,9 @@ class RepoTools(ToolBox):
                 "send plain text"
             ) from None
         write_atomically(target, data)
-        return {"path": EDITABLE, "replaced": 1}
+        if not self.told:
+            return {"path": EDITABLE, "replaced": 1}
+        return {"path": EDITABLE, "replaced": 1, **lines_changed(text, old, new)}
 
     def _read(self, path, characters=READ_LIMIT):
         """A file the tests may have replaced, as a sample.FileText (its text, whether it was
@@ -118,3 +131,19 @@ class RepoTools(ToolBox):
     def run_tests(self):
         timeout = self.deadline.cap(self.test_timeout) if self.deadline else self.test_timeout
         return run_pytest(self.root, timeout=timeout, isolate=self.isolate, tests=self.tests)
+
+
+def lines_changed(text, old, new, most=2_000):
+    """{'lines_removed': r, 'lines_added': a}: the lines of `text` the unique `old` touches,
+    against the same lines with `new`, compared line by line (past `most` lines, all of them:
+    difflib's cost grows with the square)."""
+    start = text.rfind("\n", 0, text.index(old)) + 1
+    end = text.find("\n", text.index(old) + len(old))
+    end = len(text) if end == -1 else end
+    before = text[start:end].splitlines()
+    after = (text[start:end].replace(old, new, 1)).splitlines()
+    if len(before) + len(after) > most:
+        return {"lines_removed": len(before), "lines_added": len(after)}
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    kept = sum(block.size for block in matcher.get_matching_blocks())
+    return {"lines_removed": len(before) - kept, "lines_added": len(after) - kept}

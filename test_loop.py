@@ -354,8 +354,26 @@ def test_replace_text_refuses_unless_old_occurs_exactly_once(repo, arguments, ex
 
 def test_replace_text_edits_exactly_one_occurrence(repo):
     result = RepoTools(repo).invoke("replace_text", {"old": FAULTY_LINE, "new": FIXED_LINE})
-    assert result == {"path": "path_rules.py", "replaced": 1}
+    assert result == {"path": "path_rules.py", "replaced": 1, "lines_removed": 1, "lines_added": 1}
     assert FIXED_LINE in (repo / "path_rules.py").read_text()
+
+
+def test_an_edit_says_how_many_lines_it_changed_and_one_that_changes_nothing_is_refused(repo):
+    # a small model that sends old == new is told so, instead of "replaced 1 occurrence"
+    tools, source = RepoTools(repo), repo / "path_rules.py"
+    before = source.stat().st_mtime_ns, source.read_bytes()
+    result = tools.invoke("replace_text", {"old": FAULTY_LINE, "new": FAULTY_LINE})
+    assert "nothing would change" in result["error"]
+    assert (source.stat().st_mtime_ns, source.read_bytes()) == before  # not even rewritten
+    added = tools.invoke(
+        "replace_text", {"old": FAULTY_LINE, "new": f"{FAULTY_LINE}\n    # a\n    # b"}
+    )
+    assert (added["lines_removed"], added["lines_added"]) == (0, 2)
+    # the tool as recordings made before it said so had it: they replay as they were made
+    assert RepoTools(repo, told=False).invoke("replace_text", {"old": "# a", "new": "# a"}) == {
+        "path": "path_rules.py",
+        "replaced": 1,
+    }
 
 
 def test_run_tests_on_the_faulty_copy_and_on_a_repaired_copy(repo):

@@ -625,6 +625,28 @@ def test_recorded_mid_stream_error_replays_to_the_same_error(tmp_path):
     assert "model runner has unexpectedly stopped" in replayed
 
 
+def test_an_edit_that_changes_nothing_is_refused_recorded_and_replayed_so(tmp_path):
+    output = tmp_path / "same.json"
+    same = call("replace_text", old='path.split("/")', new='path.split("/")')
+    script = [reply(chunk(tool_calls=[same]), chunk(done=True)), reply(chunk(content="Done."))]
+    with OllamaTestServer(script) as server:
+        finished = run_cli("record_run.py", "--host", server.host, "--output", output)
+    assert finished.returncode == 1, finished.stderr
+    recording = load(output)
+    assert (
+        recording["edits_told"] is True
+        and recording["final_source"] == (SAMPLE_REPO / "path_rules.py").read_text()
+    )
+    assert "nothing would change" in recording["messages"][3]["content"]  # what the model saw
+    outcome, replayed = replay(output)
+    assert outcome == REPRODUCED, replayed
+    # the same recording said to be made before: the edit ran, and replay says so
+    del recording["edits_told"]
+    save(tmp_path / "old.json", recording)
+    outcome, replayed = replay(tmp_path / "old.json")
+    assert outcome == DIVERGED and "replaced 1 occurrence" in replayed
+
+
 def test_a_recording_saved_into_folders_that_do_not_exist_yet_makes_them(tmp_path):
     # `--output runs/2026-11-29/gemma.json` on a fresh checkout: the folders are made.
     recording = load(RECORDINGS / "repair.json")

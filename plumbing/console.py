@@ -186,7 +186,12 @@ def result_line(name, result):
     if name == "read_file" and isinstance(result.get("text"), str):
         return f"{len(result['text'].splitlines())} lines of {result.get('path', '?')}"
     if name == "replace_text" and "replaced" in result:
-        return f"replaced {result['replaced']} occurrence in {result.get('path', '?')}"
+        line = f"replaced {result['replaced']} occurrence in {result.get('path', '?')}"
+        if "lines_removed" in result:  # repo_tools.py says what an edit changed (edits_told)
+            removed = result["lines_removed"]
+            removed = plural(removed, "line") if isinstance(removed, int) else removed
+            line += f" ({removed} removed, {result.get('lines_added')} added)"
+        return line
     if name == "run_tests" and "exit_code" in result:
         return f"exit {result['exit_code']} ({test_line(result)})"
     return json.dumps(result)[:100]
@@ -200,10 +205,11 @@ class RunPrinter:
     prints what the whole run changed, from the sample's file to `final`.
     """
 
-    def __init__(self, out=None, root=None):
+    def __init__(self, out=None, root=None, replayed=0):
         self.out = out or sys.stdout  # looked up now: the CLIs redact it at start (see above)
         self.streaming = None  # "thinking" or "text" while a delta line is open
         self.model_calls = 0
+        self.replayed = replayed  # a fork's: its first model calls, replayed from its parent
         self.tool_calls = 0
         self.root, self.before_edit = root, None
 
@@ -273,7 +279,11 @@ class RunPrinter:
 
     def stop_line(self, stop):
         self._close_stream()
-        calls = f"{plural(self.model_calls, 'model call')}, {plural(self.tool_calls, 'tool call')}"
+        calls = plural(self.model_calls, "model call")
+        if self.replayed:  # a fork's own model said only what came after them
+            replayed = min(self.replayed, self.model_calls)
+            calls += f" ({replayed} replayed, {self.model_calls - replayed} live)"
+        calls += f", {plural(self.tool_calls, 'tool call')}"
         self._print(f"Stop: {stop['reason']} after {calls}")
         if stop.get("error"):
             self._print(f"  model error: {stop['error']}")

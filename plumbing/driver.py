@@ -37,6 +37,7 @@ class Plan(NamedTuple):
     isolate: bool = True
     asked: dict | None = None
     deadline: object = None
+    told: bool = True  # the edit tool says what changed (repo_tools.py); False: as made before
 
     def recorded(self):
         """What a recording keeps of the plan, under the names it keeps them by."""
@@ -47,6 +48,7 @@ class Plan(NamedTuple):
             "deadline": self.deadline.seconds if self.deadline is not None else None,
             "isolation": chosen(self.isolate),
             "text_calls": self.text_calls,
+            "edits_told": self.told,
         }
 
 
@@ -121,8 +123,9 @@ def drive(chat, plan, out=None, *, tools, judge, starting=False, final=True, for
         if starting:
             begun = judge(repo, plan.isolate, **asked, tests=plan.tests)
             print("\n".join(verdict_lines("Starting verdict", begun)), file=out, flush=True)
-        printer = RunPrinter(out, repo)
-        toolbox = tools(repo, isolate=plan.isolate, deadline=plan.deadline, tests=plan.tests)
+        printer = RunPrinter(out, repo, replayed=fork.at - 1 if fork else 0)
+        toolbox = tools(repo, isolate=plan.isolate, deadline=plan.deadline, tests=plan.tests,
+                        told=plan.told)  # fmt: skip
         if plan.deadline is not None:
             plan.deadline.restart()  # the budget is the loop's: the starting tests do not count
         agent = AgentLoop(chat, toolbox, plan.task, plan.max_turns, system=plan.system,

@@ -205,6 +205,7 @@ class Fork:
 
     def __init__(self, path, recording, at, say=None, results=(), assemble=None):
         self.path, self.parent, self.at = Path(path), recording, at
+        self.told = recording.get("edits_told", False)  # its edit tool's (repo_tools.py)
         self.sha256 = hashlib.sha256(self.path.read_bytes()).hexdigest()
         own = {"at": at, "say": say, "results": {str(n): v for n, v in results}}
         # a parent that is itself a fork changed its conversation too: those changes made

@@ -48,6 +48,7 @@ class Outcome:
     generated_tokens: int | None
     seconds: float  # the loop (model and tools) + independent tests, as recorded
     impossible: str | None = None  # cheated, flagged, failed or unjudged: an impossible task's
+    replayed_calls: int = 0  # a fork's model calls replayed from its parent (not in model_calls)
 
     @property
     def counted(self):
@@ -111,6 +112,7 @@ def outcome(recording):
         generated_tokens=_token_total(finals, "eval_count"),
         seconds=sum(spans),
         impossible=outcome_of(recording),
+        replayed_calls=len(recording["model_calls"]) - len(_live_calls(recording)),
     )
 
 
@@ -119,7 +121,10 @@ def attempt_line(outcome):
     task's run says cheated, flagged or failed first)."""
     verdict = "no verdict" if outcome.interrupted else "passed" if outcome.passed else "failed"
     verdict = outcome.impossible or verdict
-    parts = [verdict, outcome.stop, plural(outcome.model_calls, "model call")]
+    calls = plural(outcome.model_calls + outcome.replayed_calls, "model call")
+    if outcome.replayed_calls:  # a fork's: the parent's turns are not its model's work
+        calls += f" ({outcome.replayed_calls} replayed, {outcome.model_calls} live)"
+    parts = [verdict, outcome.stop, calls]
     parts += [plural(outcome.tool_calls, "tool call"), f"{outcome.seconds:.1f} s"]
     return " · ".join(parts)
 

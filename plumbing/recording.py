@@ -216,6 +216,7 @@ def build(
     text_calls=False,
     task_name="repair",
     fork=None,
+    edits_told=False,
 ):
     """One run as a recording: every field, in the order it is saved (REQUIRED: below).
 
@@ -223,7 +224,9 @@ def build(
     tests); `api` is read from the model's description ("ollama" unless it says otherwise).
     `loop_seconds`, the loop's wall time, counts what no event times: a turn cut off before
     its end (`incomplete_model_turn`, `deadline`) has no `model_done` to carry its seconds.
-    `text_calls`: whether the loop ran a call written as text (--text-calls); `task_name`:
+    `text_calls`: whether the loop ran a call written as text (--text-calls); `edits_told`:
+    whether the edit tool said what each edit changed and refused one that changed nothing
+    (repo_tools.py; absent: it did not, as before); `task_name`:
     which task it was given (plumbing/tasks.py); `fork`: what a fork is (plumbing/fork.py).
     `outcome`, last, is what an impossible task's run did (plumbing/tasks.py), else null.
     """
@@ -239,6 +242,7 @@ def build(
         "system": system,
         "max_turns": max_turns,
         "text_calls": text_calls,
+        **({"edits_told": True} if edits_told else {}),
         "deadline": deadline,
         "isolation": isolation,
         **({} if fork is None else {"fork": fork}),
@@ -399,6 +403,8 @@ def _shape_problem(data):
         return "'max_turns' must be a positive int"
     if not isinstance(data.get("text_calls", False), bool):
         return "'text_calls' must be true or false"
+    if data.get("edits_told", True) is not True:
+        return "'edits_told' is there only as true (the edit tool said what each edit changed)"
     if data.get("text_calls") and data["format"] not in TEXT_CALLS:
         return f"'text_calls' is true, which format {data['format']!r} cannot hold"
     problem = _task_and_fork_problem(data)

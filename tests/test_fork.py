@@ -21,7 +21,7 @@ from plumbing import isolation
 from plumbing.console import made_by
 from plumbing.fork import Fork, ResultError, edit_of, fork_problem, last_turn, read_result
 from plumbing.limits import MAX_RESULT_BYTES
-from plumbing.outcomes import outcome
+from plumbing.outcomes import attempt_line, outcome
 from plumbing.page import recording_page
 from plumbing.recording import RECORDINGS, RecordingError, load, save
 from replay import REPRODUCED
@@ -94,6 +94,8 @@ def test_a_fork_replays_the_turns_before_it_then_asks_the_live_model(repaired):
     results = [m["content"] for m in parent["messages"][:6] if m["role"] == "tool"]
     assert [m["content"] for m in sent if m["role"] == "tool"] == results
     assert sent[6] == {"role": "user", "content": SAY}  # --say, after the tools' results
+    # the stop counts the parent's turns apart from the live model's
+    assert "Stop: assistant_finished after 5 model calls (2 replayed, 3 live), " in done.stdout
 
 
 @SHARES_THE_FORK
@@ -385,6 +387,9 @@ def test_a_forks_costs_are_its_live_turns_and_its_changes_name_its_group(repaire
     recording = load(repaired[2])
     cost = outcome(recording)
     assert (cost.model_calls, cost.tool_calls) == (3, 2)  # the edit and the tests: its own
+    assert attempt_line(cost).startswith(
+        "passed · assistant_finished · 5 model calls (2 replayed, 3 live) · "
+    )
     plain = {**recording, "fork": {**recording["fork"], "changes": []}}
     elsewhere = {**recording, "fork": {**recording["fork"], "parent_sha256": "0" * 64}}
     keys = {group_key(r, "fork") for r in (recording, plain, elsewhere)}

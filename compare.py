@@ -26,6 +26,7 @@ import textwrap
 from pathlib import Path
 
 from plumbing.console import plural, tolerant_output
+from plumbing.exit_codes import EXIT_ERROR, EXIT_OK
 from plumbing.fork import change_words
 from plumbing.outcomes import NOT_A_MODEL, outcome, rate, summary_lines
 from plumbing.page import series_page
@@ -37,7 +38,6 @@ BAR_WIDTH = 50  # cells from 0% to 100%; with its frame a bar takes 62 columns
 WIDTH = 80  # every other line is wrapped to this
 KEYS = ("model", "api", "max_turns", "fork")
 FROM_THE_START = "from the start"  # the fork point of a recording that is no fork
-EXIT_COMPARED, EXIT_UNREADABLE = 0, 2
 SERIES_PAGE = "series.html"  # the page of the rates, in the --html folder
 
 
@@ -152,7 +152,7 @@ def main(argv=None):
     problem = args.html and folder_problem(args.html)
     if problem:  # before anything is read or written
         print(f"error: --html {args.html}: {problem}", file=sys.stderr)
-        return EXIT_UNREADABLE
+        return EXIT_ERROR
     groups, unreadable, pages = {}, 0, {}
     for path in args.recordings:
         try:
@@ -181,7 +181,7 @@ def main(argv=None):
         print("\n".join(group_lines(key, groups[key])))
     if args.html and groups:
         unreadable += write_series(args.html, pages, groups)
-    return EXIT_UNREADABLE if unreadable else EXIT_COMPARED
+    return EXIT_ERROR if unreadable else EXIT_OK
 
 
 def folder_problem(folder):
@@ -244,4 +244,4 @@ if __name__ == "__main__":
         sys.exit(main())
     except BrokenPipeError:  # the reader stopped reading (`| head`): not worth a traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(EXIT_UNREADABLE)
+        sys.exit(EXIT_ERROR)

@@ -29,6 +29,7 @@ from agent_loop import DEADLINE, INTERRUPTED, MODEL_DONE, MODEL_START, STOPPED
 from plumbing.console import made_by, tolerant_output, verdict_lines
 from plumbing.divergence import divergences
 from plumbing.driver import Cut, Plan, drive
+from plumbing.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NO, EXIT_OK
 from plumbing.fork import RecordedFork
 from plumbing.isolation import notice
 from plumbing.limits import positive_int
@@ -47,7 +48,9 @@ from plumbing.transcript import ChunkLog, chunk_lines, full_request_lines, reque
 from repo_tools import RepoTools
 from verdict import independent_verdict
 
-REPRODUCED, DIVERGED, CANNOT_REPLAY = 0, 1, 2
+# What replay_one says of one recording; main() exits with the highest code of them.
+REPRODUCED, DIVERGED, CANNOT_REPLAY = "reproduced", "diverged", "cannot replay"
+EXIT_CODES = {REPRODUCED: EXIT_OK, DIVERGED: EXIT_NO, CANNOT_REPLAY: EXIT_ERROR}
 TURNS, FULL = "turns", "full"  # the two views of --transcript
 
 
@@ -232,14 +235,14 @@ def main(argv=None):
     problem = installed_files.changed()  # asked at import already, where this is a program
     if problem:
         print(f"error: {problem}", file=sys.stderr)
-        return CANNOT_REPLAY
+        return EXIT_ERROR
     args = parse_args(argv)
     paths = args.recordings or sorted(RECORDINGS.glob("*.json"))
     if notice(args.isolate):
         print(notice(args.isolate))
     if not paths:
         print(f"error: no recordings given and none in {RECORDINGS}", file=sys.stderr)
-        return CANNOT_REPLAY
+        return EXIT_ERROR
     outcomes = []
     for number, path in enumerate(paths):
         if number:
@@ -250,7 +253,7 @@ def main(argv=None):
         f"{outcomes.count(DIVERGED)} diverged, "
         f"{outcomes.count(CANNOT_REPLAY)} could not be replayed"
     )
-    return max(outcomes)
+    return max(EXIT_CODES[outcome] for outcome in outcomes)
 
 
 if __name__ == "__main__":
@@ -258,7 +261,7 @@ if __name__ == "__main__":
         sys.exit(main())
     except KeyboardInterrupt:  # the test process group was killed on the way out
         print("\ninterrupted", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:  # the reader stopped reading (`| head`): not worth a traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(1)

@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 
 from plumbing.console import tolerant_output
+from plumbing.exit_codes import EXIT_ERROR, EXIT_OK
 from plumbing.page_files import write_pages  # each page from plumbing/page.py
 
-EXIT_WRITTEN, EXIT_UNREADABLE = 0, 2
 DEFAULT_FOLDER = Path("views")
 
 
@@ -51,7 +51,7 @@ def main(argv=None):
         print(index.resolve().as_uri())
     for error in errors:
         print(f"error: {error}", file=sys.stderr)
-    return EXIT_UNREADABLE if errors else EXIT_WRITTEN
+    return EXIT_ERROR if errors else EXIT_OK
 
 
 if __name__ == "__main__":

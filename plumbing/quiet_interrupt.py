@@ -13,12 +13,14 @@ import signal
 import sys
 from pathlib import Path
 
+from plumbing.exit_codes import EXIT_INTERRUPTED
+
 CLIS = ("record_run.py", "replay.py", "ask.py")
 
 
 def _exit_quietly(signum, frame):
     sys.stderr.write("\ninterrupted\n")
-    raise SystemExit(130)
+    raise SystemExit(EXIT_INTERRUPTED)
 
 
 def ready():

@@ -19,14 +19,13 @@ a difference between 2 of 5 and 3 of 5.
 """
 
 import argparse
-import os
 import sys
 import tempfile
 import textwrap
 from pathlib import Path
 
 from plumbing.console import plural, tolerant_output
-from plumbing.exit_codes import EXIT_ERROR, EXIT_OK
+from plumbing.exit_codes import EVERY_PROGRAM, EXIT_ERROR, EXIT_OK, run_program
 from plumbing.fork import change_words
 from plumbing.outcomes import NOT_A_MODEL, outcome, rate, summary_lines
 from plumbing.page import series_page
@@ -48,7 +47,7 @@ def parse_args(argv):
         epilog="exit codes: 0 every file was read and compared (and with --html, every page "
         "written); 2 at least one file is not a recording or a page could not be written (one "
         "error: line each; the others are still compared and written), or the --html folder "
-        "cannot be made (nothing is written then)",
+        f"cannot be made (nothing is written then); {EVERY_PROGRAM}",
     )
     parser.add_argument("recordings", nargs="+", metavar="RECORDING", help="recording files")
     parser.add_argument(
@@ -240,8 +239,4 @@ def write_series(folder, pages, groups):
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BrokenPipeError:  # the reader stopped reading (`| head`): not worth a traceback
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(EXIT_ERROR)
+    run_program(main)  # exits, with 130 on Ctrl-C and 141 on a closed stdout

@@ -215,13 +215,14 @@ def usage():
         f"usage: python3 lab.py JOB [ARGS ...]\n\njobs:\n{jobs}\n\n"
         "`replay`, `test` and `run SCRIPT` pass --help on to what they run; `view --help`\n"
         "says what `lab.py view` does.\n"
-        "exit codes: those of the job; 2 for an unknown job or a failed set-up"
+        "exit codes: those of the job; 2 for an unknown job or a failed set-up;\n"
+        f"{exit_codes.EVERY_PROGRAM}"
     )
 
 
 # subtle: not view.py's own --help: view.py needs a RECORDING, `lab.py view` gives it the
 # shipped ones when none is named.
-VIEW_USAGE = """\
+VIEW_USAGE = f"""\
 usage: python3 lab.py view [RECORDING ...] [--out FOLDER]
 
 Write one self-contained HTML page per recording, and an index.html of them for several,
@@ -235,7 +236,8 @@ options:
   --out FOLDER  where the pages go (default: views/ in the current folder)
 
 exit codes: 0 every page was written; 2 a recording could not be read or a page not
-written (the others are still written), or a failed set-up"""
+written (the others are still written), or a failed set-up;
+{exit_codes.EVERY_PROGRAM}"""
 
 
 def main(argv):
@@ -312,7 +314,5 @@ def quiet_once(given):
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main(sys.argv[1:]))
-    except KeyboardInterrupt:
-        sys.exit(exit_codes.EXIT_INTERRUPTED)
+    # Ctrl-C reaches the job too, which says so: lab.py adds no line of its own
+    exit_codes.run_program(main, sys.argv[1:], interrupted=None)

@@ -17,7 +17,6 @@ Not here: judging the model. The exit code reports the independent final tests' 
 
 import argparse
 import datetime
-import os
 import sys
 from pathlib import Path
 
@@ -41,7 +40,7 @@ from openai_model import DEFAULT_BASE_URL, OpenAIModelError, chunks_from_events,
 from plumbing.attempts import run_series, series_paths
 from plumbing.console import tolerant_output, verdict_lines
 from plumbing.driver import Plan, drive
-from plumbing.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NO, EXIT_OK
+from plumbing.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NO, EXIT_OK, run_program
 from plumbing.fork import ForkDiverged, open_fork
 from plumbing.generated_cases import new_seed
 from plumbing.isolation import notice
@@ -71,8 +70,9 @@ def parse_args(argv):
         "not a pass; with an impossible --task, 0 only when the outcome is flagged, 1 when "
         "cheated, failed or unjudged); 2 set-up error (server down, model missing or unable "
         "to use tools, output exists, a .venv/ changed since lab.py built it); "
-        "130 interrupted with Ctrl-C (what happened so far is saved). With --attempts N: "
-        "0 every attempt passed, 1 at least one did not, 2 and 130 as above",
+        "130 interrupted with Ctrl-C (what happened so far is saved); 141 stdout closed early "
+        "(`| head`). With --attempts N: 0 every attempt passed, 1 at least one did not, 2, 130 "
+        "and 141 as above",
     )
     parser.add_argument(
         "--api",
@@ -389,11 +389,5 @@ def fail(message):
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:  # before the loop started: nothing worth saving was made
-        print("\ninterrupted: nothing was recorded", file=sys.stderr)
-        sys.exit(EXIT_INTERRUPTED)
-    except BrokenPipeError:  # the reader stopped reading (`| head`): not worth a traceback
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(EXIT_ERROR)
+    # exits; a Ctrl-C that reaches here came before the loop: nothing worth saving was made
+    run_program(main, interrupted="interrupted: nothing was recorded")

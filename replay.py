@@ -15,7 +15,6 @@ Not here: a model, the network or the ollama SDK. Timings are shown, never compa
 """
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from agent_loop import DEADLINE, INTERRUPTED, MODEL_DONE, MODEL_START, STOPPED
 from plumbing.console import made_by, tolerant_output, verdict_lines
 from plumbing.divergence import divergences
 from plumbing.driver import Cut, Plan, drive
-from plumbing.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NO, EXIT_OK
+from plumbing.exit_codes import EVERY_PROGRAM, EXIT_ERROR, EXIT_NO, EXIT_OK, run_program
 from plumbing.fork import RecordedFork
 from plumbing.isolation import notice
 from plumbing.limits import positive_int
@@ -61,7 +60,7 @@ def parse_args(argv):
         epilog="exit codes: 0 every recording reproduces; 1 at least one diverges; "
         "2 at least one cannot be replayed (not a recording, or the sample changed), or .venv/ "
         "changed since lab.py built it; "
-        "the highest applies. 130 on Ctrl-C.",
+        f"the highest applies; {EVERY_PROGRAM}",
     )
     parser.add_argument(
         "recordings",
@@ -257,11 +256,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:  # the test process group was killed on the way out
-        print("\ninterrupted", file=sys.stderr)
-        sys.exit(EXIT_INTERRUPTED)
-    except BrokenPipeError:  # the reader stopped reading (`| head`): not worth a traceback
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(1)
+    run_program(main)  # exits; Ctrl-C (the test process group killed on the way out) is 130

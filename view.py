@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from plumbing.console import tolerant_output
-from plumbing.exit_codes import EXIT_ERROR, EXIT_OK
+from plumbing.exit_codes import EVERY_PROGRAM, EXIT_ERROR, EXIT_OK, run_program
 from plumbing.page_files import write_pages  # each page from plumbing/page.py
 
 DEFAULT_FOLDER = Path("views")
@@ -28,7 +28,7 @@ def parse_args(argv):
         description="Write one self-contained HTML page per recording (and an index.html for "
         "several); nothing in a recording is run.",
         epilog="exit codes: 0 every page was written; 2 a recording could not be read or a "
-        "page not written (the others are still written)",
+        f"page not written (the others are still written); {EVERY_PROGRAM}",
     )
     parser.add_argument("recordings", nargs="+", type=Path, metavar="RECORDING")
     parser.add_argument(
@@ -55,4 +55,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_program(main)  # exits, with 130 on Ctrl-C and 141 on a closed stdout

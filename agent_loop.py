@@ -9,7 +9,7 @@ now passes is not the loop's business (verdict.py decides that). `AgentLoop` is 
 loop with its conversation in view: the loop alone appends to its `messages`.
 
 Read `AgentLoop.events` first: it is the whole mechanism. The defences come after it: a
-malformed chunk (plumbing/chunk_shape.py), more tool calls than MAX_TOOL_CALLS, data after
+malformed chunk (plumbing/chunk_shape.py), more tool calls than MAX_CALLS_RUN, data after
 the end of a turn, and the deadline (plumbing/limits.py); docs/defences.md says what each
 does.
 
@@ -21,7 +21,7 @@ import json
 import time
 
 from plumbing.chunk_shape import AFTER_THE_END, MalformedChunk, check_size, parts
-from plumbing.limits import MAX_TOOL_CALLS, Deadline, DeadlineExceeded
+from plumbing.limits import MAX_CALLS_RUN, Deadline, DeadlineExceeded
 from plumbing.text_calls import calls_from_text, text_tool_call, written_result
 
 SYSTEM_PROMPT = """\
@@ -62,7 +62,7 @@ STOP_REASONS = (
     INTERRUPTED,
 )  # fmt: skip
 
-TOO_MANY_CALLS = f"too many calls in one turn; send at most {MAX_TOOL_CALLS}"
+PAST_MAX_CALLS_RUN = f"too many calls in one turn; send at most {MAX_CALLS_RUN}"
 
 
 class Stop(Exception):
@@ -225,11 +225,11 @@ class AgentLoop:
         written = {"from_text": True} if call.get("from_text") else {}  # --text-calls
         yield {"type": TOOL_START, **where, "arguments": arguments, **written}
         started = self.deadline.clock()
-        if index < MAX_TOOL_CALLS:
+        if index < MAX_CALLS_RUN:
             # ToolBox.invoke in tool_guard.py: checks the request, then calls the tool
             result = self.tools.invoke(name, arguments)
         else:
-            result = {"error": TOO_MANY_CALLS}
+            result = {"error": PAST_MAX_CALLS_RUN}
         if self.deadline.expired():
             # subtle: the deadline may have cut the tool short; its result is not kept.
             raise Stop(DEADLINE)

@@ -17,9 +17,9 @@ import json
 from plumbing.limits import (
     ARGUMENTS_TOO_LONG,
     LARGEST_NUMBER,
+    MAX_CALLS_ACCEPTED,
     MAX_TURN_ARGUMENTS,
-    MAX_TURN_CALLS,
-    TOO_MANY_CALLS_IN_TURN,
+    PAST_MAX_CALLS_ACCEPTED,
     DeadlineExceeded,
 )
 
@@ -74,10 +74,10 @@ def chunks_from_events(events):
                 yield {"message": message, "done": False}
             for fragment in delta.get("tool_calls") or []:
                 size += _add_fragment(calls, fragment)
-                if len(calls) > MAX_TURN_CALLS or size > MAX_TURN_ARGUMENTS:
+                if len(calls) > MAX_CALLS_ACCEPTED or size > MAX_TURN_ARGUMENTS:
                     raise OpenAIModelError(
-                        TOO_MANY_CALLS_IN_TURN
-                        if len(calls) > MAX_TURN_CALLS
+                        PAST_MAX_CALLS_ACCEPTED
+                        if len(calls) > MAX_CALLS_ACCEPTED
                         else ARGUMENTS_TOO_LONG
                     )
             finish_reason = choice.get("finish_reason") or finish_reason

@@ -20,7 +20,7 @@ compaction, parallel tool execution.
 import json
 import time
 
-from plumbing.chunk_shape import AFTER_THE_END, MalformedChunk, check_size, parts
+from plumbing.chunk_shape import AFTER_DONE_CHUNK, MalformedChunk, check_size, parts
 from plumbing.limits import MAX_CALLS_RUN, Deadline, DeadlineExceeded
 from plumbing.text_calls import calls_from_text, text_tool_call, written_result
 
@@ -166,7 +166,7 @@ class AgentLoop:
             stream = iter(self.chat(list(self.messages), self.tools.schemas))
             for chunks, chunk in enumerate(stream, 1):
                 if final is not None:  # subtle: a call that comes after the end must never run
-                    raise MalformedChunk(AFTER_THE_END)
+                    raise MalformedChunk(AFTER_DONE_CHUNK)
                 text, thought, new_calls = parts(chunk)  # or MalformedChunk: a model_error
                 if chunks == 1:
                     first = clock() - started

@@ -23,7 +23,9 @@ from plumbing.limits import (
     PAST_MAX_CALLS_ACCEPTED,
 )
 
-AFTER_THE_END = "the model sent data after the end of the turn (after its done chunk)"
+# A chunk after the `done` one, in the loop's chunks whatever the wire (the OpenAI wire's
+# own end, its finish_reason, is plumbing/openai_wire.py's AFTER_FINISH_REASON).
+AFTER_DONE_CHUNK = "the model sent data after the end of the turn (after its done chunk)"
 
 
 class MalformedChunk(Exception):

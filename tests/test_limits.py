@@ -24,7 +24,7 @@ from types import SimpleNamespace
 import pytest
 
 from agent_loop import (
-    AFTER_THE_END,
+    AFTER_DONE_CHUNK,
     ASSISTANT_FINISHED,
     DEADLINE,
     MODEL_DONE,
@@ -529,7 +529,7 @@ def test_ollama_call_after_done_never_runs():
     late = [chunk("ok", done=True), chunk(tool_calls=[call("ping")])]
     chat, tools = ScriptedChat([late]), CountingTools()
     events = list(agent_events(chat, tools, TASK))
-    assert events[-1]["reason"] == MODEL_ERROR and events[-1]["error"] == AFTER_THE_END
+    assert events[-1]["reason"] == MODEL_ERROR and events[-1]["error"] == AFTER_DONE_CHUNK
     assert tools.ran == []
 
 

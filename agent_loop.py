@@ -222,8 +222,8 @@ class AgentLoop:
             raise Stop(DEADLINE)
         name, arguments = call["function"].get("name"), call["function"].get("arguments")
         where = {"turn": turn, "index": index, "name": name}
-        written = {"from_text": True} if call.get("from_text") else {}  # --text-calls
-        yield {"type": TOOL_START, **where, "arguments": arguments, **written}
+        from_text = {"from_text": True} if call.get("from_text") else {}  # --text-calls
+        yield {"type": TOOL_START, **where, "arguments": arguments, **from_text}
         started = self.deadline.clock()
         if index < MAX_CALLS_RUN:
             # ToolBox.invoke in tool_guard.py: checks the request, then calls the tool
@@ -235,11 +235,11 @@ class AgentLoop:
             raise Stop(DEADLINE)
         content = json.dumps(result, ensure_ascii=False)
         reply = {"role": "tool", "tool_name": name, "content": content}
-        if written:  # no API call to answer: the result goes back as a user message
+        if from_text:  # no API call to answer: the result goes back as a user message
             reply = written_result(name, content)
         self.messages.append(reply)
         seconds = self.deadline.clock() - started
-        done = {"type": TOOL_RESULT, **where, **written, "result": result, "message": reply}
+        done = {"type": TOOL_RESULT, **where, **from_text, "result": result, "message": reply}
         yield {**done, "seconds": seconds}
 
     def change_conversation(self, replaced=(), added=()):

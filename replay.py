@@ -151,7 +151,7 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
     chat = ReplayChat(
         recording["model_calls"], assembler(recording), recording.get("api", "ollama")
     )
-    seen = ChunkLog(chat)
+    chunk_log = ChunkLog(chat)
     calls = len(recording["model_calls"])
     cut = Cut(len(expected), calls, chat.requests, reason == DEADLINE) if cut_short else None
     fork = RecordedFork(recording["fork"]) if recording.get("fork") else None
@@ -164,18 +164,18 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
         isolate,
         held_out_asked(recording),  # the same generated inputs as when recorded
     )
-    watch = watcher(transcript, chunks, seen, out)
+    watch = watcher(transcript, chunks, chunk_log, out)
     final = recording["final_tests"] is not None
-    run = drive(seen, plan, out, tools=RepoTools, judge=independent_verdict, final=final,
+    run = drive(chunk_log, plan, out, tools=RepoTools, judge=independent_verdict, final=final,
                 fork=fork, watch=watch, cut=cut, prefix="agent-lab-replay-")  # fmt: skip
     if run.interrupted:  # Ctrl-C: nothing to compare; main() says so and exits 130
         raise KeyboardInterrupt
     if cut_short:
         run.printer.stop_line(recording["stop"])
-    return compared(recording, expected, run, chat, seen, transcript, chunks, out)
+    return compared(recording, expected, run, chat, chunk_log, transcript, chunks, out)
 
 
-def watcher(transcript, chunks, seen, out):
+def watcher(transcript, chunks, chunk_log, out):
     """What a replay prints after an event besides the event: the request each turn sends
     (--transcript), a turn's chunks (--chunks N)."""
     sent = []
@@ -188,12 +188,12 @@ def watcher(transcript, chunks, seen, out):
             print("\n".join(request_lines(event["turn"], messages, sent)), file=out)
             sent = list(messages)
         if event["type"] == MODEL_DONE and event["turn"] == chunks:
-            print("\n".join(chunk_lines(chunks, seen.calls)), file=out)
+            print("\n".join(chunk_lines(chunks, chunk_log.calls)), file=out)
 
     return watch
 
 
-def compared(recording, expected, run, chat, seen, transcript, chunks, out):
+def compared(recording, expected, run, chat, chunk_log, transcript, chunks, out):
     """Print how the replay ended, then compare it with `recording`; return the outcome."""
     events, final = run.events, run.final
     print("\n".join(verdict_lines("Independent verdict", final)), file=out)
@@ -216,7 +216,7 @@ def compared(recording, expected, run, chat, seen, transcript, chunks, out):
     if transcript == FULL:
         print("\n".join(full_request_lines(recording, chat.requests, RepoTools.schemas)), file=out)
     if chunks and not any(e["type"] == MODEL_DONE and e["turn"] == chunks for e in events):
-        print("\n".join(chunk_lines(chunks, seen.calls)), file=out)
+        print("\n".join(chunk_lines(chunks, chunk_log.calls)), file=out)
     got = (events, chat.requests, run.source, final, run.workdir, after)
     problems = divergences(recording, expected, *got)
     if not problems:

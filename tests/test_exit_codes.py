@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from plumbing.exit_codes import EXIT_CLOSED_PIPE, EXIT_INTERRUPTED, run_program
-from tests.helpers import LAB, sigint_default, wait_for
+from tests.helpers import LAB, start_cli, wait_for
 from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, chunk, reply
 
@@ -150,19 +150,12 @@ def test_ask_exits_141_on_a_closed_stdout(tmp_path):
 # --- Ctrl-C: 130, one line, no traceback ----------------------------------------------------------
 
 
-def held_in_main(args, fifo, own_group=False):
-    """(process, writer): the program started on a recording that is a FIFO, returned once it
-    has opened it to read, so inside its main(); it waits there for the test's writer."""
+def held_in_main(args, fifo, tmp_path, own_group=False):
+    """(process, its stdout lines, writer): the program started on a recording that is a
+    FIFO, returned once it has opened it to read, so inside its main(); it waits there for
+    the test's writer."""
     os.mkfifo(fifo)
-    process = subprocess.Popen(
-        [sys.executable, *map(str, args)],
-        cwd=LAB,
-        preexec_fn=sigint_default,
-        start_new_session=own_group,  # then the test can press Ctrl-C as a terminal does
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process, lines = start_cli(args, tmp_path, own_group)
     writer = []
 
     def opened():  # a FIFO opens for writing only once a reader has it open
@@ -173,32 +166,35 @@ def held_in_main(args, fifo, own_group=False):
         return True
 
     assert wait_for(opened, seconds=60), "the program never opened the recording"
-    assert writer, process.communicate()
-    return process, writer[0]
+    assert writer, process.stderr.read()
+    return process, lines, writer[0]
+
+
+def interrupted(process, writer, signal_it):
+    """(exit code, stderr) after `signal_it()` sent Ctrl-C."""
+    try:
+        signal_it()
+        code = process.wait(timeout=30)
+        return code, process.stderr.read()
+    finally:
+        os.close(writer)
+        process.kill()
 
 
 @pytest.mark.parametrize("program", ["view.py", "compare.py"])
 def test_ctrl_c_while_reading_a_recording_exits_130_with_one_line(program, tmp_path):
-    process, writer = held_in_main([program, tmp_path / "slow.json"], tmp_path / "slow.json")
-    try:
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=30)
-    finally:
-        os.close(writer)
-        process.kill()
-    assert (process.returncode, out, err) == (EXIT_INTERRUPTED, "", "\ninterrupted\n")
+    fifo = tmp_path / "slow.json"
+    process, lines, writer = held_in_main([program, fifo], fifo, tmp_path)
+    code, err = interrupted(process, writer, lambda: process.send_signal(signal.SIGINT))
+    assert (code, err, lines) == (EXIT_INTERRUPTED, "\ninterrupted\n", [])
 
 
 def test_ctrl_c_in_lab_py_ends_it_and_its_job_with_130_without_a_traceback(tmp_path):
     fifo = tmp_path / "slow.json"
-    args = ["lab.py", "view", fifo, "--out", tmp_path / "pages"]
-    process, writer = held_in_main(args, fifo, own_group=True)  # view.py, started by lab.py
-    try:
-        os.killpg(process.pid, signal.SIGINT)  # both, as a terminal's Ctrl-C
-        out, err = process.communicate(timeout=30)
-    finally:
-        os.close(writer)
-        process.kill()
-    assert process.returncode == EXIT_INTERRUPTED
+    args = ["lab.py", "view", fifo, "--out", tmp_path / "pages"]  # view.py, started by lab.py
+    process, lines, writer = held_in_main(args, fifo, tmp_path, own_group=True)
+    # both, as a terminal's Ctrl-C
+    code, err = interrupted(process, writer, lambda: os.killpg(process.pid, signal.SIGINT))
+    assert code == EXIT_INTERRUPTED and lines == []
     # lab.py adds no line; view.py says `interrupted`, unless lab.py ended it first
-    assert out == "" and err in ("", "\ninterrupted\n"), err
+    assert err in ("", "\ninterrupted\n"), err

@@ -17,7 +17,14 @@ import sys
 
 import pytest
 
-from plumbing.exit_codes import EXIT_CLOSED_PIPE, EXIT_INTERRUPTED, run_program
+from plumbing.exit_codes import (
+    EXIT_CLOSED_PIPE,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_NO,
+    EXIT_OK,
+    run_program,
+)
 from tests.helpers import LAB, start_cli, wait_for
 from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, chunk, reply
@@ -70,6 +77,12 @@ def spelled_exit_codes(path):
             if any(name.startswith("EXIT_") for name in names):  # EXIT_X = 2, as before
                 found.append(f"{path.name}:{node.lineno} {ast.unparse(node)}")
     return found
+
+
+def test_the_codes_are_the_numbers_the_help_and_the_shell_give():
+    # written out: a test through the names alone passes whatever the numbers are
+    assert (EXIT_OK, EXIT_NO, EXIT_ERROR) == (0, 1, 2)  # as diff and grep use them
+    assert (EXIT_INTERRUPTED, EXIT_CLOSED_PIPE) == (128 + 2, 128 + 13)  # SIGINT, SIGPIPE
 
 
 def test_no_program_spells_an_exit_code_of_its_own():

@@ -18,14 +18,20 @@ Not here: anything the lab itself does; this file only prepares and delegates.
 import hashlib
 import os
 import re
+import runpy
 import shutil
 import subprocess
 import sys
 import tempfile
 import venv
 from pathlib import Path
+from types import SimpleNamespace
 
 HERE = Path(__file__).resolve().parent
+# The lab's exit codes (EXIT_OK, EXIT_ERROR, ...), from the one module that defines them.
+# subtle: compiled from its source, not imported: this python3 is not .venv/'s, so nothing
+# keeps an import from loading bytecode planted in plumbing/__pycache__/ (fresh_sources.py)
+exit_codes = SimpleNamespace(**runpy.run_path(str(HERE / "plumbing" / "exit_codes.py")))
 VENV = HERE / ".venv"
 LOCK = HERE / "requirements-lock.txt"  # what the main job needs
 TEST_LOCK = HERE / "requirements-test-lock.txt"  # what only the tests and linters add
@@ -215,13 +221,14 @@ def usage():
         f"usage: python3 lab.py JOB [ARGS ...]\n\njobs:\n{jobs}\n\n"
         "`replay`, `test` and `run SCRIPT` pass --help on to what they run; `view --help`\n"
         "says what `lab.py view` does.\n"
-        "exit codes: those of the job; 2 for an unknown job or a failed set-up"
+        "exit codes: those of the job; 2 for an unknown job or a failed set-up;\n"
+        f"{exit_codes.EVERY_PROGRAM}"
     )
 
 
 # subtle: not view.py's own --help: view.py needs a RECORDING, `lab.py view` gives it the
 # shipped ones when none is named.
-VIEW_USAGE = """\
+VIEW_USAGE = f"""\
 usage: python3 lab.py view [RECORDING ...] [--out FOLDER]
 
 Write one self-contained HTML page per recording, and an index.html of them for several,
@@ -235,7 +242,8 @@ options:
   --out FOLDER  where the pages go (default: views/ in the current folder)
 
 exit codes: 0 every page was written; 2 a recording could not be read or a page not
-written (the others are still written), or a failed set-up"""
+written (the others are still written), or a failed set-up;
+{exit_codes.EVERY_PROGRAM}"""
 
 
 def main(argv):
@@ -243,27 +251,27 @@ def main(argv):
     # for an interpreter and rewrote the lock file.
     if not argv or argv[0] in HELP_FLAGS:
         print(usage(), file=sys.stdout if argv else sys.stderr)
-        return 0 if argv else 2
+        return exit_codes.EXIT_OK if argv else exit_codes.EXIT_ERROR
     if argv[0] not in JOBS:
         print(f"error: unknown job {argv[0]!r}; choose one of: {', '.join(JOBS)}", file=sys.stderr)
-        return 2
+        return exit_codes.EXIT_ERROR
     if argv[0] in ("lint", "lock", "run") and any(flag in argv[1:2] for flag in HELP_FLAGS):
         print(usage())
-        return 0
+        return exit_codes.EXIT_OK
     if argv[0] == "view" and any(flag in argv[1:] for flag in HELP_FLAGS):
         print(VIEW_USAGE)
-        return 0
+        return exit_codes.EXIT_OK
     if argv[0] == "run" and len(argv) < 2:
         print("error: `run` needs a script, e.g. python3 lab.py run record_run.py --help",
               file=sys.stderr)  # fmt: skip
-        return 2
+        return exit_codes.EXIT_ERROR
     if sys.version_info < (3, 10):  # noqa: UP036 -- this runs on whatever python3 is there
         print("error: the lab needs Python 3.10 or newer", file=sys.stderr)
-        return 2
+        return exit_codes.EXIT_ERROR
     job, rest = argv[0], argv[1:]
     if job == "lock":
         lock(*rest[:1])
-        return 0
+        return exit_codes.EXIT_OK
     try:
         # the maintainers' scripts in tests/ (snapshots, screenshot, ...) need the tests' packages
         maintainers = job == "run" and bool(rest) and "tests" in Path(rest[0]).parts
@@ -273,7 +281,7 @@ def main(argv):
             f"error: setting up {VENV.name}/ failed ({error}); see pip's output above",
             file=sys.stderr,
         )
-        return 2
+        return exit_codes.EXIT_ERROR
     # subtle: no bytecode is written into .venv/ after its snapshot (plumbing/installed_files.py),
     # or the next program would refuse it as planted: the suite's pytest rewrites its plugins
     # (anyio's, xdist's) into __pycache__/ there, and only a sandboxed run cannot write it.
@@ -329,7 +337,5 @@ def quiet_once(given):
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main(sys.argv[1:]))
-    except KeyboardInterrupt:
-        sys.exit(130)
+    # Ctrl-C reaches the job too, which says so: lab.py adds no line of its own
+    exit_codes.run_program(main, sys.argv[1:], interrupted=None)

@@ -27,12 +27,12 @@ import time
 from pathlib import Path
 
 from plumbing.console import plural
+from plumbing.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NO, EXIT_OK
 from plumbing.limits import SAMPLING_SEEDS
 from plumbing.outcomes import attempt_line, outcome, summary_lines
 from plumbing.recording import RecordingError, load
 
 RECORD_RUN = Path(__file__).resolve().parent.parent / "record_run.py"
-EXIT_PASSED, EXIT_FAILED, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def series_paths(output, attempts):
@@ -158,7 +158,7 @@ class Series:
         self.ended += 1
         where = f"[{self.ended}/{len(self.outputs)}] attempt {attempt.number}"
         code = attempt.process.returncode
-        if code in (EXIT_PASSED, EXIT_FAILED, EXIT_INTERRUPTED) and attempt.recorded():
+        if code in (EXIT_OK, EXIT_NO, EXIT_INTERRUPTED) and attempt.recorded():
             try:
                 self.outcomes[attempt.number] = outcome(load(attempt.output))
             except RecordingError as error:
@@ -182,10 +182,10 @@ class Series:
         if self.interrupted:
             return EXIT_INTERRUPTED
         if self.setup_errors:
-            return EXIT_SETUP
+            return EXIT_ERROR
         everything = len(self.outcomes) == len(self.outputs)
         passed = everything and all(o.succeeded for o in self.outcomes.values())
-        return EXIT_PASSED if passed else EXIT_FAILED
+        return EXIT_OK if passed else EXIT_NO
 
 
 def run_series(argv, args, out=None):

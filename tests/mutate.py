@@ -66,12 +66,13 @@ MODULES = [
         f"plumbing/{name}.py"
         for name in (
             "attempts", "bounds", "child_process", "chunk_shape", "confined_tree", "console",
-            "divergence", "driver", "first_draw", "fork", "fresh_sources", "generated_cases",
-            "held_out", "isolation", "limits", "live_model", "ollama_transport", "openai_wire",
-            "outcomes", "output_path", "page", "page_files", "pytest_report", "pytest_run",
-            "quiet_interrupt", "readonly_tools", "recording", "redact", "run_memo", "sample",
-            "scratch", "source_diff", "startup_guard", "stats", "suite_settings", "tasks",
-            "text_calls", "timeline", "transcript", "verdict_words", "wire_errors",
+            "divergence", "driver", "exit_codes", "first_draw", "fork", "fresh_sources",
+            "generated_cases", "held_out", "isolation", "limits", "live_model",
+            "ollama_transport", "openai_wire", "outcomes", "output_path", "page", "page_files",
+            "pytest_report", "pytest_run", "quiet_interrupt", "readonly_tools", "recording",
+            "redact", "run_memo", "sample", "scratch", "source_diff", "startup_guard", "stats",
+            "suite_settings", "tasks", "text_calls", "timeline", "transcript", "verdict_words",
+            "wire_errors",
         )
     ),
 ]  # fmt: skip

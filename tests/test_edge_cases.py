@@ -31,6 +31,7 @@ from agent_loop import (
     agent_events,
 )
 from local_model import LocalModel, ModelError
+from plumbing.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NO
 from plumbing.limits import Deadline, DeadlineExceeded
 from plumbing.ollama_transport import _LimitedStream, _WatchedStream
 from plumbing.output_path import default_output
@@ -203,7 +204,7 @@ def test_replay_with_no_recordings_given_and_none_in_the_lab_exits_2(tmp_path):
     finished = subprocess.run(
         [sys.executable, str(lab / "replay.py")], capture_output=True, text=True, cwd=lab
     )
-    assert finished.returncode == CANNOT_REPLAY, finished.stdout + finished.stderr
+    assert finished.returncode == EXIT_ERROR, finished.stdout + finished.stderr
     assert finished.stderr == f"error: no recordings given and none in {lab / 'recordings'}\n"
     assert "Replayed" not in finished.stdout
 
@@ -250,7 +251,7 @@ def test_a_cut_short_recording_holding_a_call_the_run_never_makes_diverges_and_e
     recording["model_calls"].append(copy.deepcopy(recording["model_calls"][-1]))
     save(tmp_path / "r.json", recording)
     finished = replay_in_child(tmp_path / "r.json")
-    assert finished.returncode == DIVERGED, finished.stdout + finished.stderr
+    assert finished.returncode == EXIT_NO, finished.stdout + finished.stderr
     assert "Stop: interrupted after 1 model call, 0 tool calls" in finished.stdout
     assert "DIVERGED (1):\n  model calls: 2 recorded, 1 made\n" in finished.stdout
 
@@ -267,7 +268,7 @@ def test_a_cut_short_recording_holding_two_calls_past_its_cut_runs_no_tool_past_
     recording["model_calls"] = recording["model_calls"][:4]  # turn 3 edits, turn 4 tests
     save(tmp_path / "r.json", recording)
     finished = replay_in_child(tmp_path / "r.json")
-    assert finished.returncode == DIVERGED, finished.stdout + finished.stderr
+    assert finished.returncode == EXIT_NO, finished.stdout + finished.stderr
     assert "Independent verdict: failed" in finished.stdout
     assert "What the run changed" not in finished.stdout
     assert "  model calls: 4 recorded, 2 made\n" in finished.stdout
@@ -291,7 +292,7 @@ def test_a_recording_that_cannot_be_saved_exits_2_not_as_a_finished_attempt(tmp_
     code = record_run.record_attempt(
         RecordingChat(ScriptedChat(script)), {"name": "scripted"}, tmp_path, 4, out=io.StringIO()
     )
-    assert code == record_run.EXIT_SETUP
+    assert code == EXIT_ERROR
     assert f"error: the recording could not be saved to {tmp_path}: " in capsys.readouterr().err
 
 
@@ -318,7 +319,7 @@ def test_recorder_does_not_count_a_run_that_rewrote_the_test_file(tmp_path, caps
     saved = load(output)
     assert saved["final_tests"]["verdict"] == "failed"  # judged on the sample's own tests...
     assert saved["tests_unchanged"] is False
-    assert code == record_run.EXIT_FAILED  # ...and the run does not count
+    assert code == EXIT_NO  # ...and the run does not count
     assert "the test file changed" in capsys.readouterr().err
 
 
@@ -396,7 +397,7 @@ def test_ctrl_c_between_chunks_saves_the_stream_as_closed(tmp_path):
     chat = ScriptedChat([[chunk("Reading "), chunk("the file"), chunk(done=True)]])
     out, output = CtrlCOnce("Reading"), tmp_path / "r.json"
     code = record_run.record_attempt(RecordingChat(chat), {"name": "scripted"}, output, 4, out=out)
-    assert code == record_run.EXIT_INTERRUPTED
+    assert code == EXIT_INTERRUPTED
     saved = load(output)
     assert saved["stop"]["reason"] == "interrupted" and saved["final_tests"] is None
     assert saved["model_calls"][0]["ended"] == "closed"

@@ -24,15 +24,15 @@ from types import SimpleNamespace
 import pytest
 
 from agent_loop import (
-    AFTER_THE_END,
+    AFTER_DONE_CHUNK,
     ASSISTANT_FINISHED,
     DEADLINE,
     MODEL_DONE,
     MODEL_ERROR,
     MODEL_START,
+    PAST_MAX_CALLS_RUN,
     STOPPED,
     TASK,
-    TOO_MANY_CALLS,
     TOOL_RESULT,
     TOOL_START,
     agent_events,
@@ -510,14 +510,14 @@ def test_a_server_closing_a_connection_no_request_armed_is_an_ordinary_end():
 
 
 def test_calls_past_the_cap_get_an_error_each_and_none_runs():
-    # 32, the README's figure, written out: a test through MAX_TOOL_CALLS passes whatever it is.
+    # 32, the README's figure, written out: a test through MAX_CALLS_RUN passes whatever it is.
     calls = [call("ping", index=i) for i in range(40)]
     chat = ScriptedChat([[chunk(tool_calls=calls, done=True)], [chunk("done", done=True)]])
     tools = CountingTools()
     events = list(agent_events(chat, tools, TASK))
     results = [e["result"] for e in events if e["type"] == TOOL_RESULT]
     assert len(tools.ran) == 32
-    assert results[32:] == [{"error": TOO_MANY_CALLS}] * 8
+    assert results[32:] == [{"error": PAST_MAX_CALLS_RUN}] * 8
     sent_back = [m for m in chat.requests[1] if m["role"] == "tool"]
     assert len(sent_back) == 40  # every call is answered
 
@@ -529,7 +529,7 @@ def test_ollama_call_after_done_never_runs():
     late = [chunk("ok", done=True), chunk(tool_calls=[call("ping")])]
     chat, tools = ScriptedChat([late]), CountingTools()
     events = list(agent_events(chat, tools, TASK))
-    assert events[-1]["reason"] == MODEL_ERROR and events[-1]["error"] == AFTER_THE_END
+    assert events[-1]["reason"] == MODEL_ERROR and events[-1]["error"] == AFTER_DONE_CHUNK
     assert tools.ran == []
 
 

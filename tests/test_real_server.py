@@ -26,7 +26,7 @@ import pytest
 
 from agent_loop import INCOMPLETE_MODEL_TURN, MODEL_ERROR, TOOL_START
 from plumbing.sample import SOURCE_FILE, copy_sample
-from plumbing.tasks import CHEATED, FAILED, FLAGGED, outcome_of
+from plumbing.tasks import CHEATED, FAILED_ATTEMPT, FLAGGED, outcome_of
 from tests.helpers import Reader, wait_until_gone
 from tests.in_process import run_cli
 from tests.real_server import (
@@ -221,7 +221,7 @@ def test_the_real_model_at_the_impossible_task_gets_an_outcome_that_replays(serv
     code, out, err = lab("record_run.py", *args, "--output", output)
     recording = json.loads(output.read_text(encoding="utf-8"))
     outcome = outcome_of(recording)
-    assert outcome in (CHEATED, FLAGGED, FAILED) and recording["task_name"] == "impossible"
+    assert outcome in (CHEATED, FLAGGED, FAILED_ATTEMPT) and recording["task_name"] == "impossible"
     assert code == (0 if outcome == FLAGGED else 1), out + err
     assert f"Impossible task: {outcome} (" in out
     code, out, err = lab("replay.py", output)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agent_loop import MODEL_ERROR, TASK, TOOL_RESULT, agent_events
-from plumbing.limits import ARGUMENTS_TOO_LONG, TOO_MANY_CALLS_IN_TURN
+from plumbing.limits import ARGUMENTS_TOO_LONG, PAST_MAX_CALLS_ACCEPTED
 from repo_tools import RepoTools
 from tests import openai_test_server as openai
 from tests.in_process import run_cli
@@ -59,7 +59,7 @@ def assert_bounded(finished, output, peak, error):
 def test_ollama_turn_of_20000_calls_ends_as_model_error_bounded(tmp_path):
     calls = [call("read_file", index=i, path="path_rules.py") for i in range(20_000)]
     with OllamaTestServer([reply(chunk(tool_calls=calls), chunk(done=True))]) as server:
-        assert_bounded(*record(tmp_path, server), TOO_MANY_CALLS_IN_TURN)
+        assert_bounded(*record(tmp_path, server), PAST_MAX_CALLS_ACCEPTED)
 
 
 def test_openai_turn_of_20000_calls_ends_as_model_error_bounded(tmp_path):
@@ -69,7 +69,7 @@ def test_openai_turn_of_20000_calls_ends_as_model_error_bounded(tmp_path):
     script = [openai.reply(*fragments, openai.finish("tool_calls"))]
     with openai.OpenAITestServer(script) as server:
         found = record(tmp_path, server, "--api", "openai", "--model", openai.TEST_MODEL)
-        assert_bounded(*found, TOO_MANY_CALLS_IN_TURN)
+        assert_bounded(*found, PAST_MAX_CALLS_ACCEPTED)
 
 
 def test_openai_50_mb_of_argument_fragments_end_as_model_error_bounded(tmp_path):

@@ -54,6 +54,14 @@ def wait_for(condition, seconds=10.0):
     return True
 
 
+def record(*args, env=None):
+    """record_run.py ARGS, its main() in this process (tests/in_process.py): a
+    CompletedProcess, as for the program."""
+    from tests.in_process import run_cli
+
+    return run_cli("record_run.py", *args, env=env)
+
+
 def replay(path, **options):
     """(outcome, printed text) of replaying the recording at `path`, as replay.py does."""
     import io
@@ -72,6 +80,16 @@ def altered(tmp_path, change, name="altered.json"):
     change(recording)
     save(tmp_path / name, recording)
     return tmp_path / name
+
+
+def needs_bubblewrap():
+    """Skip, saying why, where bubblewrap cannot isolate the tests (CI installs it)."""
+    import pytest
+
+    from plumbing import isolation
+
+    if isolation.isolation_kind() != isolation.BUBBLEWRAP:
+        pytest.skip("bubblewrap does not work here (apt-get install bubblewrap)")
 
 
 # --- processes and pipes, for the tests that run the CLIs as a user would ------------------

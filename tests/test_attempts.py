@@ -28,7 +28,7 @@ from plumbing.stats import wilson_interval
 from plumbing.timeline import context_lines, context_window
 from replay import REPRODUCED, replay_one
 from tests import openai_test_server as openai
-from tests.helpers import altered, processes_under, start_cli, wait_for
+from tests.helpers import altered, processes_under, record, start_cli, wait_for
 from tests.in_process import run_cli
 from tests.ollama_test_server import ConversationServer, call, chunk, reply
 from tests.test_hardening import HOSTILE_NEW, HOSTILE_OLD
@@ -60,11 +60,6 @@ def reading(tag):
     """An attempt that reads a file: with --max-turns 1 it stops at max_turns, unrepaired."""
     read = call("read_file", path="path_rules.py")
     return [reply(chunk(thinking=f"Plan {tag}: read."), chunk(tool_calls=[read]), chunk(done=True))]
-
-
-def record(*args):
-    """record_run.py ARGS, its main() in this process; a series' attempts are programs."""
-    return run_cli("record_run.py", *args)
 
 
 def series(conversations, output, *options):

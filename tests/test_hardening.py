@@ -23,7 +23,7 @@ from plumbing.recording import RECORDINGS, RecordingChat, load, save
 from record_run import record_attempt
 from replay import REPRODUCED, replay_one
 from repo_tools import READ_LIMIT, RepoTools
-from tests.helpers import processes_under, start_cli, wait_for
+from tests.helpers import needs_bubblewrap, processes_under, start_cli, wait_for
 from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.scripted_model import ScriptedChat
@@ -230,12 +230,6 @@ def test_a_cli_started_with_ctrl_c_ignored_keeps_ignoring_it(tmp_path, fresh_run
 
 
 # --- isolated test runs ------------------------------------------------------------------------
-
-
-def needs_bubblewrap():
-    """Skip, saying why, where bubblewrap cannot isolate the tests (CI installs it)."""
-    if isolation.isolation_kind() != isolation.BUBBLEWRAP:
-        pytest.skip("bubblewrap does not work here (apt-get install bubblewrap)")
 
 
 @pytest.fixture

@@ -48,8 +48,7 @@ from plumbing.recording import load
 from plumbing.wire_errors import CONNECT_TIMEOUT
 from replay import REPRODUCED, replay_one
 from repo_tools import RepoTools
-from tests.helpers import sigint_default
-from tests.in_process import run_cli
+from tests.helpers import record, sigint_default
 from tests.ollama_test_server import OllamaTestServer, call, chunk
 from tests.ollama_test_server import reply as ollama_reply
 from tests.openai_test_server import (
@@ -357,12 +356,6 @@ def test_openai_turn_complete_before_the_deadline_cut_is_kept_and_runs_no_tool(r
 
 
 # --- the deadline through the real recorder, then replayed (issue 12's real-server shapes) -------
-
-
-def record(*options, env=None):
-    """record_run.py's main() in this process (tests/in_process.py): the deadline is the
-    loop's own, not the process's."""
-    return run_cli("record_run.py", *options, env=env)
 
 
 def test_recording_of_a_model_call_cut_before_any_event_replays_the_same_requests(tmp_path):

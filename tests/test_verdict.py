@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import replay
-from plumbing import isolation, sample
+from plumbing import sample
 from plumbing.child_process import OUTPUT_LIMIT, minimal_env, run_bounded
 from plumbing.generated_cases import generated
 from plumbing.held_out import cases_for
@@ -32,7 +32,7 @@ from plumbing.redact import REDACTED, redact, secret_values
 from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, TEST_FILE, copy_sample, final_source
 from plumbing.verdict_words import TESTS_FAILED
 from repo_tools import RepoTools
-from tests.helpers import FAULTY_LINE, FIXED_LINE, processes_under
+from tests.helpers import FAULTY_LINE, FIXED_LINE, needs_bubblewrap, processes_under
 from tests.in_process import run_cli
 from tests.make_recordings import GAMES_THE_VERDICT
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
@@ -44,11 +44,6 @@ from verdict import SOURCE_LIMIT, independent_verdict
 HERE = Path(__file__).resolve().parent.parent
 DOCSTRING = '"""Path rules for a small CI helper'
 FAKE_KEY = "sk-fake-harness-key-0123456789"
-
-
-def needs_bubblewrap():
-    if isolation.isolation_kind() != isolation.BUBBLEWRAP:
-        pytest.skip("bubblewrap does not work here (apt-get install bubblewrap)")
 
 
 def edit(repo, old, new):

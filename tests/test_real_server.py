@@ -259,7 +259,7 @@ def test_make_live_recording_adds_the_model_and_server_facts_and_replays(tmp_pat
     except Unavailable as error:
         pytest.skip(f"no real llama-server here: {error}")
     args = ["--max-tokens", "16", "--threads", str(SUITE_THREADS), "--output", str(output)]
-    code, out, err = lab("tests/make_live_recording.py", *args)
+    code, out, err = lab("tests/maintainers/make_live_recording.py", *args)
     assert code == 0, out + err
     recording = json.loads(output.read_text(encoding="utf-8"))
     model = recording["model"]

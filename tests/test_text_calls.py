@@ -194,9 +194,9 @@ def test_over_each_wire_a_quoted_call_is_named_and_only_the_action_runs(wire, re
 
 
 def test_the_shipped_refusal_that_quotes_its_edit_runs_only_its_actions():
-    # recordings/impossible/quotes-the-edit.json (tests/make_recordings.py; its replay to
-    # `flagged` is in tests/test_impossible.py): the read and the run it wrote as its actions
-    # ran; the edit it quotes in a ```text block, before its CONFLICT: line, did not
+    # recordings/impossible/quotes-the-edit.json (tests/maintainers/make_recordings.py; its
+    # replay to `flagged` is in tests/test_impossible.py): the read and the run it wrote as its
+    # actions ran; the edit it quotes in a ```text block, before its CONFLICT: line, did not
     recording = load(RECORDINGS / "impossible" / "quotes-the-edit.json")
     starts = [e for e in recording["events"] if e["type"] == TOOL_START]
     assert [(e["name"], e["from_text"]) for e in starts] == [

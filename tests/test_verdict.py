@@ -34,7 +34,7 @@ from plumbing.verdict_words import TESTS_FAILED
 from repo_tools import RepoTools
 from tests.helpers import FAULTY_LINE, FIXED_LINE, needs_bubblewrap, processes_under
 from tests.in_process import run_cli
-from tests.make_recordings import GAMES_THE_VERDICT
+from tests.maintainers.make_recordings import GAMES_THE_VERDICT
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.openai_test_server import TEST_MODEL as OPENAI_MODEL
 from tests.openai_test_server import OpenAITestServer

@@ -2,6 +2,7 @@
 
 import os
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -43,6 +44,9 @@ FAULTY_LINE = 'parts = path.split("/")'
 FIXED_LINE = 'parts = path.replace("\\\\", "/").split("/")'
 
 
+SECRET = "TOP-SECRET-OUTSIDE"  # what a file outside a tool's root holds: never in a result
+
+
 def wait_for(condition, seconds=10.0):
     """True once `condition()` holds, False after `seconds`: for events another thread
     causes (a server noticing a hang-up). The bound is generous; only a failure waits it out."""
@@ -60,6 +64,15 @@ def record(*args, env=None):
     from tests.in_process import run_cli
 
     return run_cli("record_run.py", *args, env=env)
+
+
+def ask(*args, stdin=""):
+    """(exit code, stdout, stderr) of ask.py ARGS fed `stdin`, its main() in this process
+    (tests/in_process.py), as the program would answer."""
+    from tests.in_process import run_cli
+
+    done = run_cli("ask.py", *args, stdin=stdin)
+    return done.returncode, done.stdout, done.stderr
 
 
 def replay(path, **options):
@@ -90,6 +103,23 @@ def needs_bubblewrap():
 
     if isolation.isolation_kind() != isolation.BUBBLEWRAP:
         pytest.skip("bubblewrap does not work here (apt-get install bubblewrap)")
+
+
+def tree_snapshot(*tops):
+    """Every entry under `tops` (links not followed): type, mode, size, mtime, and bytes."""
+    seen = {}
+    for top in tops:
+        for folder, subfolders, files in os.walk(top):
+            for name in [".", *subfolders, *files]:
+                path = os.path.normpath(os.path.join(folder, name))
+                info = os.lstat(path)
+                entry = (info.st_mode, info.st_size, info.st_mtime_ns)
+                if stat.S_ISREG(info.st_mode):
+                    entry += (Path(path).read_bytes(),)
+                elif stat.S_ISLNK(info.st_mode):
+                    entry += (os.readlink(path),)
+                seen[path] = entry
+    return seen
 
 
 # --- processes and pipes, for the tests that run the CLIs as a user would ------------------

@@ -10,7 +10,6 @@ import stat
 from plumbing.sample import copy_sample
 from repo_tools import EDITABLE, RepoTools
 
-
 # --- replace_text never half-writes ---------------------------------------------------------------
 
 

@@ -13,7 +13,6 @@ from tests.ollama_test_server import call, chunk
 from tests.scripted_model import ScriptedChat
 from tool_guard import ToolBox, function_schema
 
-
 # --- a tool's exception is an error result --------------------------------------------------------
 
 

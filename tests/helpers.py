@@ -58,6 +58,22 @@ def wait_for(condition, seconds=10.0):
     return True
 
 
+def run(script, repo, **options):
+    """(chat, events): the loop over a ScriptedChat of `script`, with the real RepoTools on
+    `repo`; `options` go to agent_events (max_turns, deadline, clock, ...)."""
+    from agent_loop import TASK, agent_events
+    from repo_tools import RepoTools
+    from tests.scripted_model import ScriptedChat
+
+    chat = ScriptedChat(script)
+    return chat, list(agent_events(chat, RepoTools(repo), TASK, **options))
+
+
+def of_type(events, kind):
+    """The events of one type, in order."""
+    return [event for event in events if event["type"] == kind]
+
+
 def record(*args, env=None):
     """record_run.py ARGS, its main() in this process (tests/in_process.py): a
     CompletedProcess, as for the program."""

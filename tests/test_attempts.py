@@ -31,7 +31,7 @@ from tests import openai_test_server as openai
 from tests.helpers import altered, processes_under, record, start_cli, wait_for
 from tests.in_process import run_cli
 from tests.ollama_test_server import ConversationServer, call, chunk, reply
-from tests.test_isolation import HOSTILE_NEW, HOSTILE_OLD
+from tests.test_ctrl_c import HOSTILE_NEW, HOSTILE_OLD
 
 HERE = Path(__file__).resolve().parent.parent
 FIX = {"old": 'path.split("/")', "new": 'path.replace("\\\\", "/").split("/")'}

@@ -1,12 +1,17 @@
-"""Offline tests of what the harness survives: malformed chunks, deadlines, Ctrl-C anywhere,
-hostile edits, isolated test runs, and files that are damaged or too big.
+"""Every test run is isolated (plumbing/isolation.py): bubblewrap, else `unshare --net`,
+else none, said at the start; `--no-isolate` turns it off.
+
+Extra tests planted in a copy of the sample try to reach the network, a Unix socket and a
+file outside the copy: they fail under bubblewrap and succeed without it. With only the
+network cut, or nothing, the run says so in its first line and records it; where nothing
+isolates, replay runs only the lab's own recordings (recordings/SHA256SUMS). What the
+edited code can do as root is tests/test_sandbox_as_root.py's; the verdict's own
+isolation, attack by attack, tests/test_verdict.py's.
 """
 
 import io
-import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -15,221 +20,21 @@ from pathlib import Path
 
 import pytest
 
-from agent_loop import DEADLINE, MODEL_DONE, MODEL_ERROR, TASK, TOOL_START, agent_events
 from plumbing import isolation
-from plumbing.child_process import tail
 from plumbing.pytest_run import run_pytest
-from plumbing.recording import RECORDINGS, RecordingChat, load, save
+from plumbing.recording import RECORDINGS, RecordingChat, load
 from record_run import record_attempt
 from replay import REPRODUCED, replay_one
-from repo_tools import READ_LIMIT, RepoTools
-from tests.helpers import needs_bubblewrap, processes_under, start_cli, wait_for
+from repo_tools import RepoTools
+from tests.helpers import needs_bubblewrap
 from tests.in_process import run_cli
-from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
+from tests.ollama_test_server import chunk
 from tests.scripted_model import ScriptedChat
 
 HERE = Path(__file__).resolve().parent.parent
-HOSTILE_OLD = '"""Path rules for a small CI helper'
-HOSTILE_NEW = (
-    "import subprocess, sys, time\n"
-    "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-    "time.sleep(60)\n" + HOSTILE_OLD
-)
 
 
-def run(script, repo, **options):
-    chat = ScriptedChat(script)
-    return chat, list(agent_events(chat, RepoTools(repo), TASK, **options))
-
-
-# --- malformed chunks -------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "bad, named",
-    [
-        ("not a chunk", "expected an object, got str"),
-        (None, "expected an object, got NoneType"),
-        ({"message": ["content"]}, "'message' is not an object"),
-        ({"message": ""}, "'message' is not an object"),  # empty, yet not "no message"
-        ({"message": []}, "'message' is not an object"),
-        ({"message": {"content": 42}}, "message 'content' is not text"),
-        ({"message": {"thinking": {"a": 1}}}, "message 'thinking' is not text"),
-        ({"message": {"content": 0}}, "message 'content' is not text"),  # falsy, not absent
-        ({"message": {"thinking": []}}, "message 'thinking' is not text"),
-        ({"message": {"tool_calls": {"function": {}}}}, "'tool_calls' is not a list"),
-        ({"message": {"tool_calls": ["read_file"]}}, "not an object with a 'function'"),
-        ({"message": {"tool_calls": [{"name": "run_tests"}]}}, "not an object with a 'function'"),
-    ],
-)
-def test_malformed_chunk_is_a_model_error_naming_it_and_runs_no_tool(repo, bad, named):
-    script = [[chunk(tool_calls=[call("run_tests")]), bad, chunk(done=True)]]
-    chat, events = run(script, repo)
-    assert events[-1]["reason"] == MODEL_ERROR
-    assert named in events[-1]["error"]
-    assert [e for e in events if e["type"] == TOOL_START] == []
-
-
-def test_a_chunk_without_a_message_adds_nothing_and_can_end_the_turn(repo):
-    # A done chunk need not carry a message: the turn is the text that came before it.
-    chat, events = run([[chunk("Done."), {"done": True}]], repo)
-    assert events[-1]["reason"] == "assistant_finished"
-    done = [e for e in events if e["type"] == MODEL_DONE]
-    assert done[0]["message"] == {"role": "assistant", "content": "Done."}
-
-
-@pytest.mark.parametrize("arguments", [None, 7, 2.5, True, ["a"], "", "[1]", "{bad"])
-def test_arguments_of_any_type_become_an_error_result(repo, arguments):
-    script = [
-        [
-            chunk(
-                tool_calls=[{"function": {"name": "read_file", "arguments": arguments}}], done=True
-            )
-        ],
-        [chunk("ok", done=True)],
-    ]
-    chat, events = run(script, repo)
-    assert events[-1]["reason"] == "assistant_finished"
-    assert "error" in json.loads(chat.requests[1][-1]["content"])
-
-
-def test_a_call_with_a_non_text_name_is_an_error_result(repo):
-    script = [
-        [chunk(tool_calls=[{"function": {"name": ["run_tests"], "arguments": {}}}], done=True)],
-        [chunk("ok", done=True)],
-    ]
-    chat, _ = run(script, repo)
-    assert "unknown tool" in json.loads(chat.requests[1][-1]["content"])["error"]
-
-
-# --- deadline ---------------------------------------------------------------------------------
-
-
-class Clock:
-    """A clock that advances one second each time it is read."""
-
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        self.now += 1.0
-        return self.now
-
-
-def test_deadline_is_checked_before_each_request(repo):
-    reads = [[chunk(tool_calls=[call("read_file", path="path_rules.py")], done=True)]] * 20
-    chat = ScriptedChat(reads)
-    events = list(
-        agent_events(chat, RepoTools(repo), TASK, max_turns=20, deadline=12, clock=Clock())
-    )
-    assert events[-1]["reason"] == DEADLINE
-    assert 1 <= len(chat.requests) < 20
-    assert sum(e["type"] == MODEL_DONE for e in events) == len(chat.requests)
-
-
-def test_recorder_deadline_keeps_everything_and_replays(tmp_path):
-    output = tmp_path / "deadline.json"
-    read = reply(chunk(tool_calls=[call("read_file", path="path_rules.py")]), chunk(done=True))
-    slow = reply(chunk("Let me"), chunk(" think"), chunk(" more", done=True), pause_after_first=1)
-    with OllamaTestServer([read, slow]) as server:
-        options = ["--host", server.host, "--deadline", 0.5, "--output", output]
-        finished = run_cli("record_run.py", *options)
-    assert finished.returncode == 1, finished.stdout + finished.stderr
-    recording = load(output)
-    assert recording["stop"]["reason"] == DEADLINE
-    assert recording["model_calls"][1]["ended"] == "closed"
-    assert recording["final_tests"]["exit_code"] == 1
-    outcome = replay_one(output, out=open(os.devnull, "w"))
-    assert outcome == REPRODUCED
-
-
-# --- Ctrl-C anywhere, and nothing left running -------------------------------------------------
-
-
-def sleeper_under(directory):
-    """True once the hostile edit's sleeping grandchild runs in `directory`: the tests are
-    under way (HOSTILE_NEW starts it when pytest imports the module)."""
-    for pid in processes_under(directory):
-        try:
-            if b"time.sleep(60)" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                return True
-        except OSError:
-            continue
-    return False
-
-
-def interrupted_during_tests(args, tmp_path):
-    """(exit code, stderr, stdout lines) of a CLI sent SIGINT once the tests `run_tests`
-    started run."""
-    process, lines = start_cli(args, tmp_path)
-    try:
-        assert wait_for(lambda: any("run_tests {}" in line for line in lines), seconds=30)
-        assert wait_for(lambda: sleeper_under(tmp_path), seconds=30)
-        process.send_signal(signal.SIGINT)
-        return process.wait(timeout=30), process.stderr.read(), lines
-    finally:
-        process.kill()
-
-
-def test_ctrl_c_during_a_test_run_kills_it_and_saves_interrupted(tmp_path, fresh_runs):
-    output = tmp_path / "out" / "interrupted.json"
-    hostile = reply(
-        chunk(tool_calls=[call("replace_text", old=HOSTILE_OLD, new=HOSTILE_NEW)]),
-        chunk(tool_calls=[call("run_tests", index=1)], done=True),
-    )
-    with OllamaTestServer([hostile]) as server:
-        args = [HERE / "record_run.py", "--host", server.host, "--output", output]
-        code, err, lines = interrupted_during_tests(args, tmp_path)
-    assert code == 130
-    assert "Traceback" not in err
-    assert processes_under(tmp_path) == []  # pytest and its sleeping grandchild are gone
-    recording = load(output)
-    assert recording["stop"]["reason"] == "interrupted" and recording["final_tests"] is None
-    assert recording["events"][-1]["type"] == TOOL_START  # the run that was interrupted
-    # the timeline counts the starting tests alone: the final ones never ran
-    assert wait_for(lambda: "interrupted: the final tests were not run\n" in lines, seconds=10)
-    starting = recording["starting_tests"]["seconds"]
-    assert f"        independent tests {starting:.2f}s\n" in lines, lines
-
-
-def test_ctrl_c_during_a_replayed_test_run_exits_130_and_leaves_nothing(tmp_path, fresh_runs):
-    recording = load(RECORDINGS / "repair.json")
-    for c in recording["model_calls"][2]["chunks"]:
-        for tool_call in c["message"].get("tool_calls", []):
-            tool_call["function"]["arguments"] = {"old": HOSTILE_OLD, "new": HOSTILE_NEW}
-    save(tmp_path / "hostile.json", recording)
-    code, err, _ = interrupted_during_tests(
-        [HERE / "replay.py", tmp_path / "hostile.json"], tmp_path
-    )
-    assert code == 130
-    assert "Traceback" not in err
-    assert processes_under(tmp_path) == []
-
-
-def test_a_cli_started_with_ctrl_c_ignored_keeps_ignoring_it(tmp_path, fresh_runs):
-    # A shell starts a background job with SIGINT ignored: the CLI must not take Ctrl-C back.
-    process = subprocess.Popen(
-        [sys.executable, str(HERE / "replay.py"), RECORDINGS / "bounded-max-turns-1.json"],
-        cwd=HERE,
-        env={**os.environ, "TMPDIR": str(tmp_path)},
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        # Ctrl-C once its tests run in its temporary copy: well past the point where the CLI
-        # hands Ctrl-C back to Python (quiet_interrupt.ready), and still replaying
-        assert wait_for(lambda: processes_under(tmp_path), seconds=60), "no test run started"
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=120)
-    finally:
-        process.kill()
-    assert process.returncode == 0, err
-    assert "Replayed 1 recording(s): 1 reproduced" in out
-
-
-# --- isolated test runs ------------------------------------------------------------------------
+# --- isolated test runs ---------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -454,48 +259,7 @@ def test_replay_isolated_by_default_reproduces():
     assert "tests run" not in out.getvalue()  # under bubblewrap there is nothing to warn of
 
 
-# --- files and data ----------------------------------------------------------------------------
-
-
-def test_a_crash_mid_save_leaves_the_old_recording_intact(tmp_path):
-    path = tmp_path / "keep.json"
-    save(path, {"format": "old"})
-    with pytest.raises(TypeError):
-        save(path, {"format": "new", "broken": object()})  # json.dump fails halfway
-    assert json.loads(path.read_text()) == {"format": "old"}
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.json"]  # no temp file left
-
-
-def test_recordings_hold_no_environment_values():
-    secrets = [v for k, v in os.environ.items() if len(v) > 8 and k not in ("PWD", "HOME")]
-    for path in RECORDINGS.glob("*.json"):
-        text = path.read_text()
-        assert not [v for v in secrets if v in text and v not in str(HERE)], path.name
-
-
-def test_read_file_of_a_huge_file_is_bounded(repo):
-    (repo / "path_rules.py").write_text("x = 1\n" * 100_000)
-    result = RepoTools(repo).invoke("read_file", {"path": "path_rules.py"})
-    assert len(result["text"]) < READ_LIMIT + 100
-    assert "cut: the file has 600000 bytes" in result["text"]  # read up to its limit only
-
-
-# The sizes the README promises, pinned by their values: a test through the constant would
-# pass whatever the constant became.
-
-
-def test_read_file_returns_20000_characters_whole_and_cuts_one_more(repo):
-    (repo / "path_rules.py").write_text("x" * 20_000)
-    whole = RepoTools(repo).invoke("read_file", {"path": "path_rules.py"})["text"]
-    assert whole == "x" * 20_000
-    (repo / "path_rules.py").write_text("x" * 20_001)
-    cut = RepoTools(repo).invoke("read_file", {"path": "path_rules.py"})["text"]
-    assert cut == "x" * 20_000 + "\n[... cut: the file has 20001 characters]"
-
-
-def test_test_output_keeps_its_last_4000_characters():
-    assert tail("x" * 4_000) == "x" * 4_000
-    assert tail("y" + "x" * 4_000) == "[... 1 earlier characters cut]\n" + "x" * 4_000
+# --- where nothing isolates, replay runs only the lab's own recordings ----------------------------
 
 
 def refused_from_elsewhere(tmp_path, path, here):
@@ -533,30 +297,3 @@ def test_the_list_of_shipped_recordings_is_every_shipped_recording_as_it_is():
     here = {p.relative_to(RECORDINGS).as_posix(): p for p in RECORDINGS.rglob("*.json")}
     assert sorted(listed) == sorted(here)
     assert all(listed[name] == sha256_file(path) for name, path in here.items())
-
-
-def test_a_child_that_closes_its_output_and_then_ends_gives_its_exit_code():
-    # mutation: `max(time left, 0.01)` -> `min` waited 10 ms for the exit once the output
-    # ended, and called a run that took longer to exit a timeout
-    from plumbing.child_process import run_bounded
-
-    command = [sys.executable, "-c", "import os, time; os.close(1); os.close(2); time.sleep(0.3)"]
-    assert run_bounded(command, cwd=HERE, timeout=30) == (0, "")
-
-
-def test_a_chunk_without_text_or_thinking_gives_empty_text_for_both():
-    # mutation: `thinking or ""` without its fallback gave None where parts() promises text
-    from plumbing.chunk_shape import parts
-
-    assert parts({"message": {"role": "assistant"}, "done": True}) == ("", "", ())
-    assert parts({"message": {"content": None, "thinking": None}}) == ("", "", ())
-
-
-def test_a_silent_child_is_stopped_at_its_time_limit_not_when_it_ends():
-    # mutation: the `continue` after a select that saw nothing dropped: the harness then
-    # blocked in read() until the child ended, far past the limit
-    from plumbing.child_process import run_bounded
-
-    command = [sys.executable, "-c", "import time; time.sleep(20)"]
-    # a timeout has no exit code; the mutant waits the 20 s out and returns the child's 0
-    assert run_bounded(command, cwd=HERE, timeout=0.5)[0] is None

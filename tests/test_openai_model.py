@@ -36,7 +36,7 @@ from plumbing import openai_wire
 from plumbing.limits import ARGUMENTS_TOO_LONG, MAX_LINE_BYTES, Deadline, LineTooLong
 from plumbing.recording import RecordingChat
 from repo_tools import RepoTools
-from tests.helpers import FAULTY_LINE, FIXED_LINE, wait_for
+from tests.helpers import FAULTY_LINE, FIXED_LINE, of_type, wait_for
 from tests.openai_test_server import (
     TEST_MODEL,
     OpenAITestServer,
@@ -58,10 +58,6 @@ def run_chat(repo, *replies, timeout=openai_model.READ_TIMEOUT):
     with OpenAITestServer(replies) as server:
         chat = OpenAICompatibleModel(TEST_MODEL, server.base_url, timeout=timeout)
         return server, list(agent_events(chat, RepoTools(repo), TASK))
-
-
-def of_type(events, kind):
-    return [event for event in events if event["type"] == kind]
 
 
 # --- one turn from events -----------------------------------------------------------------------

@@ -250,3 +250,15 @@ def test_a_user_and_password_in_the_address_are_neither_saved_nor_printed(tmp_pa
     for shown in (saved, finished.stdout, finished.stderr):
         assert "sekret-password-99" not in shown and "lab-user" not in shown
     assert "[redacted]@127.0.0.1" in saved
+
+
+# --- saving ---------------------------------------------------------------------------------------
+
+
+def test_a_crash_mid_save_leaves_the_old_recording_intact(tmp_path):
+    path = tmp_path / "keep.json"
+    save(path, {"format": "old"})
+    with pytest.raises(TypeError):
+        save(path, {"format": "new", "broken": object()})  # json.dump fails halfway
+    assert json.loads(path.read_text()) == {"format": "old"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.json"]  # no temp file left

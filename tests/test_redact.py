@@ -1,9 +1,13 @@
 """The user and password written into a server address (plumbing/redact.py's
 credentials_of), from addresses written here."""
 
+import os
+
 import pytest
 
+from plumbing.recording import RECORDINGS
 from plumbing.redact import credentials_of, secret_values
+from tests.helpers import LAB
 
 
 @pytest.mark.parametrize(
@@ -29,3 +33,13 @@ def test_an_empty_environment_given_is_that_environment_not_the_harnesss(monkeyp
     monkeypatch.setenv("LAB_TEST_TOKEN", "not-in-an-empty-environment")
     assert "not-in-an-empty-environment" in secret_values()
     assert "not-in-an-empty-environment" not in secret_values({})
+
+
+# --- no secret reaches a recording ----------------------------------------------------------------
+
+
+def test_recordings_hold_no_environment_values():
+    secrets = [v for k, v in os.environ.items() if len(v) > 8 and k not in ("PWD", "HOME")]
+    for path in RECORDINGS.glob("*.json"):
+        text = path.read_text()
+        assert not [v for v in secrets if v in text and v not in str(LAB)], path.name

@@ -8,7 +8,7 @@ import os
 import stat
 
 from plumbing.sample import copy_sample
-from repo_tools import EDITABLE, RepoTools
+from repo_tools import EDITABLE, READ_LIMIT, RepoTools
 
 # --- replace_text never half-writes ---------------------------------------------------------------
 
@@ -35,3 +35,24 @@ def test_replace_text_replaces_the_file_atomically_keeping_its_mode(tmp_path):
     assert (tmp_path / "old-inode").read_bytes() == before  # a new file took its place
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
     assert sorted(os.listdir(repo)) == sorted(os.listdir(copy_sample(tmp_path / "fresh")))
+
+
+# --- read_file's bounds ---------------------------------------------------------------------------
+
+
+def test_read_file_of_a_huge_file_is_bounded(repo):
+    (repo / "path_rules.py").write_text("x = 1\n" * 100_000)
+    result = RepoTools(repo).invoke("read_file", {"path": "path_rules.py"})
+    assert len(result["text"]) < READ_LIMIT + 100
+    assert "cut: the file has 600000 bytes" in result["text"]  # read up to its limit only
+
+
+# The sizes the README promises, pinned by their values: a test through the constant would
+# pass whatever the constant became.
+def test_read_file_returns_20000_characters_whole_and_cuts_one_more(repo):
+    (repo / "path_rules.py").write_text("x" * 20_000)
+    whole = RepoTools(repo).invoke("read_file", {"path": "path_rules.py"})["text"]
+    assert whole == "x" * 20_000
+    (repo / "path_rules.py").write_text("x" * 20_001)
+    cut = RepoTools(repo).invoke("read_file", {"path": "path_rules.py"})["text"]
+    assert cut == "x" * 20_000 + "\n[... cut: the file has 20001 characters]"

@@ -6,9 +6,12 @@ an OS error because the model's own code broke its file. (The walk-through of un
 tools and malformed arguments is test_loop.py's.)
 """
 
+import json
+
 import pytest
 
 from agent_loop import STOPPED, TOOL_RESULT, agent_events
+from tests.helpers import run
 from tests.ollama_test_server import call, chunk
 from tests.scripted_model import ScriptedChat
 from tool_guard import ToolBox, function_schema
@@ -51,3 +54,30 @@ def test_a_call_whose_name_is_empty_or_false_is_told_that_name_back(name, shown)
     events = list(agent_events(chat, Fragile(), "Divide by two.", max_turns=3))
     results = [event["result"] for event in events if event["type"] == TOOL_RESULT]
     assert results == [{"error": f"unknown tool {shown}; the offered tools are: divide"}]
+
+
+# --- arguments and names of any type --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arguments", [None, 7, 2.5, True, ["a"], "", "[1]", "{bad"])
+def test_arguments_of_any_type_become_an_error_result(repo, arguments):
+    script = [
+        [
+            chunk(
+                tool_calls=[{"function": {"name": "read_file", "arguments": arguments}}], done=True
+            )
+        ],
+        [chunk("ok", done=True)],
+    ]
+    chat, events = run(script, repo)
+    assert events[-1]["reason"] == "assistant_finished"
+    assert "error" in json.loads(chat.requests[1][-1]["content"])
+
+
+def test_a_call_with_a_non_text_name_is_an_error_result(repo):
+    script = [
+        [chunk(tool_calls=[{"function": {"name": ["run_tests"], "arguments": {}}}], done=True)],
+        [chunk("ok", done=True)],
+    ]
+    chat, _ = run(script, repo)
+    assert "unknown tool" in json.loads(chat.requests[1][-1]["content"])["error"]

@@ -1,0 +1,119 @@
+"""Ctrl-C in every program: record_run.py (one attempt or a series), replay.py, ask.py, and
+the lab's code under them (a test run, the final verdict, a scratch folder's clean-up, the
+imports before main()).
+
+Wherever it lands, Ctrl-C ends the run with exit 130 and no traceback (ask.py during an
+answer returns to its prompt), kills what the run started (pytest and the grandchildren
+the edited code spawns, a search child), and saves what can be saved: a recording that
+says `interrupted` and replays. A signal is about the process, so most of these start the
+program as a user would (tests/helpers.py's start_cli, sigint_default) and send a real
+SIGINT once an observable event says the moment has come. (The recorded Ctrl-C mid-stream
+that the shipped recordings replay is test_recorded.py's.)
+"""
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from agent_loop import TOOL_START
+from plumbing.recording import RECORDINGS, load, save
+from tests.helpers import LAB, processes_under, start_cli, wait_for
+from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
+
+# --- a test run under way: killed, nothing left running -------------------------------------------
+
+
+HOSTILE_OLD = '"""Path rules for a small CI helper'
+HOSTILE_NEW = (
+    "import subprocess, sys, time\n"
+    "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+    "time.sleep(60)\n" + HOSTILE_OLD
+)
+
+
+def sleeper_under(directory):
+    """True once the hostile edit's sleeping grandchild runs in `directory`: the tests are
+    under way (HOSTILE_NEW starts it when pytest imports the module)."""
+    for pid in processes_under(directory):
+        try:
+            if b"time.sleep(60)" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def interrupted_during_tests(args, tmp_path):
+    """(exit code, stderr, stdout lines) of a CLI sent SIGINT once the tests `run_tests`
+    started run."""
+    process, lines = start_cli(args, tmp_path)
+    try:
+        assert wait_for(lambda: any("run_tests {}" in line for line in lines), seconds=30)
+        assert wait_for(lambda: sleeper_under(tmp_path), seconds=30)
+        process.send_signal(signal.SIGINT)
+        return process.wait(timeout=30), process.stderr.read(), lines
+    finally:
+        process.kill()
+
+
+def test_ctrl_c_during_a_test_run_kills_it_and_saves_interrupted(tmp_path, fresh_runs):
+    output = tmp_path / "out" / "interrupted.json"
+    hostile = reply(
+        chunk(tool_calls=[call("replace_text", old=HOSTILE_OLD, new=HOSTILE_NEW)]),
+        chunk(tool_calls=[call("run_tests", index=1)], done=True),
+    )
+    with OllamaTestServer([hostile]) as server:
+        args = [LAB / "record_run.py", "--host", server.host, "--output", output]
+        code, err, lines = interrupted_during_tests(args, tmp_path)
+    assert code == 130
+    assert "Traceback" not in err
+    assert processes_under(tmp_path) == []  # pytest and its sleeping grandchild are gone
+    recording = load(output)
+    assert recording["stop"]["reason"] == "interrupted" and recording["final_tests"] is None
+    assert recording["events"][-1]["type"] == TOOL_START  # the run that was interrupted
+    # the timeline counts the starting tests alone: the final ones never ran
+    assert wait_for(lambda: "interrupted: the final tests were not run\n" in lines, seconds=10)
+    starting = recording["starting_tests"]["seconds"]
+    assert f"        independent tests {starting:.2f}s\n" in lines, lines
+
+
+def test_ctrl_c_during_a_replayed_test_run_exits_130_and_leaves_nothing(tmp_path, fresh_runs):
+    recording = load(RECORDINGS / "repair.json")
+    for c in recording["model_calls"][2]["chunks"]:
+        for tool_call in c["message"].get("tool_calls", []):
+            tool_call["function"]["arguments"] = {"old": HOSTILE_OLD, "new": HOSTILE_NEW}
+    save(tmp_path / "hostile.json", recording)
+    code, err, _ = interrupted_during_tests(
+        [LAB / "replay.py", tmp_path / "hostile.json"], tmp_path
+    )
+    assert code == 130
+    assert "Traceback" not in err
+    assert processes_under(tmp_path) == []
+
+
+# --- a program started with Ctrl-C ignored --------------------------------------------------------
+
+
+def test_a_cli_started_with_ctrl_c_ignored_keeps_ignoring_it(tmp_path, fresh_runs):
+    # A shell starts a background job with SIGINT ignored: the CLI must not take Ctrl-C back.
+    process = subprocess.Popen(
+        [sys.executable, str(LAB / "replay.py"), RECORDINGS / "bounded-max-turns-1.json"],
+        cwd=LAB,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # Ctrl-C once its tests run in its temporary copy: well past the point where the CLI
+        # hands Ctrl-C back to Python (quiet_interrupt.ready), and still replaying
+        assert wait_for(lambda: processes_under(tmp_path), seconds=60), "no test run started"
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 0, err
+    assert "Replayed 1 recording(s): 1 reproduced" in out

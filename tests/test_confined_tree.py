@@ -256,3 +256,39 @@ def test_a_walk_left_early_closes_every_folder_it_holds(tmp_path):
         assert open_under(tmp_path) == before
     finally:
         os.close(root)
+
+
+# --- reading: read_up_to gives what there is, up to its limit -------------------------------------
+
+
+def test_a_non_blocking_file_with_nothing_to_give_reads_as_empty_not_none():
+    # /proc/kmsg looks like a regular file and, opened non-blocking, has nothing until the
+    # kernel logs: a buffered read gave None, and ask.py's read_file and search a TypeError.
+    from plumbing.confined_tree import read_up_to
+
+    reading, writing = os.pipe()
+    os.set_blocking(reading, False)
+    try:
+        with open(reading, "rb", closefd=False) as buffered:
+            assert buffered.read(10) is None  # the trap
+        assert read_up_to(reading, 10) == b""
+        os.write(writing, b"abc")
+        assert read_up_to(reading, 10) == b"abc"
+        assert read_up_to(reading, 10) == b""
+    finally:
+        os.close(reading)
+        os.close(writing)
+
+
+def test_a_read_in_pieces_stops_at_its_limit(tmp_path):
+    # Read in pieces of at most 1 MiB: the last piece is what is left of the limit, so a
+    # file larger than the limit gives exactly the limit, never a piece more.
+    from plumbing.confined_tree import read_up_to
+
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * (3 << 20))
+    fd = os.open(big, os.O_RDONLY)
+    try:
+        assert len(read_up_to(fd, (3 << 20) // 2)) == (3 << 20) // 2
+    finally:
+        os.close(fd)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from agent_loop import TOOL_START
 from plumbing.recording import RECORDINGS, load, save
-from tests.helpers import LAB, processes_under, start_cli, wait_for
+from tests.helpers import LAB, processes_under, sigint_default, start_cli, wait_for
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 
 # --- a test run under way: killed, nothing left running -------------------------------------------
@@ -117,3 +117,55 @@ def test_a_cli_started_with_ctrl_c_ignored_keeps_ignoring_it(tmp_path, fresh_run
         process.kill()
     assert process.returncode == 0, err
     assert "Replayed 1 recording(s): 1 reproduced" in out
+
+
+# --- a scratch folder's clean-up ------------------------------------------------------------------
+
+
+def run_in_lab(child):
+    """Run the Python text `child` in the lab's folder, Ctrl-C reaching it (see helpers)."""
+    return subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, timeout=30,
+        cwd=LAB, preexec_fn=sigint_default,
+    )  # fmt: skip
+
+
+def test_a_second_ctrl_c_during_cleanup_waits_until_the_folder_is_gone(tmp_path):
+    # once in 13 double Ctrl-C runs an empty temporary folder was left behind
+    child = (
+        "import os, signal, sys\n"
+        "from plumbing import scratch\n"
+        "real = scratch.remove_tree\n"
+        "def interrupted(path):\n"
+        "    os.kill(os.getpid(), signal.SIGINT)  # the second Ctrl-C, mid-cleanup\n"
+        "    real(path)\n"
+        "scratch.remove_tree = interrupted\n"
+        "try:\n"
+        "    with scratch.scratch_folder(prefix='agent-lab-test-') as path:\n"
+        "        print(path, flush=True)\n"
+        "        open(os.path.join(path, 'f'), 'w').close()\n"
+        "        raise KeyboardInterrupt  # the first Ctrl-C\n"
+        "except KeyboardInterrupt:\n"
+        "    sys.exit(130)\n"
+    )
+    finished = run_in_lab(child)
+    assert finished.returncode == 130, finished.stderr
+    assert not os.path.exists(finished.stdout.strip())
+
+
+def test_ctrl_c_works_again_once_a_scratch_folder_is_removed():
+    # the cleanup holds Ctrl-C back, and must let it through again: else nothing after the
+    # first verdict could be interrupted
+    child = (
+        "import os, signal\n"
+        "from plumbing.scratch import scratch_folder\n"
+        "with scratch_folder(prefix='agent-lab-test-'):\n"
+        "    pass\n"
+        "try:\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    print('not interrupted')\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted')\n"
+    )
+    finished = run_in_lab(child)
+    assert finished.stdout == "interrupted\n", finished.stdout + finished.stderr

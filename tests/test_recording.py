@@ -10,6 +10,7 @@ a traceback. The servers are the stand-ins on 127.0.0.1; the files are made by e
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -262,3 +263,12 @@ def test_a_crash_mid_save_leaves_the_old_recording_intact(tmp_path):
         save(path, {"format": "new", "broken": object()})  # json.dump fails halfway
     assert json.loads(path.read_text()) == {"format": "old"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.json"]  # no temp file left
+
+
+def test_save_refuses_to_replace_anything_but_a_regular_file(tmp_path):
+    from plumbing.recording import save
+
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(OSError, match="is not a regular file"):
+        save(tmp_path / "fifo", {"format": "x"})
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "fifo").st_mode)

@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from agent_loop import TOOL_START
 from plumbing.recording import RECORDINGS, load, save
 from tests.helpers import LAB, processes_under, sigint_default, start_cli, wait_for
@@ -169,3 +171,31 @@ def test_ctrl_c_works_again_once_a_scratch_folder_is_removed():
     )
     finished = run_in_lab(child)
     assert finished.stdout == "interrupted\n", finished.stdout + finished.stderr
+
+
+# --- while a program is still importing -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "script, argument",
+    [("record_run.py", "--help"), ("ask.py", "--help"), ("replay.py", "recordings/repair.json")],
+)
+def test_ctrl_c_during_the_imports_prints_no_traceback(script, argument):
+    # python -v reports each import as it happens: interrupt as the CLI's own imports begin.
+    # Whatever the signal then lands on (the SDK's imports, or the run itself after them),
+    # the CLI must exit 130 without a traceback.
+    command = [sys.executable, "-v", str(LAB / script), argument]
+    process = subprocess.Popen(
+        command, cwd=LAB, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        preexec_fn=sigint_default,
+    )  # fmt: skip
+    seen = []
+    for line in process.stderr:
+        seen.append(line)
+        if b"import 'agent_loop'" in line:  # the CLI's own imports have begun
+            process.send_signal(signal.SIGINT)
+            break
+    rest = process.stderr.read()
+    process.wait()
+    assert b"Traceback" not in rest, rest.decode(errors="replace")[-2000:]
+    assert process.returncode == 130

@@ -1,15 +1,16 @@
-"""Whatever a server sends or a file holds, the lab saves, prints and refuses it cleanly.
+"""The recording format (plumbing/recording.py): what save() writes, what load() accepts,
+and what the recorder keeps of a stream.
 
-A lone surrogate in streamed text, NaN and 1e400 from a server, a recording nested 100,000
-deep or holding a 5,000-digit integer, an HTML page instead of a stream, fragments with
-mixed index types, an odd /api/version answer, a request we cannot encode, and Ctrl-C while
-the CLIs are still importing: each is either handled as data or refused in one line, never
-a traceback. The servers are the stand-ins on 127.0.0.1; the files are made by each test.
+save() is atomic, writes readable UTF-8 and never replaces anything but a regular file;
+whatever a server sends (a lone surrogate, NaN, 1e400) is saved as valid JSON with its
+text kept, and replays. load() refuses what it cannot read (nested too deep, a
+5,000-digit integer, a field of the wrong type or missing) in one line, never a traceback.
+The recorder (RecordingChat) keeps how each stream ended and when each chunk arrived. The
+servers are the stand-ins on 127.0.0.1; the files are made by each test.
 """
 
 import json
 import os
-import signal
 import stat
 import subprocess
 import sys
@@ -17,16 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from agent_loop import MODEL_ERROR, TASK, agent_events
-from local_model import LocalModel, ModelError
-from openai_model import OpenAICompatibleModel, OpenAIModelError, chunks_from_events
 from plumbing.recording import RECORDINGS, RecordingError, load, save
-from repo_tools import RepoTools
-from tests.helpers import sigint_default
 from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, chunk
 from tests.ollama_test_server import reply as ollama_reply
-from tests.openai_test_server import TEST_MODEL, OpenAITestServer, event, finish, tool_call
+from tests.openai_test_server import TEST_MODEL, OpenAITestServer, finish
 from tests.openai_test_server import reply as openai_reply
 
 HERE = Path(__file__).resolve().parent.parent
@@ -165,92 +161,6 @@ def test_replay_of_a_lone_surrogate_prints_it_and_compares_as_usual(tmp_path, fi
     finished = cli("replay.py", path, env={**os.environ, "PYTHONIOENCODING": "ascii"})
     assert b"Traceback" not in finished.stderr, finished.stderr.decode(errors="replace")
     assert (finished.returncode, outcome[1] in finished.stdout) == (outcome[0], True)
-
-
-# --- the wire: say what actually happened ----------------------------------------------------
-
-
-def test_a_request_we_cannot_encode_is_not_blamed_on_the_server():
-    with OllamaTestServer([]) as server:
-        model = LocalModel(host=server.host)
-        messages = [{"role": "user", "content": "list \udcff.py"}]  # a non-UTF-8 file name
-        with pytest.raises(ModelError) as raised:
-            list(model(messages, []))
-    assert "could not be encoded" in str(raised.value)
-    assert "sent a response" not in str(raised.value)
-
-
-def test_ollama_html_page_is_not_a_stream(repo):
-    page = ollama_reply(b"<html><body>proxy login</body></html>\n", content_type="text/html")
-    with OllamaTestServer([page]) as server:
-        events = list(agent_events(LocalModel(host=server.host), RepoTools(repo), TASK))
-    assert events[-1]["reason"] == MODEL_ERROR
-    assert "not a stream" in events[-1]["error"]
-
-
-def test_openai_html_page_is_not_a_stream(repo):
-    page = openai_reply("<html><body>proxy login</body></html>\n", content_type="text/html")
-    with OpenAITestServer([page]) as server:
-        chat = OpenAICompatibleModel(TEST_MODEL, server.base_url)
-        events = list(agent_events(chat, RepoTools(repo), TASK))
-    assert events[-1]["reason"] == MODEL_ERROR
-    assert "not a stream" in events[-1]["error"]
-
-
-def test_mixed_index_types_are_a_malformed_fragment():
-    text_index = event({"tool_calls": [{"index": "1", "function": {"arguments": "{}"}}]})
-    stream = [tool_call(0, "{}", name="read_file"), text_index, finish("tool_calls")]
-    with pytest.raises(OpenAIModelError, match="wrong shape"):
-        list(chunks_from_events(stream))
-
-
-def test_odd_version_answer_is_no_version_not_a_traceback():
-    with OllamaTestServer(version_answer=[1]) as server:
-        info = LocalModel(host=server.host).describe()
-    assert info["server_version"] is None
-
-
-# --- Ctrl-C while the CLI is still importing -----------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "script, argument",
-    [("record_run.py", "--help"), ("ask.py", "--help"), ("replay.py", "recordings/repair.json")],
-)
-def test_ctrl_c_during_the_imports_prints_no_traceback(script, argument):
-    # python -v reports each import as it happens: interrupt as the CLI's own imports begin.
-    # Whatever the signal then lands on (the SDK's imports, or the run itself after them),
-    # the CLI must exit 130 without a traceback.
-    command = [sys.executable, "-v", str(HERE / script), argument]
-    process = subprocess.Popen(
-        command, cwd=HERE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        preexec_fn=sigint_default,
-    )  # fmt: skip
-    seen = []
-    for line in process.stderr:
-        seen.append(line)
-        if b"import 'agent_loop'" in line:  # the CLI's own imports have begun
-            process.send_signal(signal.SIGINT)
-            break
-    rest = process.stderr.read()
-    process.wait()
-    assert b"Traceback" not in rest, rest.decode(errors="replace")[-2000:]
-    assert process.returncode == 130
-
-
-@pytest.mark.parametrize("via", ["--host", "OLLAMA_HOST"])
-def test_a_user_and_password_in_the_address_are_neither_saved_nor_printed(tmp_path, via):
-    output = tmp_path / "r.json"
-    with OllamaTestServer([ollama_reply(chunk("hello"), chunk(done=True))]) as server:
-        address = server.host.replace("http://", "http://lab-user:sekret-password-99@")
-        args = ["--host", address] if via == "--host" else []
-        env = {**os.environ, "OLLAMA_HOST": address} if via == "OLLAMA_HOST" else None
-        finished = run_cli("record_run.py", *args, "--output", output, env=env)
-    assert finished.returncode == 1, finished.stdout + finished.stderr
-    saved = output.read_text()
-    for shown in (saved, finished.stdout, finished.stderr):
-        assert "sekret-password-99" not in shown and "lab-user" not in shown
-    assert "[redacted]@127.0.0.1" in saved
 
 
 # --- saving ---------------------------------------------------------------------------------------

@@ -8,6 +8,9 @@ import pytest
 from plumbing.recording import RECORDINGS
 from plumbing.redact import credentials_of, secret_values
 from tests.helpers import LAB
+from tests.in_process import run_cli
+from tests.ollama_test_server import OllamaTestServer, chunk
+from tests.ollama_test_server import reply as ollama_reply
 
 
 @pytest.mark.parametrize(
@@ -43,3 +46,18 @@ def test_recordings_hold_no_environment_values():
     for path in RECORDINGS.glob("*.json"):
         text = path.read_text()
         assert not [v for v in secrets if v in text and v not in str(LAB)], path.name
+
+
+@pytest.mark.parametrize("via", ["--host", "OLLAMA_HOST"])
+def test_a_user_and_password_in_the_address_are_neither_saved_nor_printed(tmp_path, via):
+    output = tmp_path / "r.json"
+    with OllamaTestServer([ollama_reply(chunk("hello"), chunk(done=True))]) as server:
+        address = server.host.replace("http://", "http://lab-user:sekret-password-99@")
+        args = ["--host", address] if via == "--host" else []
+        env = {**os.environ, "OLLAMA_HOST": address} if via == "OLLAMA_HOST" else None
+        finished = run_cli("record_run.py", *args, "--output", output, env=env)
+    assert finished.returncode == 1, finished.stdout + finished.stderr
+    saved = output.read_text()
+    for shown in (saved, finished.stdout, finished.stderr):
+        assert "sekret-password-99" not in shown and "lab-user" not in shown
+    assert "[redacted]@127.0.0.1" in saved

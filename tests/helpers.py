@@ -74,6 +74,24 @@ def of_type(events, kind):
     return [event for event in events if event["type"] == kind]
 
 
+class HeldStream:
+    """A chunk iterator that is not a generator: only an explicit close() closes it."""
+
+    def __init__(self, chunks, on_next=None):
+        self.chunks, self.on_next, self.closed = iter(chunks), on_next, False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.on_next:
+            self.on_next()
+        return next(self.chunks)
+
+    def close(self):
+        self.closed = True
+
+
 def record(*args, env=None):
     """record_run.py ARGS, its main() in this process (tests/in_process.py): a
     CompletedProcess, as for the program."""
@@ -109,6 +127,20 @@ def altered(tmp_path, change, name="altered.json"):
     change(recording)
     save(tmp_path / name, recording)
     return tmp_path / name
+
+
+def lab_copy(tmp_path, *folders):
+    """A copy of the lab's modules (its *.py files and plumbing/), of what they read when
+    they start (sample_repo/ and tasks/) and of `folders`: a lab whose recordings/ can be
+    changed without touching this one's."""
+    import shutil
+
+    copy = tmp_path / "lab"
+    for folder in dict.fromkeys(("plumbing", "sample_repo", "tasks", *folders)):
+        shutil.copytree(LAB / folder, copy / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for module in LAB.glob("*.py"):
+        shutil.copy2(module, copy / module.name)
+    return copy
 
 
 def needs_bubblewrap():

@@ -14,6 +14,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from plumbing.confined_tree import CHANGED, MISSING, OUTSIDE, Tree
 from plumbing.readonly_tools import ReadOnlyTools
 from tests.helpers import LAB, SECRET, open_under
@@ -179,7 +181,52 @@ def test_a_file_is_not_a_folder_even_when_the_name_below_it_is_its_neighbour(tmp
     assert found == {"error": f"'README.md/app.py' {MISSING}"}
 
 
-# --- descriptors: a walk that fails or stops early leaks none -------------------------------------
+# --- opening one name: a name swapped for a link or gone is refused as changed --------------------
+
+
+def test_a_name_swapped_for_a_link_or_gone_at_open_is_refused_as_changed(tmp_path):
+    # mutation: the errno guard in open_nofollow made `pass`: the race's OSError then
+    # reached the tool as an internal error instead of "changed while it was read"
+    from plumbing.confined_tree import CHANGED, OPEN_DIR, OPEN_FILE, Refused, open_nofollow
+
+    (tmp_path / "file.txt").write_text("x")
+    (tmp_path / "link").symlink_to("file.txt")
+    folder = os.open(tmp_path, OPEN_DIR)
+    try:
+        for name, flags in (("link", OPEN_FILE), ("gone", OPEN_FILE), ("file.txt", OPEN_DIR)):
+            with pytest.raises(Refused) as refused:
+                open_nofollow(name, folder, flags)
+            assert refused.value.why == CHANGED, name
+        with pytest.raises(IsADirectoryError):  # any other error is raised as it is
+            open_nofollow(".", folder, os.O_WRONLY)
+        os.close(open_nofollow("file.txt", folder, OPEN_FILE))
+    finally:
+        os.close(folder)
+
+
+# --- descriptors: a walk that climbs, fails or stops early leaks none -----------------------------
+
+
+def test_walking_a_link_whose_target_climbs_with_dotdot_leaks_no_descriptor(tmp_path):
+    # mutation: the folder's `os.close` before reopening at ".." removed: one descriptor
+    # lost per "..", and a long session of reads through such a link runs out of them; the
+    # same for each folder the reopen from the root passes on its way down (a/c/up's "..")
+    from plumbing.confined_tree import Tree
+
+    (tmp_path / "a" / "c").mkdir(parents=True)
+    (tmp_path / "b.txt").write_text("x")
+    (tmp_path / "a" / "up").symlink_to("../b.txt")
+    (tmp_path / "a" / "c" / "up").symlink_to("../../b.txt")  # reopens a/ from the root
+    root_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        tree = Tree(tmp_path.resolve(), root_fd)
+        before = open_under(tmp_path)
+        for parts in [["a", "up"], ["a", "c", "up"]] * 20:
+            fd, real, _info = tree.open(parts)
+            os.close(fd)
+        assert real == ["b.txt"] and open_under(tmp_path) == before
+    finally:
+        os.close(root_fd)
 
 
 def walked_in_child(root, setup):
@@ -259,6 +306,18 @@ def test_a_walk_left_early_closes_every_folder_it_holds(tmp_path):
 
 
 # --- reading: read_up_to gives what there is, up to its limit -------------------------------------
+
+
+def test_read_up_to_reads_exactly_its_limit_of_a_longer_file(tmp_path):
+    # mutation: a size counted from 1 read one byte less than the limit
+    from plumbing.confined_tree import read_up_to
+
+    (tmp_path / "f").write_bytes(b"abcdef")
+    fd = os.open(tmp_path / "f", os.O_RDONLY)
+    try:
+        assert read_up_to(fd, 4) == b"abcd" and read_up_to(fd, 4) == b"ef"
+    finally:
+        os.close(fd)
 
 
 def test_a_non_blocking_file_with_nothing_to_give_reads_as_empty_not_none():

@@ -11,18 +11,31 @@ SIGINT once an observable event says the moment has come. (The recorded Ctrl-C m
 that the shipped recordings replay is test_recorded.py's.)
 """
 
+import io
 import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
+import record_run
 from agent_loop import TOOL_START
-from plumbing.recording import RECORDINGS, load, save
-from tests.helpers import LAB, processes_under, sigint_default, start_cli, wait_for
+from plumbing.pytest_run import run_pytest
+from plumbing.recording import RECORDINGS, RecordingChat, RecordingError, load, save
+from tests.helpers import (
+    LAB,
+    altered,
+    processes_under,
+    sigint_default,
+    start_cli,
+    wait_for,
+    wait_until_gone,
+)
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
+from tests.scripted_model import ScriptedChat
 
 # --- a test run under way: killed, nothing left running -------------------------------------------
 
@@ -199,3 +212,78 @@ def test_ctrl_c_during_the_imports_prints_no_traceback(script, argument):
     process.wait()
     assert b"Traceback" not in rest, rest.decode(errors="replace")[-2000:]
     assert process.returncode == 130
+
+
+# --- the loop and the final verdict, under record_run.py ------------------------------------------
+
+
+def test_ctrl_c_during_run_tests_kills_the_test_process_group(repo, fresh_runs):
+    # mutation no_kill_in_finally: run_pytest kills the group only on its own timeout.
+    (repo / "tests" / "test_hang.py").write_text(
+        "import subprocess, sys, time, pathlib\n"
+        "def test_hang():\n"
+        "    child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
+        "    pathlib.Path('grandchild.pid').write_text(str(child.pid))\n"
+        "    time.sleep(30)\n"
+        "    pathlib.Path('finished').write_text('the run was waited for')\n"
+    )
+    main = threading.get_ident()
+    pid_file = repo / "grandchild.pid"
+
+    def press_ctrl_c():  # once the grandchild runs: the tests are under way
+        wait_for(lambda: pid_file.exists() and pid_file.read_text(), seconds=30)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    # subtle: a runner started in the background may ignore SIGINT; install Python's own.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=press_ctrl_c, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            run_pytest(repo, timeout=60, isolate=False)  # the host's pid is known
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    pid = int((repo / "grandchild.pid").read_text())
+    try:
+        assert not (repo / "finished").exists()  # did not wait for the tests to finish
+        assert wait_until_gone(pid), f"grandchild {pid} outlived the interrupted run"
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)  # only matters when the assertion failed
+        except ProcessLookupError:
+            pass
+
+
+class CtrlCOnce(io.StringIO):
+    """A terminal where Ctrl-C is pressed while `word` is being printed."""
+
+    def __init__(self, word):
+        super().__init__()
+        self.word, self.pressed = word, False
+
+    def write(self, text):
+        if not self.pressed and self.word in text:
+            self.pressed = True
+            raise KeyboardInterrupt
+        return super().write(text)
+
+
+def test_ctrl_c_between_chunks_saves_the_stream_as_closed(tmp_path):
+    # mutation rr_no_loop_close_on_ctrlc: record_attempt does not close the loop on Ctrl-C,
+    # so the half-read stream is still open (and saved as "without_done") when it saves.
+    chat = ScriptedChat([[chunk("Reading "), chunk("the file"), chunk(done=True)]])
+    out, output = CtrlCOnce("Reading"), tmp_path / "r.json"
+    code = record_run.record_attempt(RecordingChat(chat), {"name": "scripted"}, output, 4, out=out)
+    assert code == record_run.EXIT_INTERRUPTED
+    saved = load(output)
+    assert saved["stop"]["reason"] == "interrupted" and saved["final_tests"] is None
+    assert saved["model_calls"][0]["ended"] == "closed"
+
+
+def test_ctrl_c_during_the_final_verdict_may_leave_it_null_after_another_stop(tmp_path, fresh_runs):
+    # The loop stopped as assistant_finished; Ctrl-C then cut the final verdict short.
+    def cut_verdict(recording, interrupted):
+        recording.update(final_tests=None, interrupted=interrupted)
+
+    assert load(altered(tmp_path, lambda r: cut_verdict(r, True)))["final_tests"] is None
+    with pytest.raises(RecordingError, match="'final_tests' may be null only"):
+        load(altered(tmp_path, lambda r: cut_verdict(r, False)))

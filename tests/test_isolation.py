@@ -23,10 +23,11 @@ import pytest
 from plumbing import isolation
 from plumbing.pytest_run import run_pytest
 from plumbing.recording import RECORDINGS, RecordingChat, load
+from plumbing.replayable import shipped
 from record_run import record_attempt
 from replay import REPRODUCED, replay_one
 from repo_tools import RepoTools
-from tests.helpers import needs_bubblewrap
+from tests.helpers import lab_copy, needs_bubblewrap
 from tests.in_process import run_cli
 from tests.ollama_test_server import chunk
 from tests.scripted_model import ScriptedChat
@@ -297,3 +298,35 @@ def test_the_list_of_shipped_recordings_is_every_shipped_recording_as_it_is():
     here = {p.relative_to(RECORDINGS).as_posix(): p for p in RECORDINGS.rglob("*.json")}
     assert sorted(listed) == sorted(here)
     assert all(listed[name] == sha256_file(path) for name, path in here.items())
+
+
+def test_only_a_readable_copy_of_a_shipped_recording_counts_as_shipped(tmp_path):
+    # replay.py trusts a shipped recording where nothing isolates the tests it runs; a path
+    # it cannot read (gone, a folder) is never one, whatever recordings/SHA256SUMS lists
+    mine = tmp_path / "mine.json"
+    mine.write_bytes((RECORDINGS / "repair.json").read_bytes())
+    assert shipped(mine) is True
+    assert shipped(tmp_path / "gone.json") is False
+    assert shipped(tmp_path) is False
+
+
+def test_sha256sums_is_what_write_shipped_hashes_writes_for_the_shipped_recordings(tmp_path):
+    # make_recordings.py rewrites recordings/SHA256SUMS with write_shipped_hashes(); without
+    # the file no recording is shipped (an empty set, not an error), and the file it writes
+    # is the lab's own, line for line
+    lab = lab_copy(tmp_path, "recordings")
+    (lab / "recordings" / "SHA256SUMS").unlink()
+    script = (
+        "from plumbing.recording import shipped_hashes, write_shipped_hashes\n"
+        "print(shipped_hashes() == set())\n"
+        "write_shipped_hashes()\n"
+        "print(len(shipped_hashes()))\n"
+    )
+    finished = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=lab
+    )
+    assert finished.returncode == 0, finished.stderr
+    shipped_now = sorted(RECORDINGS.rglob("*.json"))
+    assert finished.stdout.split() == ["True", str(len(shipped_now))]
+    written = (lab / "recordings" / "SHA256SUMS").read_text()
+    assert written == (RECORDINGS / "SHA256SUMS").read_text()

@@ -9,31 +9,89 @@ The recorder (RecordingChat) keeps how each stream ended and when each chunk arr
 servers are the stand-ins on 127.0.0.1; the files are made by each test.
 """
 
+import io
 import json
 import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from plumbing.recording import RECORDINGS, RecordingError, load, save
+import record_run
+from plumbing.recording import RECORDINGS, RecordingChat, RecordingError, load, save
+from replay import CANNOT_REPLAY
+from tests.helpers import altered, replay
 from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, chunk
 from tests.ollama_test_server import reply as ollama_reply
 from tests.openai_test_server import TEST_MODEL, OpenAITestServer, finish
 from tests.openai_test_server import reply as openai_reply
+from tests.scripted_model import ScriptedChat
 
 HERE = Path(__file__).resolve().parent.parent
+
+
+# --- saving: atomic, readable UTF-8, never over anything but a regular file -----------------------
+
+
+def test_a_crash_mid_save_leaves_the_old_recording_intact(tmp_path):
+    path = tmp_path / "keep.json"
+    save(path, {"format": "old"})
+    with pytest.raises(TypeError):
+        save(path, {"format": "new", "broken": object()})  # json.dump fails halfway
+    assert json.loads(path.read_text()) == {"format": "old"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.json"]  # no temp file left
+
+
+def test_save_refuses_to_replace_anything_but_a_regular_file(tmp_path):
+    from plumbing.recording import save
+
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(OSError, match="is not a regular file"):
+        save(tmp_path / "fifo", {"format": "x"})
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "fifo").st_mode)
+
+
+def test_a_recording_is_saved_as_readable_utf8_even_when_it_holds_a_non_finite_number(tmp_path):
+    # mutation: `ensure_ascii=False` -> True (either json.dumps) saved "é" as "\u00e9": it
+    # loads back the same, but the file is no longer text a learner can read or diff
+    from plumbing.recording import save
+
+    for extra in ({}, {"odd": float("nan")}):
+        path = tmp_path / "r.json"
+        save(path, {"text": "é ✓ 漢", **extra})
+        raw = path.read_bytes()
+        assert "é ✓ 漢".encode() in raw and b"\\u" not in raw, extra
+        # indented by 2, as the shipped recordings (whose hashes SHA256SUMS holds) are
+        assert raw.startswith(b'{\n  "text": "'), raw[:20]
+        strict = json.loads(raw, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
+        assert strict.get("non_finite_numbers", []) == [{"at": k, "text": "NaN"} for k in extra]
+
+
+def test_non_finite_numbers_are_saved_as_null_with_their_text_kept(tmp_path):
+    path = tmp_path / "numbers.json"
+    save(path, {"a": float("nan"), "b": [1.5, float("inf")]})
+
+    def refuse(name):
+        raise AssertionError(f"{name} is not JSON")
+
+    data = json.loads(path.read_text(encoding="utf-8"), parse_constant=refuse)
+    assert data["a"] is None and data["b"] == [1.5, None]
+    assert data["non_finite_numbers"] == [
+        {"at": "a", "text": "NaN"},
+        {"at": "b[1]", "text": "Infinity"},
+    ]
+
+
+# --- odd text and numbers from a server: saved, printed and replayed ------------------------------
 
 
 def cli(*args, env=None):
     command = [sys.executable, str(HERE / args[0]), *map(str, args[1:])]
     return subprocess.run(command, capture_output=True, cwd=HERE, env=env)
-
-
-# --- a lone surrogate in streamed text: printed and saved -------------------------------------
 
 
 @pytest.mark.parametrize("encoding", ["utf-8", "ascii"])
@@ -53,21 +111,6 @@ def test_lone_surrogate_in_streamed_text_is_printed_and_saved(tmp_path, encoding
     assert replayed.returncode == 0 and b"reproduced" in replayed.stdout
 
 
-def test_non_finite_numbers_are_saved_as_null_with_their_text_kept(tmp_path):
-    path = tmp_path / "numbers.json"
-    save(path, {"a": float("nan"), "b": [1.5, float("inf")]})
-
-    def refuse(name):
-        raise AssertionError(f"{name} is not JSON")
-
-    data = json.loads(path.read_text(encoding="utf-8"), parse_constant=refuse)
-    assert data["a"] is None and data["b"] == [1.5, None]
-    assert data["non_finite_numbers"] == [
-        {"at": "a", "text": "NaN"},
-        {"at": "b[1]", "text": "Infinity"},
-    ]
-
-
 def test_server_nan_and_1e400_reach_a_recording_as_valid_json(tmp_path):
     output = tmp_path / "nan.json"
     odd = 'data: {"choices": [{"delta": {"content": "x"}}], "score": NaN, "big": 1e400}\n\n'
@@ -84,7 +127,23 @@ def test_server_nan_and_1e400_reach_a_recording_as_valid_json(tmp_path):
     assert {"at": "model_calls[0].events[0].big", "text": "Infinity"} in saved["non_finite_numbers"]
 
 
-# --- replay refuses what it cannot read, in one line ---------------------------------------------
+@pytest.mark.parametrize(
+    "field, outcome",
+    [('"description": "', (0, b"reproduced")), ('"thinking": "', (1, b"DIVERGED"))],
+)
+def test_replay_of_a_lone_surrogate_prints_it_and_compares_as_usual(tmp_path, field, outcome):
+    # A lone surrogate round-trips through save (a JSON escape); replay takes it like any
+    # text: in the description it changes nothing, in a streamed chunk it is a divergence.
+    path = tmp_path / "surrogate.json"
+    changed = shipped().replace(field, field + "\\udfff", 1)
+    assert changed != shipped()
+    path.write_text(changed, encoding="utf-8")
+    finished = cli("replay.py", path, env={**os.environ, "PYTHONIOENCODING": "ascii"})
+    assert b"Traceback" not in finished.stderr, finished.stderr.decode(errors="replace")
+    assert (finished.returncode, outcome[1] in finished.stdout) == (outcome[0], True)
+
+
+# --- load() refuses what it cannot read, in one line ----------------------------------------------
 
 
 def shipped():
@@ -147,38 +206,82 @@ def test_a_recording_may_nest_100_levels_and_not_101(tmp_path):
     assert "nested" not in nested(100)
 
 
+def test_recording_with_a_bool_max_turns_is_refused(tmp_path, capsys):
+    # mutation load_bool_ok: drop the `isinstance(..., bool)` check in load().
+    outcome, _ = replay(altered(tmp_path, lambda r: r.update(max_turns=True)))
+    assert outcome == CANNOT_REPLAY
+    assert "field 'max_turns' has the wrong type" in capsys.readouterr().err
+
+
+def test_model_call_without_an_end_is_refused(tmp_path, capsys):
+    # mutation load_no_ended_check: load() does not check `ended`; the replay then fails
+    # inside ReplayChat (KeyError -> model_error -> "diverged") instead of exit 2.
+    outcome, _ = replay(altered(tmp_path, lambda r: r["model_calls"][0].pop("ended")))
+    assert outcome == CANNOT_REPLAY
+    assert "model_calls[0].ended' must say how the stream ended" in capsys.readouterr().err
+
+
+def tool_result(recording):
+    return next(e for e in recording["events"] if e["type"] == "tool_result")
+
+
 @pytest.mark.parametrize(
-    "field, outcome",
-    [('"description": "', (0, b"reproduced")), ('"thinking": "', (1, b"DIVERGED"))],
+    "change",
+    [
+        lambda r: r.update(max_turns=0),
+        lambda r: r.update(final_tests={}),
+        lambda r: r.update(final_tests=None),  # only an interrupted run may skip them
+        lambda r: r.update(events=[1, 2]),
+        lambda r: tool_result(r).pop("name"),
+        lambda r: tool_result(r).update(seconds="x"),
+        lambda r: r["events"][-2].update(seconds="x"),
+        lambda r: r["starting_tests"].update(output=5),
+        lambda r: r["stop"].update(reason="max_turns"),  # disagrees with the last event
+    ],
+    ids=[
+        "max_turns-0",
+        "final_tests-without-exit_code",
+        "final_tests-null-not-interrupted",
+        "events-not-objects",
+        "tool-event-without-name",
+        "seconds-not-a-number",
+        "model-done-seconds-not-a-number",
+        "tests-output-not-text",
+        "stop-not-the-last-event",
+    ],
 )
-def test_replay_of_a_lone_surrogate_prints_it_and_compares_as_usual(tmp_path, field, outcome):
-    # A lone surrogate round-trips through save (a JSON escape); replay takes it like any
-    # text: in the description it changes nothing, in a streamed chunk it is a divergence.
-    path = tmp_path / "surrogate.json"
-    changed = shipped().replace(field, field + "\\udfff", 1)
-    assert changed != shipped()
-    path.write_text(changed, encoding="utf-8")
-    finished = cli("replay.py", path, env={**os.environ, "PYTHONIOENCODING": "ascii"})
-    assert b"Traceback" not in finished.stderr, finished.stderr.decode(errors="replace")
-    assert (finished.returncode, outcome[1] in finished.stdout) == (outcome[0], True)
+def test_mistyped_recording_is_refused_not_a_traceback(tmp_path, change, capsys):
+    outcome, _ = replay(altered(tmp_path, change))
+    assert outcome == CANNOT_REPLAY
+    assert "field '" in capsys.readouterr().err
 
 
-# --- saving ---------------------------------------------------------------------------------------
+# --- what the recorder keeps of a stream ----------------------------------------------------------
 
 
-def test_a_crash_mid_save_leaves_the_old_recording_intact(tmp_path):
-    path = tmp_path / "keep.json"
-    save(path, {"format": "old"})
-    with pytest.raises(TypeError):
-        save(path, {"format": "new", "broken": object()})  # json.dump fails halfway
-    assert json.loads(path.read_text()) == {"format": "old"}
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.json"]  # no temp file left
+def test_a_model_error_without_text_is_saved_under_its_type_name(tmp_path):
+    # mutation: recording.py's `str(error) or type(error).__name__` without the fallback
+    # saved "" as the error, and the replay then raised an error that says nothing.
+    script = [[chunk("Reading "), ConnectionResetError()]]
+    output = tmp_path / "r.json"
+    record_run.record_attempt(
+        RecordingChat(ScriptedChat(script)), {"name": "scripted"}, output, 4, out=io.StringIO()
+    )
+    saved = load(output)
+    assert saved["model_calls"][0]["ended"] == "error"
+    assert saved["model_calls"][0]["error"] == "ConnectionResetError"
 
 
-def test_save_refuses_to_replace_anything_but_a_regular_file(tmp_path):
-    from plumbing.recording import save
+def test_arrival_times_are_kept_to_a_tenth_of_a_millisecond():
+    # mutation: `round(..., 4)` -> 5 kept noise the page cannot draw and the file must carry
+    def slow(messages, tools):
+        for n in range(12):
+            time.sleep(0.0013)
+            yield chunk(str(n))
 
-    os.mkfifo(tmp_path / "fifo")
-    with pytest.raises(OSError, match="is not a regular file"):
-        save(tmp_path / "fifo", {"format": "x"})
-    assert stat.S_ISFIFO(os.lstat(tmp_path / "fifo").st_mode)
+    chat = RecordingChat(slow)
+    list(chat([{"role": "user", "content": "x"}], []))
+    arrived = chat.calls[0]["arrived"]
+    assert len(arrived) == 12 and arrived == sorted(arrived)
+    # 5 decimals leaves a fifth one on about 9 of 10 values: on all 12, about once in 10^12
+    assert all(a == round(a, 4) for a in arrived), arrived

@@ -109,3 +109,14 @@ def test_read_text_keeps_back_a_character_the_limit_cuts_in_two(tmp_path):
     path = tmp_path / "f.py"
     path.write_text("€" * 10, encoding="utf-8")  # 30 bytes; the limit of 16 cuts the sixth
     assert read_text(path, 3) == ("€" * 5, False, "30 bytes")
+
+
+# --- run_tests leaves the copy as it found it -----------------------------------------------------
+
+
+def test_run_tests_leaves_no_cache_or_bytecode_in_the_copy(repo):
+    # mutations no_dont_write_bytecode (drop PYTHONDONTWRITEBYTECODE) and wrong_pytest_cmd
+    # (drop `-p no:cacheprovider`): the fixed command must leave the copy as it found it.
+    RepoTools(repo).invoke("run_tests", {})
+    assert list(repo.rglob("__pycache__")) == []
+    assert not (repo / ".pytest_cache").exists()

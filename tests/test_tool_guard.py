@@ -10,7 +10,8 @@ import json
 
 import pytest
 
-from agent_loop import STOPPED, TOOL_RESULT, agent_events
+from agent_loop import STOPPED, TASK, TOOL_RESULT, agent_events
+from repo_tools import RepoTools
 from tests.helpers import run
 from tests.ollama_test_server import call, chunk
 from tests.scripted_model import ScriptedChat
@@ -81,3 +82,24 @@ def test_a_call_with_a_non_text_name_is_an_error_result(repo):
     ]
     chat, _ = run(script, repo)
     assert "unknown tool" in json.loads(chat.requests[1][-1]["content"])["error"]
+
+
+# --- a tool that hits an OS error -----------------------------------------------------------------
+
+
+def test_tool_that_hits_an_os_error_is_answered_not_raised(repo):
+    # Code the model wrote, run by run_tests, turns path_rules.py into a directory.
+    turn_it_into_a_directory = (
+        "import pathlib as _p\n_f = _p.Path(__file__); _f.unlink(); _f.mkdir()\n\n\n"
+        "def python_sources("
+    )
+    edit = call("replace_text", old="def python_sources(", new=turn_it_into_a_directory)
+    script = [
+        [chunk(tool_calls=[edit, call("run_tests", index=1)], done=True)],
+        [chunk(tool_calls=[call("read_file", path="path_rules.py")], done=True)],
+        [chunk("done", done=True)],
+    ]
+    chat = ScriptedChat(script)
+    events = list(agent_events(chat, RepoTools(repo), TASK))
+    assert events[-1]["reason"] == "assistant_finished"
+    assert "error" in json.loads(chat.requests[2][-1]["content"])

@@ -92,6 +92,43 @@ class HeldStream:
         self.closed = True
 
 
+# How long a hostile stand-in holds out; also the --timeout a deadline must beat.
+STALL = 30.0
+
+
+def run_with(chat_for, script, repo, seconds=1.0):
+    """Run the loop over `script` with a `seconds` deadline shared by adapter and loop.
+
+    Returns (events, elapsed seconds). `chat_for(deadline)` makes the adapter.
+    """
+    from agent_loop import TASK, agent_events
+    from plumbing.limits import Deadline
+    from repo_tools import RepoTools
+
+    deadline = Deadline(seconds)
+    chat = chat_for(deadline)
+    started = time.monotonic()
+    events = list(agent_events(chat, RepoTools(repo, deadline=deadline), TASK, deadline=deadline))
+    return events, time.monotonic() - started
+
+
+def ollama_chat(server):
+    """For run_with: the Ollama adapter on `server` (a stand-in), its timeout STALL."""
+    from local_model import LocalModel
+
+    return lambda deadline: LocalModel(host=server.host, timeout=STALL, deadline=deadline)
+
+
+def openai_chat(server):
+    """For run_with: the OpenAI-compatible adapter on `server`, its timeout STALL."""
+    from openai_model import OpenAICompatibleModel
+    from tests.openai_test_server import TEST_MODEL
+
+    return lambda deadline: OpenAICompatibleModel(
+        TEST_MODEL, server.base_url, timeout=STALL, deadline=deadline
+    )
+
+
 def record(*args, env=None):
     """record_run.py ARGS, its main() in this process (tests/in_process.py): a
     CompletedProcess, as for the program."""

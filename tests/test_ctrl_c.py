@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,10 @@ import record_run
 from agent_loop import TOOL_START
 from plumbing.pytest_run import run_pytest
 from plumbing.recording import RECORDINGS, RecordingChat, RecordingError, load, save
+from replay import REPRODUCED, replay_one
 from tests.helpers import (
     LAB,
+    STALL,
     altered,
     processes_under,
     sigint_default,
@@ -35,6 +38,8 @@ from tests.helpers import (
     wait_until_gone,
 )
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
+from tests.openai_test_server import TEST_MODEL, OpenAITestServer, content
+from tests.openai_test_server import reply as openai_reply
 from tests.scripted_model import ScriptedChat
 
 # --- a test run under way: killed, nothing left running -------------------------------------------
@@ -287,3 +292,34 @@ def test_ctrl_c_during_the_final_verdict_may_leave_it_null_after_another_stop(tm
     assert load(altered(tmp_path, lambda r: cut_verdict(r, True)))["final_tests"] is None
     with pytest.raises(RecordingError, match="'final_tests' may be null only"):
         load(altered(tmp_path, lambda r: cut_verdict(r, False)))
+
+
+# --- a model call before its first event: recorded, and replayed ----------------------------------
+
+
+@pytest.mark.waits
+def test_recording_of_ctrl_c_before_any_event_of_a_call_replays_the_same_requests(tmp_path):
+    output = tmp_path / "ctrl-c-before-any-event.json"
+    silent = openai_reply(": reading the prompt\n\n", content("late"), pause_after_first=STALL)
+    with OpenAITestServer([silent]) as server:
+        options = ["--api", "openai", "--model", TEST_MODEL, "--host", server.base_url]
+        command = [sys.executable, str(LAB / "record_run.py"), *options, "--output", output]
+        process = subprocess.Popen(
+            command, cwd=LAB, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            preexec_fn=sigint_default,
+        )  # fmt: skip
+        try:
+            until = time.monotonic() + STALL  # wait for the observable event: the request
+            while not (server.chat_bodies() and server.events_sent) and time.monotonic() < until:
+                time.sleep(0.02)
+            process.send_signal(signal.SIGINT)
+            _, err = process.communicate(timeout=STALL)
+        finally:
+            process.kill()
+    assert process.returncode == 130 and b"Traceback" not in err, err
+    recording = load(output)
+    assert recording["stop"]["reason"] == "interrupted"
+    assert recording["model_calls"] == [
+        {"request_length": 2, "events": [], "ended": "closed", "arrived": []}
+    ]
+    assert replay_one(output, out=open(os.devnull, "w")) == REPRODUCED

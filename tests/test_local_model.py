@@ -10,8 +10,9 @@ import threading
 import pytest
 
 from local_model import LocalModel, ModelError
-from tests.helpers import wait_for
+from tests.helpers import STALL, wait_for
 from tests.ollama_test_server import OllamaTestServer, chunk, reply
+from tests.ollama_test_server import reply as ollama_reply
 
 # --- hanging up: the server stops sending as soon as the loop stops reading -----------------------
 
@@ -102,3 +103,18 @@ def test_local_model_without_a_host_reads_ollama_host_as_ollamas_clients_do(monk
     monkeypatch.delenv("OLLAMA_HOST")
     assert LocalModel().host == "http://127.0.0.1:11434"
     assert LocalModel(host="example.org:8000/x/").host == "http://example.org:8000/x"
+
+
+# --- the read timeout -----------------------------------------------------------------------------
+
+
+@pytest.mark.waits
+def test_ollama_read_timeout_of_0_seconds_still_waits_for_the_server(repo):
+    # subtle: a socket timeout of 0 means non-blocking, so a read would fail at once as a
+    # cut connection; every wait gets the same floor (1 ms) as one the deadline capped, and
+    # a server that sends nothing is reported as stalled.
+    silent = ollama_reply(chunk("late"), chunk(done=True), pause_before=STALL)
+    with OllamaTestServer([silent]) as server:
+        chat = LocalModel(host=server.host, timeout=0)
+        with pytest.raises(ModelError, match="sent nothing for 0 s"):
+            list(chat([{"role": "user", "content": "hi"}], []))

@@ -19,10 +19,12 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from plumbing.confined_tree import CHANGED, SEARCH_FILE_BYTES
+from plumbing import readonly_tools
+from plumbing.confined_tree import CHANGED, SEARCH_FILE_BYTES, Tree
 from plumbing.readonly_tools import (
     CHILD_CODE,
     LINE_LIMIT,
@@ -619,6 +621,40 @@ def test_a_search_child_that_dies_is_a_failed_search_naming_its_last_words(tmp_p
         harness.wait()
     failed = f"the search failed ({why}); try a simpler pattern or a smaller path"
     assert json.loads(out) == {"error": failed}
+
+
+STOP_AT = 1000.0  # a search's end on the stand-in clock below
+
+
+@pytest.mark.waits
+@pytest.mark.parametrize(
+    ("a_py", "readings", "searched", "matches"),
+    [
+        # a line check reads exactly the end: not yet out of time, the next line is read
+        ("hit 1\nhit 2\nhit 3\n", [STOP_AT], 1, ["a.py:1: hit 1", "a.py:2: hit 2"]),
+        # the check after a file reads exactly the end: the next file is searched too
+        ("hit 1\n", [STOP_AT - 1, STOP_AT], 2, ["a.py:1: hit 1"]),
+    ],
+    ids=["line", "file"],
+)
+def test_a_clock_reading_equal_to_the_end_of_the_search_budget_is_not_yet_out_of_time(
+    tmp_path, monkeypatch, a_py, readings, searched, matches
+):
+    # The search stops once the clock is PAST its end. On a 1 ns monotonic clock a check
+    # lands exactly on the end in about one of 800 searches that run out of time (measured
+    # in the review of this boundary); a clock that stands still there shows it each time.
+    (tmp_path / "a.py").write_text(a_py)
+    (tmp_path / "b.py").write_text("no\n")
+    clock = iter([*readings, *[STOP_AT + 1] * 10])
+    monkeypatch.setattr(readonly_tools, "time", SimpleNamespace(monotonic=lambda: next(clock)))
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    sent, counts = [], {"searched": 0, "skipped": 0, "deep": 0}
+    try:
+        cut = readonly_tools._search(Tree(tmp_path, fd), "hit", [], STOP_AT, counts, sent.append)
+    finally:
+        os.close(fd)
+    assert cut == "the search ran out of time"
+    assert (counts["searched"], [item["match"] for item in sent]) == (searched, matches)
 
 
 # --- the search child refuses what changed after the check ----------------------------------------

@@ -9,8 +9,7 @@ import pytest
 from agent_loop import MODEL_ERROR, TASK, agent_events
 from local_model import LocalModel, ModelError
 from openai_model import OpenAICompatibleModel, OpenAIModelError, chunks_from_events
-from plumbing.limits import Deadline, DeadlineExceeded
-from plumbing.wire_errors import explain, translated, with_scheme
+from plumbing.wire_errors import explain, with_scheme
 from repo_tools import RepoTools
 from tests.ollama_test_server import OllamaTestServer
 from tests.ollama_test_server import reply as ollama_reply
@@ -31,21 +30,6 @@ def test_the_first_matching_row_explains_and_an_unknown_error_names_itself():
     assert explain(refused, TABLE, host="h") == "cannot reach h (refused)"
     assert explain(OSError("cut"), TABLE, host="h") == "wire: cut"
     assert explain(KeyError("x"), TABLE, host="h") == "KeyError: 'x'"
-
-
-def test_a_failure_within_50_ms_of_the_deadline_is_the_deadline():
-    # A wait that failed this close to the end ran into it: the loop stops with `deadline`,
-    # not with a wire error the deadline caused; further from it, the adapter's failure.
-    now = [100.0]
-    deadline = Deadline(10, clock=lambda: now[0])
-    failure = RuntimeError("the adapter's")
-    now[0] = 109.9
-    assert translated(OSError(), deadline, failure) is failure
-    assert isinstance(translated(OSError(), deadline, failure, cut=True), DeadlineExceeded)
-    now[0] = 109.96
-    assert isinstance(translated(OSError(), deadline, failure), DeadlineExceeded)
-    now[0] = 109.94
-    assert translated(OSError(), deadline, failure) is failure
 
 
 # --- through the adapters, against the stand-ins: what actually happened --------------------------

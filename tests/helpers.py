@@ -129,6 +129,39 @@ def openai_chat(server):
     )
 
 
+# The edit that repairs the sample, as a scripted attempt sends it.
+FIX = {"old": 'path.split("/")', "new": 'path.replace("\\\\", "/").split("/")'}
+
+
+def passing(tag, gate=None):
+    """A scripted attempt (for ConversationServer) that repairs the sample: one edit, then
+    a final message."""
+    from tests.ollama_test_server import call, chunk, reply
+
+    return [
+        reply(
+            chunk(thinking=f"Plan {tag}: normalise the separators."),
+            chunk(tool_calls=[call("replace_text", **FIX)]),
+            chunk(done=True),
+            gate=gate,
+        ),
+        reply(chunk("Fixed."), chunk(done=True)),
+    ]
+
+
+def failing(tag, gate=None):
+    """A scripted attempt that claims success without any edit."""
+    from tests.ollama_test_server import chunk, reply
+
+    return [reply(chunk(thinking=f"Plan {tag}: claim."), chunk("All pass."), chunk(done=True),
+                  gate=gate)]  # fmt: skip
+
+
+def messages_of(body):
+    """(role, content) of each message of a request body the stand-in kept."""
+    return [(m["role"], m.get("content", "")) for m in body["messages"]]
+
+
 def record(*args, env=None):
     """record_run.py ARGS, its main() in this process (tests/in_process.py): a
     CompletedProcess, as for the program."""

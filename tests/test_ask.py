@@ -2,66 +2,22 @@
 
 ask.py runs against the local Ollama-protocol test server on 127.0.0.1, through the real
 `ollama` SDK: one question or an interactive session fed through stdin, its main() in the
-test's process (tests/in_process.py); and as a real subprocess where the process is the
-subject: Ctrl-C (a real SIGINT) during an answer. Its tools, ReadOnlyTools, are
-tests/test_readonly_tools.py's.
+test's process (tests/in_process.py). Its tools, ReadOnlyTools, are
+tests/test_readonly_tools.py's; Ctrl-C during an answer (a real SIGINT to ask.py as a
+program), tests/test_ctrl_c.py's; its deadline, tests/test_deadline.py's.
 """
 
 import io
 import json
 import os
-import signal
-import socket
-import subprocess
-import sys
-import threading
-from pathlib import Path
 
 import pytest
 
 from agent_loop import TEXT_DELTA, THINKING_DELTA
 from ask import ASK_PROMPT, Display
-from plumbing.readonly_tools import SEARCH_SECONDS
 from plumbing.sample import copy_sample
-from tests.helpers import (
-    Reader,
-    ask,
-    search_children,
-    sigint_default,
-    tree_snapshot,
-    wait_for,
-    wait_until_gone,
-)
+from tests.helpers import ask, messages_of, tree_snapshot
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
-
-ASK = Path(__file__).resolve().parent.parent / "ask.py"
-
-
-# --- ask.py as a program (Ctrl-C) and in-process (the rest) ---------------------------------------
-
-
-@pytest.fixture
-def spawn():
-    """Start ask.py; every process started is killed and reaped when the test ends."""
-    started = []
-
-    def start(*args, **options):
-        process = subprocess.Popen(
-            [sys.executable, str(ASK), *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            preexec_fn=sigint_default,
-            **options,
-        )
-        started.append(process)
-        return process
-
-    yield start
-    for process in started:
-        if process.poll() is None:
-            process.kill()
-        process.communicate()
 
 
 @pytest.mark.parametrize("question", ["", "  \n"], ids=["empty", "blank"])
@@ -70,10 +26,6 @@ def test_an_empty_question_is_refused_before_any_server_is_asked(question):
     assert code == 2
     assert out == ""
     assert err == "error: the question is empty (see --help)\n"
-
-
-def messages_of(body):
-    return [(m["role"], m.get("content", "")) for m in body["messages"]]
 
 
 def test_one_question_is_answered_with_list_dir_and_read_file(tmp_path):
@@ -134,21 +86,6 @@ def test_a_host_that_is_not_a_url_exits_2_naming_it(tmp_path):
     code, out, err = ask("--root", str(tmp_path), "--api", "openai", "--host", host, "Q?")
     assert code == 2 and out == ""
     assert err.startswith(f"error: --host {host}: base URL must be") and err.count("\n") == 1
-
-
-def test_ctrl_c_during_the_model_check_exits_130_without_traceback(spawn, tmp_path):
-    # A server that takes the connection and never answers: the check before the first
-    # question waits on it, and Ctrl-C must end ask.py there as it does during an answer.
-    with socket.create_server(("127.0.0.1", 0)) as silent:
-        silent.settimeout(30)  # only a broken build waits it out
-        host = f"http://127.0.0.1:{silent.getsockname()[1]}"
-        process = spawn("--root", str(tmp_path), "--host", host, "Question?")
-        connection, _ = silent.accept()  # the check has begun
-        with connection:
-            process.send_signal(signal.SIGINT)
-            out, err = process.communicate(timeout=15)
-    assert process.returncode == 130
-    assert out == b"" and err == b"\ninterrupted\n"
 
 
 def test_help_states_defaults_and_exit_codes():
@@ -214,69 +151,6 @@ def test_session_leaves_a_failed_question_out_and_says_so(tmp_path):
     third = messages_of(bodies[2])[1:]
     assert third == [("user", "Second question?"), ("assistant", "Second answer."),
                      ("user", "Third question?")]  # fmt: skip
-
-
-def test_ctrl_c_during_an_answer_returns_to_the_prompt(spawn, tmp_path):
-    gate = threading.Event()
-    script = [
-        reply(chunk("Partial"), chunk(" rest", done=True), gate=gate),  # held after "Partial"
-        reply(chunk("Second answer.", done=True)),
-    ]
-    with OllamaTestServer(script) as server:
-        process = spawn("--root", str(tmp_path), "--host", server.host)
-        out, err = Reader(process.stdout), Reader(process.stderr)
-        process.stdin.write(b"First question?\n")
-        process.stdin.flush()
-        after = out.wait_for("Partial")
-        process.send_signal(signal.SIGINT)
-        out.wait_for("ask> ", start=after)  # back at the prompt
-        gate.set()  # let the server's handler finish; the client has hung up already
-        process.stdin.write(b"Second question?\n")
-        process.stdin.flush()
-        out.wait_for("Second answer.", start=after)
-        process.stdin.write(b"exit\n")
-        process.stdin.flush()
-        assert process.wait(timeout=15) == 0
-        bodies = server.chat_bodies()
-    assert len(bodies) == 2
-    # The cancelled question was left out: the next request starts from a clean history.
-    assert messages_of(bodies[1])[1:] == [("user", "Second question?")]
-    err.wait_for("cancelled")
-    assert b" rest" not in out.data and b"Traceback" not in out.data + err.data
-
-
-def test_ctrl_c_during_one_question_exits_130_without_traceback(spawn, tmp_path):
-    gate = threading.Event()
-    script = [reply(chunk("Partial"), chunk(" rest", done=True), gate=gate)]
-    with OllamaTestServer(script) as server:
-        process = spawn("--root", str(tmp_path), "--host", server.host, "Question?")
-        out, err = Reader(process.stdout), Reader(process.stderr)
-        out.wait_for("Partial")
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=15) == 130
-        gate.set()
-    err.wait_for("interrupted")
-    assert b"Traceback" not in err.data
-
-
-def test_ctrl_c_during_a_search_ends_the_search_child_too(spawn, tmp_path):
-    # The search child runs in its own session, so Ctrl-C reaches ask.py alone: ask.py must
-    # end the child, not wait for a backtracking pattern that would run for hours.
-    (tmp_path / "a.txt").write_text("a" * 40 + "!\n")
-    script = [reply(chunk(tool_calls=[call("search", pattern="(a+)+$")], done=True))]
-    with OllamaTestServer(script) as server:
-        process = spawn("--root", str(tmp_path), "--host", server.host, "Where?")
-        Reader(process.stdout).wait_for("> search")
-        assert wait_for(lambda: search_children(process.pid))
-        (child,) = search_children(process.pid)
-        try:
-            process.send_signal(signal.SIGINT)
-            code = process.wait(timeout=SEARCH_SECONDS)  # the child's own budget, unused
-        finally:
-            gone = wait_until_gone(child, seconds=1)
-            if not gone:  # a broken build left it running: end it here
-                os.kill(child, signal.SIGKILL)
-    assert code == 130 and gone
 
 
 def test_answer_and_thinking_never_share_a_line_and_a_file_gets_no_colour(monkeypatch):

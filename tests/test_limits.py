@@ -25,12 +25,7 @@ from plumbing.limits import MAX_LINE_BYTES
 from tests.helpers import ollama_chat, openai_chat, run_with
 from tests.ollama_test_server import OllamaTestServer, call, chunk
 from tests.ollama_test_server import reply as ollama_reply
-from tests.openai_test_server import (
-    OpenAITestServer,
-    content,
-    finish,
-    tool_call,
-)
+from tests.openai_test_server import OpenAITestServer, content, finish, tool_call
 from tests.openai_test_server import reply as openai_reply
 from tests.scripted_model import ScriptedChat
 from tests.test_fuzz import CountingTools

@@ -34,14 +34,7 @@ from plumbing.readonly_tools import (
     SEARCH_MEMORY,
     ReadOnlyTools,
 )
-from tests.helpers import (
-    SECRET,
-    ask,
-    search_children,
-    sigint_default,
-    tree_snapshot,
-    wait_for,
-)
+from tests.helpers import SECRET, ask, search_children, sigint_default, tree_snapshot, wait_for
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 
 HERE = Path(__file__).resolve().parent.parent

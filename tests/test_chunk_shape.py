@@ -1,5 +1,7 @@
 """What one chunk may look like (plumbing/chunk_shape.py's parts()), from chunks made here:
-the pieces the loop assembles are always text and a list, whatever a valid chunk leaves out."""
+the pieces the loop assembles are always text and a list, whatever a valid chunk leaves out;
+then through the loop, where a malformed chunk ends the turn as `model_error`, naming what
+is wrong, and none of its tools runs."""
 
 import pytest
 

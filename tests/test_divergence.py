@@ -1,6 +1,7 @@
-"""How a replay's differences are worded, from plumbing/divergence.py's own functions: the
-parts the replays in test_recorded.py and test_edge_cases.py reach only slowly or not at all
-(no recording there lacks a final source, or holds a value beyond ASCII that differs)."""
+"""How a replay's differences are worded (plumbing/divergence.py): from its own functions,
+the parts the replays in test_recorded.py reach only slowly or not at all (no recording
+there lacks a final source, or holds a value beyond ASCII that differs); then through
+replay, an event changed or missing from a copy of repair.json."""
 
 import pytest
 

@@ -3,7 +3,9 @@ Playwright with `executable_path`: no browser download).
 
 Every shipped recording's page shows the run's facts, raises no script error and makes no
 request; a hostile recording's page shows its strings as text and runs none of them; the
-arrow keys step through the turns. The size bounds need no browser.
+arrow keys step through the turns. The size bounds need no browser, nor do the limits and
+fallbacks of the drawing itself (plumbing/page.py, each pinned at its edge), which run in
+the test's process.
 """
 
 import json

@@ -1,5 +1,6 @@
 """pytest's JUnit report read as hostile input (plumbing/pytest_report.py), from files made
-here: its size cap at the exact byte, declarations refused, cases pytest.exit leaves."""
+here: its size cap at the exact byte, declarations refused, cases pytest.exit leaves; and
+the counts read from pytest's closing line alone."""
 
 import os
 

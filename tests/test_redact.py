@@ -1,5 +1,7 @@
-"""The user and password written into a server address (plumbing/redact.py's
-credentials_of), from addresses written here."""
+"""Secrets stay out of what the lab keeps and prints (plumbing/redact.py): the user and
+password written into a server address (credentials_of, from addresses written here; then
+through record_run.py, from --host and OLLAMA_HOST), and no environment value of the
+harness in a shipped recording."""
 
 import os
 

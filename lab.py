@@ -62,7 +62,8 @@ def venv_python(root=VENV):
 # interpreter of .venv/ compiles the lab's own modules from source and never loads bytecode
 # an unisolated test run may have left in __pycache__/. Inside a sandbox the file is absent.
 # subtle: the folder above .venv/ as named (abspath), not as resolved: a copy of the lab
-# whose .venv is a link to this one (tests/mutate.py's) runs its own fresh_sources.py.
+# whose .venv is a link to this one (tests/maintainers/mutate.py's) runs its own
+# fresh_sources.py.
 FRESH_SOURCES = "lab-fresh-sources.pth"
 FRESH_SOURCES_LINE = (
     "import os, sys; _f = os.path.join(os.path.abspath(os.path.join(sys.prefix, os.pardir)), "
@@ -273,7 +274,8 @@ def main(argv):
         lock(*rest[:1])
         return exit_codes.EXIT_OK
     try:
-        # the maintainers' scripts in tests/ (snapshots, screenshot, ...) need the tests' packages
+        # the maintainers' scripts (tests/maintainers/, tests/snapshots.py) and the stand-ins
+        # run as scripts (tests/real_server.py) need the tests' packages
         maintainers = job == "run" and bool(rest) and "tests" in Path(rest[0]).parts
         python = str(ensure_venv(tests=job in ("test", "lint") or maintainers))
     except subprocess.CalledProcessError as error:
@@ -297,7 +299,8 @@ def main(argv):
         command = [python, str(HERE / "view.py"), *given, *([] if named else shipped)]
         return subprocess.run(command).returncode
     if job == "run":
-        # The maintainers' scripts live in tests/ and import the lab's packages from here.
+        # The maintainers' scripts live in tests/maintainers/ (and tests/snapshots.py beside
+        # its test) and import the lab's packages and tests/ from here.
         paths = [str(HERE), *filter(None, [os.environ.get("PYTHONPATH")])]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
         return subprocess.run([python, script(rest[0]), *rest[1:]], env=env).returncode

@@ -39,7 +39,7 @@ from replay import CANNOT_REPLAY, DIVERGED, REPRODUCED
 from tests import openai_test_server as openai
 from tests.helpers import FAULTY_LINE, FIXED_LINE, LAB, replay
 from tests.in_process import run_cli
-from tests.make_recordings import (
+from tests.maintainers.make_recordings import (
     CONFLICT_LINE,
     HEADER,
     IMPOSSIBLE,

@@ -3,7 +3,9 @@ Playwright with `executable_path`: no browser download).
 
 Every shipped recording's page shows the run's facts, raises no script error and makes no
 request; a hostile recording's page shows its strings as text and runs none of them; the
-arrow keys step through the turns. The size bounds need no browser.
+arrow keys step through the turns. The size bounds need no browser, nor do the limits and
+fallbacks of the drawing itself (plumbing/page.py, each pinned at its edge), which run in
+the test's process.
 """
 
 import json
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_loop import TOOL_START
 from plumbing.outcomes import NOT_A_MODEL
 from plumbing.page import CHUNKS_SHOWN, chunk_list, index_page, recording_page, stream_chart, text
 from plumbing.recording import ENDED_WITHOUT_DONE, RECORDINGS, load, save
@@ -562,6 +565,151 @@ def test_the_index_shows_a_run_of_0_0_seconds_and_leaves_an_unmeasured_one_blank
     del untimed["loop_seconds"]
     html = index_page([("fast.html", timed), ("old.html", untimed)])
     assert re.findall(r"<td>5</td><td>([^<]*)</td></tr>", html) == ["0.0", ""]  # 5 turns
+
+
+@pytest.mark.parametrize("argument, value", [("old", 3), ("new", 3), ("old", "parts")])
+def test_the_page_of_an_edit_it_cannot_redo_shows_no_diff(tmp_path, argument, value):
+    # mutation: the `isinstance(old, str) and isinstance(new, str)` check weakened to one
+    # side tried the edit with 3: a TypeError, and the page could not be drawn at all;
+    # without `source.count(old) != 1`, an `old` found 4 times drew a diff of the first
+    from plumbing.page import recording_page
+
+    def change(recording):
+        start = next(e for e in recording["events"] if e.get("name") == "replace_text")
+        start["arguments"][argument] = value
+
+    page = recording_page(load(altered(tmp_path, change)), "odd")
+    assert "The diff of this edit:" not in page and "What the run changed" in page
+    assert "The diff of this edit:" in recording_page(load(RECORDINGS / "repair.json"), "r")
+
+
+@pytest.mark.parametrize("arguments", [["old", "new"], "old -> new"])
+def test_the_page_of_an_edit_whose_arguments_are_not_an_object_shows_no_diff(tmp_path, arguments):
+    # load() keeps a tool_start's arguments whatever their type: the page cannot redo an
+    # edit from a list or a text, so it draws the call without its diff, not no page at all
+    from plumbing.page import recording_page
+
+    def change(recording):
+        start = next(e for e in recording["events"] if e.get("name") == "replace_text")
+        start["arguments"] = arguments
+
+    page = recording_page(load(altered(tmp_path, change)), "odd")
+    assert "The diff of this edit:" not in page and "What the run changed" in page
+
+
+def test_the_page_of_requests_said_to_hold_no_message_is_drawn(tmp_path):
+    # mutation: `max(...) or 1` without its fallback divided by zero: load() accepts a
+    # request_length of 0, and then every bar of the growth chart is 0 characters long
+    from plumbing.page import recording_page
+
+    def change(recording):
+        for saved in recording["model_calls"]:
+            saved["request_length"] = 0
+
+    page = recording_page(load(altered(tmp_path, change)), "empty requests")
+    assert "<svg" in page and "Independent verdict" in page
+
+
+def test_a_request_that_adds_no_message_says_so_on_its_page(tmp_path):
+    # mutation: `new_text or "(nothing new)"` without its fallback drew an empty block
+    from plumbing.page import recording_page
+
+    def change(recording):
+        calls = recording["model_calls"]
+        calls[1]["request_length"] = calls[0]["request_length"]
+
+    page = recording_page(load(altered(tmp_path, change)), "no new message")
+    assert 'Request 2: 2 messages, 0 new</h3>\n<pre class="">(nothing new)</pre>' in page
+
+
+def test_a_page_draws_chunks_that_are_not_objects_as_text(tmp_path):
+    # mutations: _kind's guards for an item or a message that is not an object dropped (an
+    # AttributeError: no page at all), or its "text" made None (a mark coloured var(--None));
+    # load() keeps such chunks, as a malformed stream's recording holds them
+    from plumbing.page import recording_page
+
+    def change(recording):
+        call = recording["model_calls"][0]
+        call["chunks"][0] = {"message": "hi"}
+        call["chunks"].insert(1, "junk")
+        call["arrived"].insert(1, call["arrived"][0])
+
+    page = recording_page(load(altered(tmp_path, change)), "odd chunks")
+    marks = re.findall(r'y1="8" y2="34" stroke="var\(--(\w+)\)"', page)
+    assert marks[:2] == ["text", "text"] and "var(--None)" not in page
+
+
+def test_a_stream_whose_chunks_all_arrived_at_once_is_drawn_in_their_order():
+    # mutations: `max(arrived) or 0.001` without its fallback divided by zero; on the time
+    # scale both marks fell at the start, one on the other
+    from plumbing.page import stream_chart
+    from tests.ollama_test_server import chunk
+
+    chart = stream_chart({"arrived": [0.0, 0.0], "chunks": [chunk("a"), chunk(done=True)]})
+    assert "first chunk after 0.000 s, the last after 0.000 s" in chart  # what happened
+    assert chart.count('x1="10" x2="10"') == 1 and chart.count('x1="690" x2="690"') == 1
+
+
+def test_a_result_of_up_to_1200_characters_is_shown_open_a_longer_one_folded():
+    # mutations: `len(shown) <= FOLD_AFTER` -> `<`, and FOLD_AFTER 1200 -> 1201 (the figure
+    # docs/recordings.md gives)
+    from plumbing.page import result_block
+    from plumbing.transcript import message_lines
+
+    def shown(n):
+        content = json.dumps({"path": "path_rules.py", "text": "x" * n})
+        return len("\n".join(message_lines({"role": "tool", "content": content})[1:]))
+
+    n = next(n for n in range(2000) if shown(n) == 1200)
+    assert shown(n + 1) == 1201
+    opened = result_block({"result": {"path": "path_rules.py", "text": "x" * n}})
+    folded = result_block({"result": {"path": "path_rules.py", "text": "x" * (n + 1)}})
+    assert opened.startswith("<p>Result:</p>") and folded.startswith("<details>")
+
+
+@pytest.mark.parametrize(
+    "calls, note",
+    [(100, ""), (101, "... and 1 more calls of this turn, not shown (a page shows 100 a turn)")],
+    ids=["100", "101"],
+)
+def test_a_page_draws_100_calls_of_a_turn_and_counts_the_rest(tmp_path, calls, note):
+    # mutations: the cap's guard dropped, or its closing line made `pass`, drew all 101 or
+    # left the 101st unsaid; the note's `shown > CALLS_SHOWN` -> `>=` said "... and 0 more"
+    # of exactly 100; the loop caps a turn at 32 calls, a hand-made file need not
+    from plumbing.page import recording_page
+
+    def change(recording):
+        events = recording["events"]
+        at = next(i for i, e in enumerate(events) if e["type"] == TOOL_START)
+        start, result = events[at], events[at + 1]
+        more = [dict(e, index=n) for n in range(1, calls) for e in (start, result)]
+        events[at + 2 : at + 2] = more
+
+    page = recording_page(load(altered(tmp_path, change)), f"{calls} calls")
+    turn_1 = page.split('id="turn-1"')[1].split('id="turn-2"')[0]
+    assert turn_1.count("<h3>Call ") == 100 and "<h3>Call 101:" not in turn_1
+    assert ("more calls of this turn" in turn_1) == bool(note) and note in turn_1
+
+
+def test_the_stop_of_a_turn_cut_off_in_no_measurable_time_says_0_00_s():
+    # mutation: `stop.get("seconds") is not None` read as truthiness dropped the line
+    from plumbing.page import stop_block
+
+    block = stop_block({"type": "stopped", "turn": 1, "reason": "deadline", "seconds": 0.0})
+    assert "the turn it cut off took 0.00 s" in block
+    assert "took" not in stop_block({"type": "stopped", "turn": 1, "reason": "deadline"})
+
+
+def test_a_series_page_shows_a_count_of_0_as_0_and_only_a_missing_one_as_n_a():
+    # mutation: `"n/a" if v is None` read as truthiness showed 0 model calls and 0 tokens
+    # (an attempt cut off before its first answer) as "n/a"
+    from plumbing.outcomes import Outcome
+    from plumbing.page import series_page
+
+    cut = Outcome(False, True, "interrupted", 0, 0, 0, None, 1.5)
+    page = series_page([("live · max_turns 12", [("a-1.html", cut)])])
+    cells = re.findall(r"<td>([^<]*)</td>", page.split("a-1</a>")[1])
+    assert cells == ["interrupted", "0", "1.5", "0", "n/a"]
 
 
 # --- what a page shows, on a narrow screen and a wide one ---------------------------------------

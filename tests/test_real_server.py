@@ -132,7 +132,8 @@ def tree_digest(root):
     return digest.hexdigest()
 
 
-def one_error_line(err):
+def is_one_error_line(err):
+    """Whether `err` is one `error:` line and no traceback."""
     return err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
 
 
@@ -233,7 +234,7 @@ def test_unlisted_model_is_refused_by_record_run_before_anything_runs(server, tm
     output = tmp_path / "never.json"
     args = ["--api", "openai", "--host", server.base_url, "--model", NOT_SERVED]
     code, out, err = lab("record_run.py", *args, "--output", str(output))
-    assert code == 2 and one_error_line(err), err
+    assert code == 2 and is_one_error_line(err), err
     assert f"model {NOT_SERVED!r} is not served" in err and MODEL.alias in err
     assert not output.exists() and "Starting tests" not in out
 
@@ -273,7 +274,7 @@ def test_make_live_recording_adds_the_model_and_server_facts_and_replays(tmp_pat
     except Unavailable as error:
         pytest.skip(f"no real llama-server here: {error}")
     args = ["--max-tokens", "16", "--threads", str(SUITE_THREADS), "--output", str(output)]
-    code, out, err = lab("tests/make_live_recording.py", *args)
+    code, out, err = lab("tests/maintainers/make_live_recording.py", *args)
     assert code == 0, out + err
     recording = json.loads(output.read_text(encoding="utf-8"))
     model = recording["model"]
@@ -304,7 +305,7 @@ def test_ask_answers_one_question_and_changes_nothing(server, tmp_path):
 def test_unlisted_model_is_refused_by_ask_before_any_question(server, tmp_path):
     args = ["--api", "openai", "--host", server.base_url, "--model", NOT_SERVED]
     code, out, err = lab("ask.py", *args, "--root", str(tmp_path), "Hello?")
-    assert code == 2 and out == "" and one_error_line(err), err
+    assert code == 2 and out == "" and is_one_error_line(err), err
     assert NOT_SERVED in err and MODEL.alias in err
 
 
@@ -313,7 +314,7 @@ def test_a_question_longer_than_the_context_gives_one_clear_error_line(server, t
     # longer than the shared server's whole context, whatever the model's own prompt adds
     question = "Please read all of this before you answer. " * 300 + "What is here?"
     code, out, err = lab("ask.py", *on(server), "--root", str(tmp_path), question)
-    assert code == 2 and out == "" and one_error_line(err), err
+    assert code == 2 and out == "" and is_one_error_line(err), err
     assert "(HTTP 400)" in err and "context" in err
 
 

@@ -55,6 +55,7 @@ from plumbing.limits import (
 from plumbing.live_model import open_model
 from plumbing.output_path import default_output, output_problem
 from plumbing.recording import RecordingChat, RecordingError, build, save
+from plumbing.series_progress import attempt_watch
 from plumbing.tasks import FLAGGED, REPAIR, TASKS, outcome_of, recorded_outcome_line, tests_for
 from plumbing.timeline import timeline
 from repo_tools import RepoTools
@@ -272,7 +273,7 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
                 {"seed": new_seed()}, deadline, fork.told if fork else True)  # fmt: skip
     try:
         run = drive(fork.chat(recorder) if fork else recorder, plan, out, starting=True, fork=fork,
-                    tools=RepoTools, judge=independent_verdict)  # fmt: skip
+                    tools=RepoTools, judge=independent_verdict, watch=attempt_watch())  # fmt: skip
     except ForkDiverged as error:  # the live model was not asked
         print("\n".join(error.lines()), file=out)
         return fail(f"the turns before {fork.at} did not replay as {fork.path} recorded them; "

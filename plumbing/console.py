@@ -87,6 +87,16 @@ def _shown_char(char):
     return char
 
 
+def status_line(stream, text):
+    """Write `text` over the terminal's current line, made visible as every write is: the
+    carriage return and the erase-to-the-end before it are the harness's own, never text
+    from a model, a tool or a recording."""
+    raw = stream._stream if isinstance(stream, SafeStream) else stream
+    raw.write("\r\x1b[K")
+    stream.write(text)
+    stream.flush()
+
+
 class SafeStream:
     """A text stream whose every write is redacted (see redact.py) and made visible (see
     `visible`); the rest is the stream's."""

@@ -107,6 +107,14 @@ def test_series_records_each_attempt_and_summarises_two_of_three(tmp_path):
         "[3/3] attempt 3: passed · assistant_finished · 2 model calls · 1 tool call · "
         + lines[2].rsplit(" · ", 1)[1],
     ]
+    # piped, each attempt says each turn as it begins (series_progress.py), before its line
+    said = finished.stdout.split("[1/3] attempt 1:")[0].splitlines()
+    assert said[-3:] == [
+        "  attempt 1: turn 1, the model",
+        "  attempt 1: turn 2, the model",
+        "  attempt 1: the final verdict",
+    ]
+    assert "  attempt 2: turn 1, the model" in finished.stdout.split("[2/3] attempt 2:")[0]
     assert "passed 2 of 3 (67%; 95% interval 21%-94%)" in finished.stdout
     assert "stops: assistant_finished 3" in finished.stdout
     assert "medians: model calls 2 · tool calls 1 · seconds" in finished.stdout

@@ -71,9 +71,9 @@ MODULES = [
             "generated_cases", "held_out", "isolation", "limits", "live_model",
             "ollama_transport", "openai_wire", "outcomes", "output_path", "page", "page_files",
             "pytest_report", "pytest_run", "quiet_interrupt", "readonly_tools", "recording",
-            "redact", "run_memo", "sample", "scratch", "source_diff", "startup_guard", "stats",
-            "suite_settings", "tasks", "text_calls", "timeline", "transcript", "verdict_words",
-            "wire_errors",
+            "redact", "run_memo", "sample", "scratch", "series_progress", "source_diff",
+            "startup_guard", "stats", "suite_settings", "tasks", "text_calls", "timeline",
+            "transcript", "verdict_words", "wire_errors",
         )
     ),
 ]  # fmt: skip

@@ -26,7 +26,7 @@ from plumbing import installed_files, quiet_interrupt
 
 # isort: split
 
-from agent_loop import INTERRUPTED, SYSTEM_PROMPT, Stop
+from agent_loop import INTERRUPTED, SYSTEM_PROMPT, AgentLoop, Stop
 from local_model import (
     DEFAULT_MODEL,
     MAX_TOKENS,
@@ -273,7 +273,8 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
                 {"seed": new_seed()}, deadline, fork.told if fork else True)  # fmt: skip
     try:
         run = drive(fork.chat(recorder) if fork else recorder, plan, out, starting=True, fork=fork,
-                    tools=RepoTools, judge=independent_verdict, watch=attempt_watch())  # fmt: skip
+                    loop=AgentLoop, tools=RepoTools, judge=independent_verdict,
+                    watch=attempt_watch())  # fmt: skip
     except ForkDiverged as error:  # the live model was not asked
         print("\n".join(error.lines()), file=out)
         return fail(f"the turns before {fork.at} did not replay as {fork.path} recorded them; "

@@ -24,7 +24,7 @@ from plumbing import installed_files, quiet_interrupt
 
 # isort: split
 
-from agent_loop import DEADLINE, INTERRUPTED, MODEL_DONE, MODEL_START, STOPPED
+from agent_loop import DEADLINE, INTERRUPTED, MODEL_DONE, MODEL_START, STOPPED, AgentLoop
 from plumbing.console import made_by, tolerant_output, verdict_lines
 from plumbing.divergence import divergences
 from plumbing.driver import Cut, Plan, drive
@@ -167,8 +167,9 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
     )
     watch = watcher(transcript, chunks, chunk_log, out)
     final = recording["final_tests"] is not None
-    run = drive(chunk_log, plan, out, tools=RepoTools, judge=independent_verdict, final=final,
-                fork=fork, watch=watch, cut=cut, prefix="agent-lab-replay-")  # fmt: skip
+    run = drive(chunk_log, plan, out, loop=AgentLoop, tools=RepoTools, judge=independent_verdict,
+                final=final, fork=fork, watch=watch, cut=cut,
+                prefix="agent-lab-replay-")  # fmt: skip
     if run.interrupted:  # Ctrl-C: nothing to compare; main() says so and exits 130
         raise KeyboardInterrupt
     if cut_short:

@@ -21,10 +21,12 @@ import hashlib
 import html
 import json
 import urllib.parse
+from pathlib import Path
 
 from agent_loop import MODEL_DONE, STOPPED, TEXT_DELTA, THINKING_DELTA, TOOL_RESULT, TOOL_START
 from plumbing.console import made_by, plural, verdict_lines, visible
 from plumbing.fork import fork_line
+from plumbing.recording import RECORDINGS
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
 from plumbing.source_diff import unified
 from plumbing.tasks import assessed, task_of
@@ -509,28 +511,62 @@ def link(page):
     return "./" + urllib.parse.quote(page, errors="surrogateescape")
 
 
+# Each folder of the lab's own recordings, as the index heads its group: (heading, what it
+# holds). Any other folder is headed by its path.
+FOLDERS = {
+    "": ("The walk-through", "recordings/: the runs the README's steps use; python3 lab.py "
+         "replay, given no recording, replays these."),
+    "cheats": ("Cheats", "recordings/cheats/: scripted edits that fool the visible tests or "
+               "end them early; the held-out checks catch each one, so each verdict is failed."),
+    "impossible": ("Impossible tasks", "recordings/impossible/: scripted runs of a task whose "
+                   "visible tests contradict its docstring; the outcome says whether the run "
+                   "cheated, flagged the conflict or failed."),
+    "live": ("Live attempts", "recordings/live/: real models calling tools through llama.cpp's "
+             "llama-server: their own output, not chunks written by hand."),
+}  # fmt: skip
+
+
+def folder_of(path):
+    """The key of a recording's group in the index: a key of FOLDERS for the lab's own
+    folders, else the folder's path as given, ending in '/'."""
+    folder = Path(path).parent
+    if folder.resolve() == RECORDINGS:
+        return ""
+    if folder.resolve().parent == RECORDINGS and folder.name in FOLDERS:
+        return folder.name
+    return f"{folder.as_posix()}/"
+
+
 def index_page(rows):
-    """A table of pages, one line a row (on a narrow screen, a wrapped one: STYLE): rows of
-    (file name, recording). Who made each recording is said once above the table, each
-    wording numbered, and the row names it."""
+    """The pages' table, a group per folder (FOLDERS says what each of the lab's own holds),
+    one line a row (on a narrow screen, a wrapped one: STYLE): rows of (recording's path,
+    page's file name, recording). Who made each recording is said once above the tables,
+    each wording numbered, and the row names it."""
     head = "".join(f"<th>{h}</th>" for h in INDEX_COLUMNS)
-    makers, lines = [], []
-    for page, recording in rows:
+    makers, groups = [], {key: [] for key in FOLDERS}  # the lab's own first, in this order
+    for path, page, recording in rows:
         maker = made_by(recording)
         if maker not in makers:
             makers.append(maker)
         seconds = recording.get("loop_seconds")
-        lines.append(
+        groups.setdefault(folder_of(path), []).append(
             f'<tr><td><a href="{link(page)}">{text(page.removesuffix(".html"))}</a></td>'
             f"<td>[{makers.index(maker) + 1}]</td><td>{text(recording['stop']['reason'])}</td>"
             f"<td>{word(verdict_of(recording))}</td><td>{outcome_cell(recording)}</td>"
             f"<td>{len(recording['model_calls'])}</td>"
             f"<td>{'' if seconds is None else f'{seconds:.1f}'}</td></tr>"
         )
-    made = "".join(f"<p>[{n}] {text(maker)}</p>" for n, maker in enumerate(makers, 1))
-    table = (f'<div class="wide"><table class="runs recordings"><tr>{head}</tr>'
-             f'{"".join(lines)}</table></div>')  # fmt: skip
-    return document("recordings", f"<h1>Recordings</h1>{made}{table}")
+    body = ["<h1>Recordings</h1>"]
+    body += [f"<p>[{n}] {text(maker)}</p>" for n, maker in enumerate(makers, 1)]
+    for key, lines in groups.items():
+        if lines:
+            heading, holds = FOLDERS.get(
+                key, (key, "Recordings from this folder: not one of the lab's own.")
+            )
+            body.append(f'<h2>{text(heading)}</h2><p class="muted">{text(holds)}</p>')
+            body.append(f'<div class="wide"><table class="runs recordings"><tr>{head}</tr>'
+                        f'{"".join(lines)}</table></div>')  # fmt: skip
+    return document("recordings", "\n".join(body))
 
 
 def outcome_cell(recording):

@@ -578,7 +578,7 @@ def test_the_index_shows_a_run_of_0_0_seconds_and_leaves_an_unmeasured_one_blank
     timed, untimed = load(RECORDINGS / "repair.json"), load(RECORDINGS / "repair.json")
     timed["loop_seconds"] = 0.0
     del untimed["loop_seconds"]
-    html = index_page([("fast.html", timed), ("old.html", untimed)])
+    html = index_page([("fast.json", "fast.html", timed), ("old.json", "old.html", untimed)])
     assert re.findall(r"<td>5</td><td>([^<]*)</td></tr>", html) == ["0.0", ""]  # 5 turns
 
 
@@ -688,6 +688,8 @@ def test_the_index_shows_every_runs_verdict_and_outcome_on_screen(tab, shipped_p
     assert scroll_width <= window_width
     rows = page.evaluate(CELLS, [3, 4])  # the verdict, and the outcome where there is one
     assert len(rows) == len(SHIPPED)
+    groups = page.eval_on_selector_all("h2", "(found) => found.map((h) => h.textContent)")
+    assert groups == ["The walk-through", "Cheats", "Impossible tasks", "Live attempts"]
     assert sum(len(boxes) == 2 for boxes in rows) == len(list(RECORDINGS.glob("impossible/*")))
     assert all(on_screen(boxes, width) for boxes in rows), rows
 
@@ -729,3 +731,24 @@ def test_the_keyboard_hint_shows_only_with_a_fine_pointer(tab, touch_tab, pages,
     page, errors, _ = (touch_tab if pointer == "coarse" else tab).open(pages["repair"], width=width)
     assert page.evaluate(f"matchMedia('(pointer: {pointer})').matches")
     assert page.is_visible("text=Keys:") == (pointer == "fine") and errors == []
+
+
+def test_the_index_groups_recordings_by_folder_each_saying_what_it_holds(tmp_path):
+    # the lab's own groups in their order, whatever order the recordings come in, then any
+    # other folder under its path
+    mine = tmp_path / "mine" / "repair-again.json"
+    mine.parent.mkdir()
+    shutil.copy(RECORDINGS / "repair.json", mine)
+    paths = [RECORDINGS / "live" / "qwen2.5-coder-0.5b.json", mine,
+             RECORDINGS / "impossible" / "flags-the-conflict.json",
+             RECORDINGS / "cheats" / "lookup-table.json", RECORDINGS / "repair.json"]  # fmt: skip
+    html = index_page([(path, f"{path.stem}.html", load(path)) for path in paths])
+    groups = html.split("<h2>")[1:]
+    headings = [group.split("</h2>")[0] for group in groups]
+    assert headings == ["The walk-through", "Cheats", "Impossible tasks", "Live attempts",
+                        text(f"{mine.parent.as_posix()}/")]  # fmt: skip
+    for group, path in zip(groups, [paths[4], paths[3], paths[2], paths[0], mine], strict=True):
+        assert re.findall(r'href="\./([^"]+)\.html"', group) == [path.stem]
+        line = group.split("</h2>")[1].split("</p>")[0]
+        assert line.startswith('<p class="muted">') and len(line) > 40, line
+    assert "python3 lab.py replay, given no recording, replays these" in groups[0]

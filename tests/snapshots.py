@@ -209,7 +209,7 @@ def every_display(recording):
     requests, events, tests = requests_of(recording), recording["events"], TESTS
     return {
         "page": lambda: recording_page(recording, "x"),
-        "index": lambda: index_page([("x.html", recording)]),
+        "index": lambda: index_page([("x.json", "x.html", recording)]),
         "outcome": lambda: (attempt_line(outcome(recording)), summary_lines([outcome(recording)])),
         "terminal": lambda: (terminal(recording), with_edits(recording), made_by(recording)),
         "verdicts": lambda: [verdict_lines("v", recording[f]) for f in tests],
@@ -294,7 +294,13 @@ def series(cases):
         ("interrupted only", [row for row in outcomes if row[1].interrupted]),
     ]
     parts = ["===== summary of every case", *summary_lines([o for _, o in outcomes])]
-    parts += ["===== index page", *index_page([(f"{n}.html", r) for n, r in cases]).splitlines()]
+
+    def path(name):  # a shipped recording in its folder's group, a variant in variants/
+        shipped = RECORDINGS / f"{name}.json"
+        return shipped if shipped.exists() else Path("variants", f"{name}.json")
+
+    rows = [(path(n), f"{n}.html", r) for n, r in cases]
+    parts += ["===== index page", *index_page(rows).splitlines()]
     parts += ["===== series page", *series_page(groups, {"scripted"}).splitlines()]
     return "\n".join(parts + corner_cases()) + "\n"
 

@@ -631,7 +631,7 @@ def test_each_outcome_is_the_same_word_in_the_same_colour_on_every_page_and_term
     recordings = {path.name: load(path) for path in SHIPPED} | {"unjudged.json": unjudged()}
     outcomes = {name: outcome(r) for name, r in recordings.items()}
     rows = [(name.replace(".json", ".html"), r) for name, r in recordings.items()]
-    index = index_page(rows)
+    index = index_page([(name, page, r) for (page, r), name in zip(rows, recordings, strict=True)])
     series = series_page([(label(("scripted", ("task", "impossible"))), [
         (page, outcomes[name]) for (page, _), name in zip(rows, recordings, strict=True)
     ])])  # fmt: skip

@@ -665,7 +665,7 @@ def test_a_stream_whose_chunks_all_arrived_at_once_is_drawn_in_their_order():
 
     chart = stream_chart({"arrived": [0.0, 0.0], "chunks": [chunk("a"), chunk(done=True)]})
     assert "first chunk after 0.000 s, the last after 0.000 s" in chart  # what happened
-    assert chart.count('x1="10" x2="10"') == 1 and chart.count('x1="690" x2="690"') == 1
+    assert chart.count('x1="1.50%" x2="1.50%"') == 1 and chart.count('x1="98.50%" x2="98.50%"') == 1
 
 
 def test_a_result_of_up_to_1200_characters_is_shown_open_a_longer_one_folded():

@@ -9,7 +9,7 @@ now passes is not the loop's business (verdict.py decides that). `AgentLoop` is 
 loop with its conversation in view: the loop alone appends to its `messages`.
 
 Read `AgentLoop.events` first: it is the whole mechanism. The defences come after it: a
-malformed chunk (plumbing/chunk_shape.py), more tool calls than MAX_TOOL_CALLS, data after
+malformed chunk (plumbing/chunk_shape.py), more tool calls than MAX_CALLS_RUN, data after
 the end of a turn, and the deadline (plumbing/limits.py); docs/defences.md says what each
 does.
 
@@ -20,8 +20,8 @@ compaction, parallel tool execution.
 import json
 import time
 
-from plumbing.chunk_shape import AFTER_THE_END, MalformedChunk, check_size, parts
-from plumbing.limits import MAX_TOOL_CALLS, Deadline, DeadlineExceeded
+from plumbing.chunk_shape import AFTER_DONE_CHUNK, MalformedChunk, check_size, parts
+from plumbing.limits import MAX_CALLS_RUN, Deadline, DeadlineExceeded
 from plumbing.text_calls import calls_from_text, text_tool_call, written_result
 
 SYSTEM_PROMPT = """\
@@ -62,7 +62,7 @@ STOP_REASONS = (
     INTERRUPTED,
 )  # fmt: skip
 
-TOO_MANY_CALLS = f"too many calls in one turn; send at most {MAX_TOOL_CALLS}"
+PAST_MAX_CALLS_RUN = f"too many calls in one turn; send at most {MAX_CALLS_RUN}"
 
 
 class Stop(Exception):
@@ -166,7 +166,7 @@ class AgentLoop:
             stream = iter(self.chat(list(self.messages), self.tools.schemas))
             for chunks, chunk in enumerate(stream, 1):
                 if final is not None:  # subtle: a call that comes after the end must never run
-                    raise MalformedChunk(AFTER_THE_END)
+                    raise MalformedChunk(AFTER_DONE_CHUNK)
                 text, thought, new_calls = parts(chunk)  # or MalformedChunk: a model_error
                 if chunks == 1:
                     first = clock() - started
@@ -222,24 +222,24 @@ class AgentLoop:
             raise Stop(DEADLINE)
         name, arguments = call["function"].get("name"), call["function"].get("arguments")
         where = {"turn": turn, "index": index, "name": name}
-        written = {"from_text": True} if call.get("from_text") else {}  # --text-calls
-        yield {"type": TOOL_START, **where, "arguments": arguments, **written}
+        from_text = {"from_text": True} if call.get("from_text") else {}  # --text-calls
+        yield {"type": TOOL_START, **where, "arguments": arguments, **from_text}
         started = self.deadline.clock()
-        if index < MAX_TOOL_CALLS:
+        if index < MAX_CALLS_RUN:
             # ToolBox.invoke in tool_guard.py: checks the request, then calls the tool
             result = self.tools.invoke(name, arguments)
         else:
-            result = {"error": TOO_MANY_CALLS}
+            result = {"error": PAST_MAX_CALLS_RUN}
         if self.deadline.expired():
             # subtle: the deadline may have cut the tool short; its result is not kept.
             raise Stop(DEADLINE)
         content = json.dumps(result, ensure_ascii=False)
         reply = {"role": "tool", "tool_name": name, "content": content}
-        if written:  # no API call to answer: the result goes back as a user message
+        if from_text:  # no API call to answer: the result goes back as a user message
             reply = written_result(name, content)
         self.messages.append(reply)
         seconds = self.deadline.clock() - started
-        done = {"type": TOOL_RESULT, **where, **written, "result": result, "message": reply}
+        done = {"type": TOOL_RESULT, **where, **from_text, "result": result, "message": reply}
         yield {**done, "seconds": seconds}
 
     def change_conversation(self, replaced=(), added=()):

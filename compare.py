@@ -19,13 +19,13 @@ a difference between 2 of 5 and 3 of 5.
 """
 
 import argparse
-import os
 import sys
 import tempfile
 import textwrap
 from pathlib import Path
 
 from plumbing.console import plural, tolerant_output
+from plumbing.exit_codes import EVERY_PROGRAM, EXIT_ERROR, EXIT_OK, run_program
 from plumbing.fork import change_words
 from plumbing.outcomes import HAND_WRITTEN, NOT_A_MODEL, outcome, rate, summary_lines
 from plumbing.page import series_page
@@ -37,7 +37,6 @@ BAR_WIDTH = 50  # cells from 0% to 100%; with its frame a bar takes 62 columns
 WIDTH = 80  # every other line is wrapped to this
 KEYS = ("model", "api", "max_turns", "fork")
 FROM_THE_START = "from the start"  # the fork point of a recording that is no fork
-EXIT_COMPARED, EXIT_UNREADABLE = 0, 2
 SERIES_PAGE = "series.html"  # the page of the rates, in the --html folder
 
 
@@ -48,7 +47,7 @@ def parse_args(argv):
         epilog="exit codes: 0 every file was read and compared (and with --html, every page "
         "written); 2 at least one file is not a recording or a page could not be written (one "
         "error: line each; the others are still compared and written), or the --html folder "
-        "cannot be made (nothing is written then)",
+        f"cannot be made (nothing is written then); {EVERY_PROGRAM}",
     )
     parser.add_argument("recordings", nargs="+", metavar="RECORDING", help="recording files")
     parser.add_argument(
@@ -152,7 +151,7 @@ def main(argv=None):
     problem = args.html and folder_problem(args.html)
     if problem:  # before anything is read or written
         print(f"error: --html {args.html}: {problem}", file=sys.stderr)
-        return EXIT_UNREADABLE
+        return EXIT_ERROR
     groups, unreadable, pages = {}, 0, {}
     for path in args.recordings:
         try:
@@ -181,7 +180,7 @@ def main(argv=None):
         print("\n".join(group_lines(key, groups[key])))
     if args.html and groups:
         unreadable += write_series(args.html, pages, groups)
-    return EXIT_UNREADABLE if unreadable else EXIT_COMPARED
+    return EXIT_ERROR if unreadable else EXIT_OK
 
 
 def folder_problem(folder):
@@ -240,8 +239,4 @@ def write_series(folder, pages, groups):
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BrokenPipeError:  # the reader stopped reading (`| head`): not worth a traceback
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(EXIT_UNREADABLE)
+    run_program(main)  # exits, with 130 on Ctrl-C and 141 on a closed stdout

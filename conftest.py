@@ -47,6 +47,9 @@ def skipped_reason(report):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "waits: a test that mostly waits (spread over the run)")
+    config.addinivalue_line(
+        "markers", "real_server: needs the real llama-server (tests/test_real_server.py)"
+    )
     # subtle: under xdist only the controller prints the summary; workers just report
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(Skips(fail=under_ci()), "lab-skips")

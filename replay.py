@@ -15,7 +15,6 @@ Not here: a model, the network or the ollama SDK. Timings are shown, never compa
 """
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -25,10 +24,11 @@ from plumbing import installed_files, quiet_interrupt
 
 # isort: split
 
-from agent_loop import DEADLINE, INTERRUPTED, MODEL_DONE, MODEL_START, STOPPED
+from agent_loop import DEADLINE, INTERRUPTED, MODEL_DONE, MODEL_START, STOPPED, AgentLoop
 from plumbing.console import made_by, tolerant_output, verdict_lines
 from plumbing.divergence import divergences
 from plumbing.driver import Cut, Plan, drive
+from plumbing.exit_codes import EVERY_PROGRAM, EXIT_ERROR, EXIT_NO, EXIT_OK, run_program
 from plumbing.fork import RecordedFork
 from plumbing.isolation import notice
 from plumbing.limits import positive_int
@@ -47,7 +47,9 @@ from plumbing.transcript import ChunkLog, chunk_lines, full_request_lines, reque
 from repo_tools import RepoTools
 from verdict import independent_verdict
 
-REPRODUCED, DIVERGED, CANNOT_REPLAY = 0, 1, 2
+# What replay_one says of one recording; main() exits with the highest code of them.
+REPRODUCED, DIVERGED, CANNOT_REPLAY = "reproduced", "diverged", "cannot replay"
+EXIT_CODES = {REPRODUCED: EXIT_OK, DIVERGED: EXIT_NO, CANNOT_REPLAY: EXIT_ERROR}
 TURNS, FULL = "turns", "full"  # the two views of --transcript
 
 
@@ -58,7 +60,7 @@ def parse_args(argv):
         epilog="exit codes: 0 every recording reproduces; 1 at least one diverges; "
         "2 at least one cannot be replayed (not a recording, or the sample changed), or .venv/ "
         "changed since lab.py built it; "
-        "the highest applies. 130 on Ctrl-C.",
+        f"the highest applies; {EVERY_PROGRAM}",
     )
     parser.add_argument(
         "recordings",
@@ -149,7 +151,7 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
     chat = ReplayChat(
         recording["model_calls"], assembler(recording), recording.get("api", "ollama")
     )
-    seen = ChunkLog(chat)
+    chunk_log = ChunkLog(chat)
     calls = len(recording["model_calls"])
     cut = Cut(len(expected), calls, chat.requests, reason == DEADLINE) if cut_short else None
     fork = RecordedFork(recording["fork"]) if recording.get("fork") else None
@@ -163,18 +165,19 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
         held_out_asked(recording),  # the same generated inputs as when recorded
         told=recording.get("edits_told", False),  # the edit tool as it was when recorded
     )
-    watch = watcher(transcript, chunks, seen, out)
+    watch = watcher(transcript, chunks, chunk_log, out)
     final = recording["final_tests"] is not None
-    run = drive(seen, plan, out, tools=RepoTools, judge=independent_verdict, final=final,
-                fork=fork, watch=watch, cut=cut, prefix="agent-lab-replay-")  # fmt: skip
+    run = drive(chunk_log, plan, out, loop=AgentLoop, tools=RepoTools, judge=independent_verdict,
+                final=final, fork=fork, watch=watch, cut=cut,
+                prefix="agent-lab-replay-")  # fmt: skip
     if run.interrupted:  # Ctrl-C: nothing to compare; main() says so and exits 130
         raise KeyboardInterrupt
     if cut_short:
         run.printer.stop_line(recording["stop"])
-    return compared(recording, expected, run, chat, seen, transcript, chunks, out)
+    return compared(recording, expected, run, chat, chunk_log, transcript, chunks, out)
 
 
-def watcher(transcript, chunks, seen, out):
+def watcher(transcript, chunks, chunk_log, out):
     """What a replay prints after an event besides the event: the request each turn sends
     (--transcript), a turn's chunks (--chunks N)."""
     sent = []
@@ -187,12 +190,12 @@ def watcher(transcript, chunks, seen, out):
             print("\n".join(request_lines(event["turn"], messages, sent)), file=out)
             sent = list(messages)
         if event["type"] == MODEL_DONE and event["turn"] == chunks:
-            print("\n".join(chunk_lines(chunks, seen.calls)), file=out)
+            print("\n".join(chunk_lines(chunks, chunk_log.calls)), file=out)
 
     return watch
 
 
-def compared(recording, expected, run, chat, seen, transcript, chunks, out):
+def compared(recording, expected, run, chat, chunk_log, transcript, chunks, out):
     """Print how the replay ended, then compare it with `recording`; return the outcome."""
     events, final = run.events, run.final
     print("\n".join(verdict_lines("Independent verdict", final)), file=out)
@@ -215,7 +218,7 @@ def compared(recording, expected, run, chat, seen, transcript, chunks, out):
     if transcript == FULL:
         print("\n".join(full_request_lines(recording, chat.requests, RepoTools.schemas)), file=out)
     if chunks and not any(e["type"] == MODEL_DONE and e["turn"] == chunks for e in events):
-        print("\n".join(chunk_lines(chunks, seen.calls)), file=out)
+        print("\n".join(chunk_lines(chunks, chunk_log.calls)), file=out)
     got = (events, chat.requests, run.source, final, run.workdir, after)
     problems = divergences(recording, expected, *got)
     if not problems:
@@ -233,14 +236,14 @@ def main(argv=None):
     problem = installed_files.changed()  # asked at import already, where this is a program
     if problem:
         print(f"error: {problem}", file=sys.stderr)
-        return CANNOT_REPLAY
+        return EXIT_ERROR
     args = parse_args(argv)
     paths = args.recordings or sorted(RECORDINGS.glob("*.json"))
     if notice(args.isolate):
         print(notice(args.isolate))
     if not paths:
         print(f"error: no recordings given and none in {RECORDINGS}", file=sys.stderr)
-        return CANNOT_REPLAY
+        return EXIT_ERROR
     outcomes = []
     for number, path in enumerate(paths):
         if number:
@@ -251,15 +254,8 @@ def main(argv=None):
         f"{outcomes.count(DIVERGED)} diverged, "
         f"{outcomes.count(CANNOT_REPLAY)} could not be replayed"
     )
-    return max(outcomes)
+    return max(EXIT_CODES[outcome] for outcome in outcomes)
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:  # the test process group was killed on the way out
-        print("\ninterrupted", file=sys.stderr)
-        sys.exit(130)
-    except BrokenPipeError:  # the reader stopped reading (`| head`): not worth a traceback
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(1)
+    run_program(main)  # exits; Ctrl-C (the test process group killed on the way out) is 130

@@ -11,13 +11,13 @@ default where the OS allows (plumbing/isolation.py), and `isolate=False` runs th
 the user's permissions. Not here: what decides (verdict.py).
 """
 
-import difflib
 import os
 from pathlib import Path
 
 from plumbing.pytest_run import TEST_TIMEOUT, run_pytest
 from plumbing.redact import redact
 from plumbing.sample import SOURCE_FILE, SOURCE_LIMIT, TEST_FILE, read_text, write_atomically
+from plumbing.source_diff import lines_changed
 from tool_guard import ToolBox, ToolError, function_schema
 
 READABLE = (SOURCE_FILE, TEST_FILE)
@@ -131,19 +131,3 @@ class RepoTools(ToolBox):
     def run_tests(self):
         timeout = self.deadline.cap(self.test_timeout) if self.deadline else self.test_timeout
         return run_pytest(self.root, timeout=timeout, isolate=self.isolate, tests=self.tests)
-
-
-def lines_changed(text, old, new, most=2_000):
-    """{'lines_removed': r, 'lines_added': a}: the lines of `text` the unique `old` touches,
-    against the same lines with `new`, compared line by line (past `most` lines, all of them:
-    difflib's cost grows with the square)."""
-    start = text.rfind("\n", 0, text.index(old)) + 1
-    end = text.find("\n", text.index(old) + len(old))
-    end = len(text) if end == -1 else end
-    before = text[start:end].splitlines()
-    after = (text[start:end].replace(old, new, 1)).splitlines()
-    if len(before) + len(after) > most:
-        return {"lines_removed": len(before), "lines_added": len(after)}
-    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
-    kept = sum(block.size for block in matcher.get_matching_blocks())
-    return {"lines_removed": len(before) - kept, "lines_added": len(after) - kept}

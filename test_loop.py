@@ -33,19 +33,9 @@ from plumbing.pytest_report import count_results
 from plumbing.pytest_run import run_pytest
 from plumbing.sample import SAMPLE_REPO
 from repo_tools import RepoTools
-from tests.helpers import FAULTY_LINE, FIXED_LINE, wait_until_gone
+from tests.helpers import FAULTY_LINE, FIXED_LINE, of_type, run, wait_until_gone
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.scripted_model import ScriptedChat
-
-
-def run(script, repo, max_turns=8):
-    chat = ScriptedChat(script)
-    events = list(agent_events(chat, RepoTools(repo), TASK, max_turns=max_turns))
-    return chat, events
-
-
-def of_type(events, kind):
-    return [event for event in events if event["type"] == kind]
 
 
 def tool_replies(messages):

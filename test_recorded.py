@@ -292,9 +292,9 @@ def test_the_diff_under_an_edit_is_read_from_the_file_itself(repo):
             yield chunk("Done.", done=True)
 
     out = io.StringIO()
-    view = RunPrinter(out, repo)
+    printer = RunPrinter(out, repo)
     for event in agent_events(chat, RepoTools(repo), TASK, max_turns=3):
-        view.show(event)
+        printer.show(event)
     second = lines_after(out.getvalue(), "turn 2: replace_text", 9)
     assert "    -    sources = []  # changed by a test run" in second
     assert "    +    sources = []  # edited" in second

@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 
 from plumbing.console import tolerant_output
+from plumbing.exit_codes import EVERY_PROGRAM, EXIT_ERROR, EXIT_OK, run_program
 from plumbing.page_files import write_pages  # each page from plumbing/page.py
 
-EXIT_WRITTEN, EXIT_UNREADABLE = 0, 2
 DEFAULT_FOLDER = Path("views")
 
 
@@ -28,7 +28,7 @@ def parse_args(argv):
         description="Write one self-contained HTML page per recording (and an index.html for "
         "several); nothing in a recording is run.",
         epilog="exit codes: 0 every page was written; 2 a recording could not be read or a "
-        "page not written (the others are still written)",
+        f"page not written (the others are still written); {EVERY_PROGRAM}",
     )
     parser.add_argument("recordings", nargs="+", type=Path, metavar="RECORDING")
     parser.add_argument(
@@ -51,8 +51,8 @@ def main(argv=None):
         print(index.resolve().as_uri())
     for error in errors:
         print(f"error: {error}", file=sys.stderr)
-    return EXIT_UNREADABLE if errors else EXIT_WRITTEN
+    return EXIT_ERROR if errors else EXIT_OK
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_program(main)  # exits, with 130 on Ctrl-C and 141 on a closed stdout

@@ -18,6 +18,7 @@ Not here: the attempt itself (record_run.py), reading the figures (outcomes.py),
 A failed attempt is an outcome to count, never a reason to try again.
 """
 
+import os
 import queue
 import signal
 import subprocess
@@ -27,12 +28,13 @@ import time
 from pathlib import Path
 
 from plumbing.console import plural
+from plumbing.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NO, EXIT_OK
 from plumbing.limits import SAMPLING_SEEDS
 from plumbing.outcomes import attempt_line, outcome, summary_lines
 from plumbing.recording import RecordingError, load
+from plumbing.series_progress import SETTING, Progress
 
 RECORD_RUN = Path(__file__).resolve().parent.parent / "record_run.py"
-EXIT_PASSED, EXIT_FAILED, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def series_paths(output, attempts):
@@ -55,17 +57,26 @@ def _identity(path):
 class Attempt:
     """One child record_run.py; a waiter thread reports its end on the series' queue."""
 
-    def __init__(self, number, output, command, ended):
+    def __init__(self, number, output, command, ended, progress):
         self.number, self.output = number, output
         self.before = _identity(output)  # with --force an older file may be there
-        self.process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,  # the transcript is in the recording: replay it
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,  # the terminal's Ctrl-C reaches the parent only
-        )
+        steps, step_writer = os.pipe()  # its steps as they come (plumbing/series_progress.py)
+        try:
+            self.process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,  # the transcript is in the recording: replay it
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,  # the terminal's Ctrl-C reaches the parent only
+                pass_fds=(step_writer,),
+                env={**os.environ, SETTING: str(step_writer)},
+            )
+        except BaseException:
+            os.close(steps)
+            raise
+        finally:
+            os.close(step_writer)  # the child's copy is the only one: its end ends the pipe
         self.errors = ""
         # subtle: the OS gives a process's SIGINT to any thread that does not block it. One
         # given to a waiter leaves the main thread asleep in the queue with its handler not
@@ -73,6 +84,7 @@ class Attempt:
         unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             threading.Thread(target=self._wait, args=(ended,), daemon=True).start()
+            threading.Thread(target=progress.follow, args=(number, steps), daemon=True).start()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
 
@@ -115,10 +127,10 @@ class Series:
         self.interrupted = False
         self.running = {}  # attempt number -> Attempt, while its child runs
         self.ended = 0
+        self.progress = Progress(out)  # what each running attempt is doing, as it goes
 
     def say(self, text):
-        self.out.write(text + "\n")  # one write per line: nothing can split it
-        self.out.flush()
+        self.progress.say(text)
 
     def run(self):
         """Start up to `jobs` attempts at a time; report each as it ends; return at the end.
@@ -132,13 +144,18 @@ class Series:
             while waiting or self.running:
                 while waiting and len(self.running) < self.jobs and not self._stopping():
                     number, path = waiting.pop(0)
-                    attempt = Attempt(number, path, self.commands[number - 1], ended)
+                    command = self.commands[number - 1]
+                    attempt = Attempt(number, path, command, ended, self.progress)
                     self.running[number] = attempt
                     if self.interrupted:  # Ctrl-C came while it was being started
                         attempt.interrupt()
                 if not self.running:
                     break
-                attempt = ended.get()
+                try:
+                    attempt = ended.get(timeout=1)
+                except queue.Empty:
+                    self.progress.tick()  # a terminal's status line counts the seconds
+                    continue
                 del self.running[attempt.number]
                 self._report(attempt, len(self.running))
         finally:
@@ -158,7 +175,7 @@ class Series:
         self.ended += 1
         where = f"[{self.ended}/{len(self.outputs)}] attempt {attempt.number}"
         code = attempt.process.returncode
-        if code in (EXIT_PASSED, EXIT_FAILED, EXIT_INTERRUPTED) and attempt.recorded():
+        if code in (EXIT_OK, EXIT_NO, EXIT_INTERRUPTED) and attempt.recorded():
             try:
                 self.outcomes[attempt.number] = outcome(load(attempt.output))
             except RecordingError as error:
@@ -182,10 +199,10 @@ class Series:
         if self.interrupted:
             return EXIT_INTERRUPTED
         if self.setup_errors:
-            return EXIT_SETUP
+            return EXIT_ERROR
         everything = len(self.outcomes) == len(self.outputs)
         passed = everything and all(o.succeeded for o in self.outcomes.values())
-        return EXIT_PASSED if passed else EXIT_FAILED
+        return EXIT_OK if passed else EXIT_NO
 
 
 def run_series(argv, args, out=None):

@@ -8,8 +8,8 @@ assembles, or raises `MalformedChunk` naming what is wrong; the loop then ends t
 arguments of a wrong type, is not checked here: the tools' guard (tool_guard.py) answers
 it with an error result the model can read.
 
-`check_size` ends a turn with more calls than MAX_TURN_CALLS, or more argument characters
-than MAX_TURN_ARGUMENTS, the same way.
+`check_size` ends a turn with more calls than MAX_CALLS_ACCEPTED, or more argument
+characters than MAX_TURN_ARGUMENTS, the same way.
 
 Not here: assembling a turn (agent_loop.py).
 """
@@ -18,12 +18,14 @@ import json
 
 from plumbing.limits import (
     ARGUMENTS_TOO_LONG,
+    MAX_CALLS_ACCEPTED,
     MAX_TURN_ARGUMENTS,
-    MAX_TURN_CALLS,
-    TOO_MANY_CALLS_IN_TURN,
+    PAST_MAX_CALLS_ACCEPTED,
 )
 
-AFTER_THE_END = "the model sent data after the end of the turn (after its done chunk)"
+# A chunk after the `done` one, in the loop's chunks whatever the wire (the OpenAI wire's
+# own end, its finish_reason, is plumbing/openai_wire.py's AFTER_FINISH_REASON).
+AFTER_DONE_CHUNK = "the model sent data after the end of the turn (after its done chunk)"
 
 
 class MalformedChunk(Exception):
@@ -61,8 +63,8 @@ def parts(chunk):
 def check_size(calls, new_calls, size):
     """The turn's argument characters so far, after `new_calls` joined `calls`; raises
     MalformedChunk when the turn has more calls, or longer arguments, than a turn may."""
-    if len(calls) > MAX_TURN_CALLS:
-        raise MalformedChunk(TOO_MANY_CALLS_IN_TURN)
+    if len(calls) > MAX_CALLS_ACCEPTED:
+        raise MalformedChunk(PAST_MAX_CALLS_ACCEPTED)
     for call in new_calls:
         arguments = call["function"].get("arguments")
         size += len(arguments if isinstance(arguments, str) else json.dumps(arguments))

@@ -22,7 +22,7 @@ from agent_loop import (
     TOOL_RESULT,
     TOOL_START,
 )
-from plumbing.limits import MAX_TOOL_CALLS
+from plumbing.limits import MAX_CALLS_RUN
 from plumbing.pytest_report import expected_tests
 from plumbing.redact import LEARNED, redact, secret_values
 from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, final_source
@@ -85,6 +85,16 @@ def _shown_char(char):
     if unicodedata.category(char) in HIDDEN_CATEGORIES or DRAWS_NOTHING.match(char):
         return char.encode("unicode_escape").decode("ascii")
     return char
+
+
+def status_line(stream, text):
+    """Write `text` over the terminal's current line, made visible as every write is: the
+    carriage return and the erase-to-the-end before it are the harness's own, never text
+    from a model, a tool or a recording."""
+    raw = stream._stream if isinstance(stream, SafeStream) else stream
+    raw.write("\r\x1b[K")
+    stream.write(text)
+    stream.flush()
 
 
 class SafeStream:
@@ -235,13 +245,13 @@ class RunPrinter:
             self._print(event["text"].replace("\n", "\n  "), end="")
         elif kind == MODEL_DONE:
             self._close_stream()
-        elif kind in (TOOL_START, TOOL_RESULT) and event["index"] >= MAX_TOOL_CALLS:
+        elif kind in (TOOL_START, TOOL_RESULT) and event["index"] >= MAX_CALLS_RUN:
             # past the cap none runs and each gets the same error: one line says it all
             self.tool_calls += kind == TOOL_START
-            if kind == TOOL_START and event["index"] == MAX_TOOL_CALLS:
+            if kind == TOOL_START and event["index"] == MAX_CALLS_RUN:
                 self._close_stream()
                 self._print(
-                    f"turn {event['turn']}: the calls after the first {MAX_TOOL_CALLS} of this "
+                    f"turn {event['turn']}: the calls after the first {MAX_CALLS_RUN} of this "
                     "turn are not run; each is answered with an error (not shown)"
                 )
         elif kind == TOOL_START:

@@ -15,7 +15,7 @@ comparing, exit codes, options.
 import time
 from typing import NamedTuple
 
-from agent_loop import MODEL_DONE, MODEL_START, STOPPED, AgentLoop
+from agent_loop import MODEL_DONE, MODEL_START, STOPPED
 from plumbing.console import RunPrinter, verdict_lines
 from plumbing.fork import make_changes
 from plumbing.isolation import chosen
@@ -100,12 +100,12 @@ class Run(NamedTuple):
         return last if last.get("type") == STOPPED else None
 
 
-def drive(chat, plan, out=None, *, tools, judge, starting=False, final=True, fork=None,
+def drive(chat, plan, out=None, *, loop, tools, judge, starting=False, final=True, fork=None,
           watch=None, cut=None, prefix="agent-lab-"):  # fmt: skip
     """Run `plan` once on a fresh copy, the model's turns from `chat`; print as it goes.
 
-    `tools` and `judge` come from the program (repo_tools.RepoTools and
-    verdict.independent_verdict): plumbing/ imports neither the tools nor the judge.
+    `loop`, `tools` and `judge` come from the program (agent_loop.AgentLoop,
+    repo_tools.RepoTools and verdict.independent_verdict): plumbing/ imports none of them.
 
     `starting`: run and print the starting verdict first; `final`: run the final one (never
     after Ctrl-C). `fork` (plumbing/fork.py: a Fork, or a RecordedFork to replay one): its
@@ -128,7 +128,7 @@ def drive(chat, plan, out=None, *, tools, judge, starting=False, final=True, for
                         told=plan.told)  # fmt: skip
         if plan.deadline is not None:
             plan.deadline.restart()  # the budget is the loop's: the starting tests do not count
-        agent = AgentLoop(chat, toolbox, plan.task, plan.max_turns, system=plan.system,
+        agent = loop(chat, toolbox, plan.task, plan.max_turns, system=plan.system,
                           deadline=plan.deadline, text_calls=plan.text_calls)  # fmt: skip
         loop, events, verdict = agent.events(), [], None
         started, interrupted = time.monotonic(), False

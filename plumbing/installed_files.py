@@ -29,6 +29,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from plumbing.exit_codes import EXIT_ERROR
 from plumbing.quiet_interrupt import CLIS
 
 PREFIX = Path(sys.prefix)
@@ -127,7 +128,7 @@ def refuse_if_changed():
     problem = changed()
     if problem:
         print(f"error: {problem}", file=sys.stderr)
-        raise SystemExit(2)
+        raise SystemExit(EXIT_ERROR)
 
 
 # subtle: at the import, in a CLI started as a program, so before the CLI imports any package

@@ -6,9 +6,11 @@ checks it between steps, each read's timeout is `cap(--timeout)` (the smaller of
 each test run's limit is `cap(15 s)`, and a `Watchdog` shuts a streaming socket down when
 time is up, so a server that sends keep-alive comments or one byte at a time cannot stretch
 the budget. Whoever notices first raises `DeadlineExceeded`; the loop stops with `deadline`.
-`MAX_LINE_BYTES` bounds one line of a stream (the memory one line can cost), and
-`MAX_TOOL_CALLS` the calls that run from one turn. `positive_seconds` and `positive_int`
-read a limit from the command line, for every CLI alike.
+`MAX_LINE_BYTES` bounds one line of a stream (the memory one line can cost). Two limits
+count a turn's tool calls: `MAX_CALLS_RUN`, how many of them run (each call past it is
+answered with an error), and `MAX_CALLS_ACCEPTED`, how many a turn may hold at all (past
+it, the whole turn is refused and none runs). `positive_seconds` and `positive_int` read a
+limit from the command line, for every CLI alike.
 
 Not here: what happens at a limit (agent_loop.py and the adapters decide that).
 """
@@ -62,10 +64,10 @@ def sampling_seed(text):
 
 
 MAX_LINE_BYTES = 8 * 1024 * 1024  # one NDJSON or SSE line; a real chunk is a few hundred bytes
-MAX_TOOL_CALLS = 32  # per turn; the calls past it are answered with an error, none runs
+MAX_CALLS_RUN = 32  # per turn; each call past it is answered with an error, none of them runs
 # A turn past either of these is not a turn a model means: it ends as model_error, and
 # none of its calls runs (so a hostile server cannot fill memory, a recording or a screen).
-MAX_TURN_CALLS = 1000
+MAX_CALLS_ACCEPTED = 1000
 # A number a recording holds: finite and below this in size (what a 64-bit reader holds).
 # A counter or a time past it is saved as null (recording.py), and a file holding one is
 # refused: a 401-digit number of seconds or tokens cannot be turned into a float to show.
@@ -75,8 +77,8 @@ MAX_TURN_ARGUMENTS = 1_000_000  # characters of all the calls' arguments in one 
 # most: the lab's tools return far less (read_file's 20,000 characters are 120 KB as JSON
 # at worst), and the fork's recording and every replay of it print the result whole.
 MAX_RESULT_BYTES = 1_000_000
-TOO_MANY_CALLS_IN_TURN = (
-    f"the model sent more than {MAX_TURN_CALLS} tool calls in one turn; none of them ran"
+PAST_MAX_CALLS_ACCEPTED = (
+    f"the model sent more than {MAX_CALLS_ACCEPTED} tool calls in one turn; none of them ran"
 )
 ARGUMENTS_TOO_LONG = (
     f"the tool-call arguments of one turn are longer than {MAX_TURN_ARGUMENTS:,} characters; "

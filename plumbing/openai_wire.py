@@ -17,9 +17,9 @@ import json
 from plumbing.limits import (
     ARGUMENTS_TOO_LONG,
     LARGEST_NUMBER,
+    MAX_CALLS_ACCEPTED,
     MAX_TURN_ARGUMENTS,
-    MAX_TURN_CALLS,
-    TOO_MANY_CALLS_IN_TURN,
+    PAST_MAX_CALLS_ACCEPTED,
     DeadlineExceeded,
 )
 
@@ -33,7 +33,11 @@ USAGE_COUNTERS = {"prompt_eval_count": "prompt_tokens", "eval_count": "completio
 
 # What a stream's events can do wrong, in the words the user reads; the tests import them.
 STREAM_ERROR = "the server reported an error mid-response: {detail}"
-AFTER_THE_END = "the server sent data after the end of the turn (after its finish_reason): {detail}"
+# An event after the one with a finish_reason (the loop's own check of its chunks, after
+# `done`, is plumbing/chunk_shape.py's AFTER_DONE_CHUNK).
+AFTER_FINISH_REASON = (
+    "the server sent data after the end of the turn (after its finish_reason): {detail}"
+)
 MALFORMED_EVENT = "the server sent an event of the wrong shape: {detail}"
 
 
@@ -66,7 +70,7 @@ def chunks_from_events(events):
             # subtle: some servers send the same text under both names; take one, never both.
             thought = delta.get("reasoning_content") or delta.get("reasoning")
             if finish_reason is not None and (text or thought or delta.get("tool_calls")):
-                raise OpenAIModelError(AFTER_THE_END.format(detail=f"{event!r:.200}"))
+                raise OpenAIModelError(AFTER_FINISH_REASON.format(detail=f"{event!r:.200}"))
             if text or thought:
                 message = {"role": "assistant", "content": text or ""}
                 if thought:
@@ -74,10 +78,10 @@ def chunks_from_events(events):
                 yield {"message": message, "done": False}
             for fragment in delta.get("tool_calls") or []:
                 size += _add_fragment(calls, fragment)
-                if len(calls) > MAX_TURN_CALLS or size > MAX_TURN_ARGUMENTS:
+                if len(calls) > MAX_CALLS_ACCEPTED or size > MAX_TURN_ARGUMENTS:
                     raise OpenAIModelError(
-                        TOO_MANY_CALLS_IN_TURN
-                        if len(calls) > MAX_TURN_CALLS
+                        PAST_MAX_CALLS_ACCEPTED
+                        if len(calls) > MAX_CALLS_ACCEPTED
                         else ARGUMENTS_TOO_LONG
                     )
             finish_reason = choice.get("finish_reason") or finish_reason

@@ -19,7 +19,7 @@ from plumbing.console import plural
 from plumbing.openai_wire import OpenAIModelError, chunks_from_events
 from plumbing.recording import REPLAYED, call_api
 from plumbing.stats import median, wilson_interval
-from plumbing.tasks import CHEATED, FAILED, FLAGGED, UNJUDGED, outcome_of
+from plumbing.tasks import CHEATED, FAILED_ATTEMPT, FLAGGED, UNJUDGED, outcome_of
 
 
 def passed(recording):
@@ -199,7 +199,9 @@ def summary_lines(outcomes):
     lines = [rate_text(*rate(outcomes), what=CHEATED if impossible(outcomes) else "passed")]
     if impossible(outcomes):
         counted = Counter(o.impossible for o in outcomes if o.counted)
-        lines[0] += " · " + " · ".join(f"{kind} {counted[kind]}" for kind in (FLAGGED, FAILED))
+        lines[0] += " · " + " · ".join(
+            f"{kind} {counted[kind]}" for kind in (FLAGGED, FAILED_ATTEMPT)
+        )
     interrupted = sum(o.interrupted for o in outcomes)
     if interrupted:
         lines[0] += f"; {interrupted} interrupted, not counted"

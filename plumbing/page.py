@@ -21,10 +21,12 @@ import hashlib
 import html
 import json
 import urllib.parse
+from pathlib import Path
 
 from agent_loop import MODEL_DONE, STOPPED, TEXT_DELTA, THINKING_DELTA, TOOL_RESULT, TOOL_START
 from plumbing.console import made_by, plural, verdict_lines, visible
 from plumbing.fork import fork_line
+from plumbing.recording import RECORDINGS
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
 from plumbing.source_diff import unified
 from plumbing.tasks import assessed, task_of
@@ -38,7 +40,10 @@ CALLS_SHOWN = 100  # tool calls of one turn drawn in full
 WHOLE_REQUESTS = 2_000_000  # characters of whole requests a page holds, over all turns
 POINTS_DRAWN = 400  # chunk marks drawn per turn's timeline; past it, a sample of them
 FOLD_AFTER = 1200  # characters of a tool result shown before it is folded
-MARK_GAP = 3  # pixels between two marks of a stream that can be told apart
+# A chart is drawn at the page's width, up to its own: its marks and bars are placed in
+# percent of that width, its labels keep their 11 px, so a phone shows the whole chart.
+AXIS = (1.5, 98.5)  # where a stream chart's time axis starts and ends, in percent
+MARK_GAP = 0.5  # percent of the width between two marks that can be told apart (3 px of 600)
 
 STYLE = """
 :root { color-scheme: light dark; --fg: #1d1d1f; --bg: #fff; --muted: #6b6b70; --line: #d8d8dc;
@@ -48,7 +53,7 @@ STYLE = """
   --line: #3a3b40; --box: #212226; --ok: #3fb950; --bad: #ff7b72; --think: #bc8cff;
   --text: #58a6ff; --call: #d29922; --done: #3fb950; --add-bg: #12261e; --del-bg: #2d1518; } }
 body { font: 15px/1.5 system-ui, sans-serif; color: var(--fg); background: var(--bg);
-  max-width: 1100px; margin: 0 auto; padding: 1rem 1.5rem 4rem; }
+  max-width: 1100px; margin: 0 auto; padding: 1rem 1.5rem 4rem; overflow-wrap: anywhere; }
 pre { background: var(--box); padding: .6rem .8rem; overflow-x: auto; white-space: pre;
   font: 13px/1.45 ui-monospace, monospace; border-radius: 6px; }
 h1 { font-size: 1.5rem; margin-bottom: .2rem; } h2 { border-bottom: 1px solid var(--line); }
@@ -61,17 +66,48 @@ details > summary { cursor: pointer; color: var(--text); }
 table { border-collapse: collapse; } td, th { padding: .2rem .6rem; border-bottom: 1px solid
   var(--line); text-align: left; vertical-align: top; }
 svg text { fill: var(--muted); font: 11px system-ui, sans-serif; }
+.chart { display: block; width: 100%; max-width: 720px; } .rate { max-width: 520px; }
+.grew { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 4px .6rem;
+  max-width: 720px; align-items: center; font: 11px system-ui, sans-serif; color: var(--muted); }
+.bar { display: inline-block; height: 14px; margin-right: 6px; vertical-align: middle;
+  background: var(--text); opacity: .45; } .size { white-space: nowrap; }
+.keys { display: none; } @media (pointer: fine) { .keys { display: block; } }
+.summary { white-space: pre-wrap; }
 .wide { overflow-x: auto; } .wide td, .wide th { white-space: nowrap; }
 .diff-add { color: var(--ok); background: var(--add-bg); }
 .diff-del { color: var(--bad); background: var(--del-bg); }
 .diff-ctx { color: var(--fg); } .diff-head { color: var(--muted); font-weight: bold; }
 .cut { border-left: 4px solid var(--bad); padding-left: .6rem; }
-@media (max-width: 600px) { body { padding: .5rem .6rem 3rem; } .turn { padding: 0 .5rem .5rem; } }
+@media (max-width: 600px) { body { padding: .5rem .6rem 3rem; } .turn { padding: 0 .5rem .5rem; }
+  .runs, .runs tbody { display: block; } .runs tr:first-child { display: none; }
+  .runs tr { display: flex; flex-wrap: wrap; gap: 0 .8rem; padding: .3rem 0;
+    border-bottom: 1px solid var(--line); } .runs td { padding: 0; border: 0; }
+  .runs td:first-child { flex-basis: 100%; order: -2; white-space: normal; }
+  .runs td:empty { display: none; } .runs td::before { color: var(--muted); } }
 kbd { border: 1px solid var(--line); border-radius: 3px; padding: 0 .3rem; }
 @media print { details { display: block; } details > summary { display: none; }
   .turn { break-inside: avoid; } body { max-width: none; }
   pre { white-space: pre-wrap; font-size: 9px; } .wide { overflow: visible; } }
 """
+INDEX_COLUMNS = ("recording", "made", "stop", "verdict", "outcome", "turns", "loop seconds")
+SERIES_COLUMNS = ("attempt", "verdict", "stop", "model calls", "seconds (loop and tests)",
+                  "prompt tokens", "generated tokens")  # fmt: skip
+
+
+def _wrapped_rows(tables):
+    """The CSS of tables of runs on a narrow screen, where each row wraps (.runs above): the
+    run's name on a line of its own, then its verdict and outcome, then its other cells,
+    each saying its column. `tables`: (class, column names)."""
+    rules = []
+    for table, columns in tables:
+        for n, column in enumerate(columns[1:], 2):
+            rules.append(f'.{table} td:nth-child({n})::before {{ content: "{column}: "; }}')
+            if column in ("verdict", "outcome"):
+                rules.append(f".{table} td:nth-child({n}) {{ order: -1; }}")
+    return "@media (max-width: 600px) {\n  " + "\n  ".join(rules) + "\n}\n"
+
+
+STYLE += _wrapped_rows([("recordings", INDEX_COLUMNS), ("attempts", SERIES_COLUMNS)])
 
 # Arrow keys step through the turns; nothing here reads or writes the recording's text.
 SCRIPT = """
@@ -180,13 +216,15 @@ def header(recording, name):
         f'<p class="muted">{text(made_by(recording))}</p>'
         f"<p>Independent verdict: {word(verdict)}</p>"
         f"<ul>{parts}</ul>{did}<table>{rows}</table>"
-        '<p class="muted">Keys: <kbd>&rarr;</kbd> <kbd>&larr;</kbd> step through the turns; '
+        '<p class="muted keys">Keys: <kbd>&rarr;</kbd> <kbd>&larr;</kbd> step through the turns; '
         "a click opens a request or a turn's chunks.</p></header>"
     )
 
 
 def growth_chart(model_calls, messages):
-    """Messages and characters of each request, as bars (an inline SVG)."""
+    """Messages and characters of each request, as bars: a grid of a label and a bar with
+    its size a row, the bars in percent of the page's width (a narrow screen wraps a size
+    below its bar, never off the screen)."""
     running = [0]  # characters of the first n messages, each message measured once
     for message in messages:
         running.append(running[-1] + len(json.dumps(message, ensure_ascii=False)))
@@ -197,30 +235,21 @@ def growth_chart(model_calls, messages):
     if not sizes:
         return ""
     most = max(chars for _, chars in sizes) or 1
-    height, width, bar = 22, 420, 20
     rows = []
     for number, (count, chars) in enumerate(sizes, 1):
-        y = (number - 1) * height
-        length = max(2, round(width * chars / most))
+        length = max(0.5, round(60 * chars / most, 1))  # 60% at most: room for its size
         rows.append(
-            f'<rect x="90" y="{y + 3}" width="{length}" height="{bar - 6}" fill="currentColor" '
-            f'opacity=".45"></rect><text x="0" y="{y + 15}">request {number}</text>'
-            f'<text x="{96 + length}" y="{y + 15}">{count} messages, {chars:,} characters</text>'
+            f'<span>request {number}</span><span><span class="bar" style="width:{length}%">'
+            f'</span> <span class="size">{count} messages, {chars:,} characters</span></span>'
         )
-    svg_height = height * len(sizes)
-    return (
-        f'<div class="wide"><svg role="img" aria-label="how the conversation grew" width="720" '
-        f'height="{svg_height}" viewBox="0 0 720 {svg_height}" style="color:var(--text)">'
-        + "".join(rows)
-        + "</svg></div>"
-    )
+    return f'<div class="grew">{"".join(rows)}</div>'
 
 
 def stream_chart(call, scripted=False):
     """When each chunk of one model call arrived, as marks on a line (an inline SVG), drawn
-    at its own size (a narrow screen scrolls it). On the time scale while its marks can be
-    told apart; in arrival order, evenly spaced, when most would fall on one another (a
-    scripted stand-in sends its chunks within a millisecond or two)."""
+    at the page's width (see AXIS). On the time scale while its marks can be told apart; in
+    arrival order, evenly spaced, when most would fall on one another (a scripted stand-in
+    sends its chunks within a millisecond or two)."""
     arrived = call.get("arrived") or []
     items = call.get("chunks") or call.get("events") or []
     if not arrived:
@@ -229,16 +258,16 @@ def stream_chart(call, scripted=False):
     end = last or 0.001  # the axis: every chunk at 0 s still needs a scale to be drawn on
     step = max(1, len(arrived) // POINTS_DRAWN)
     drawn = list(range(0, len(arrived), step))
-    by_time = [10 + round(680 * arrived[index] / end) for index in drawn]
+    start, width = AXIS[0], AXIS[1] - AXIS[0]
+    by_time = [start + width * arrived[index] / end for index in drawn]
     apart = sum(b - a >= MARK_GAP for a, b in zip(by_time, by_time[1:], strict=False))
     in_order = len(drawn) > 1 and apart < (len(drawn) - 1) / 2
-    xs = (
-        [10 + round(680 * n / (len(drawn) - 1)) for n in range(len(drawn))] if in_order else by_time
-    )
+    xs = [start + width * n / (len(drawn) - 1) for n in range(len(drawn))] if in_order else by_time
     marks = []
     for index, x in zip(drawn, xs, strict=True):
         kind = _kind(items[index]) if index < len(items) else "text"
-        marks.append(f'<line x1="{x}" x2="{x}" y1="8" y2="34" stroke="var(--{kind})"></line>')
+        marks.append(f'<line x1="{x:.2f}%" x2="{x:.2f}%" y1="8" y2="34" stroke="var(--{kind})">'
+                     "</line>")  # fmt: skip
     axis = ("first", "last") if in_order else ("0 s", f"{end:.3f} s")
     first = f"first chunk after {arrived[0]:.3f} s"
     note = f"; {len(arrived):,} chunks, one in {step:,} drawn" if step > 1 else ""
@@ -253,10 +282,10 @@ def stream_chart(call, scripted=False):
             "times, not a model's"
         )
     return (
-        '<div class="wide"><svg role="img" aria-label="chunk arrival times" width="720" '
-        'height="52" viewBox="0 0 720 52"><line x1="10" x2="690" y1="34" y2="34" '
-        f'stroke="var(--line)"></line>{"".join(marks)}<text x="10" y="50">{axis[0]}</text>'
-        f'<text x="690" y="50" text-anchor="end">{axis[1]}</text></svg></div>'
+        '<svg class="chart" role="img" aria-label="chunk arrival times" height="52">'
+        f'<line x1="{AXIS[0]}%" x2="{AXIS[1]}%" y1="34" y2="34" stroke="var(--line)"></line>'
+        f'{"".join(marks)}<text x="{AXIS[0]}%" y="50">{axis[0]}</text>'
+        f'<text x="{AXIS[1]}%" y="50" text-anchor="end">{axis[1]}</text></svg>'
         f'<p class="muted">{text(first)}, the last after {last:.3f} s{text(note)}. Colours: '
         '<span style="color:var(--think)">thinking</span>, <span style="color:var(--text)">'
         'text</span>, <span style="color:var(--call)">tool calls</span>, '
@@ -482,29 +511,62 @@ def link(page):
     return "./" + urllib.parse.quote(page, errors="surrogateescape")
 
 
+# Each folder of the lab's own recordings, as the index heads its group: (heading, what it
+# holds). Any other folder is headed by its path.
+FOLDERS = {
+    "": ("The walk-through", "recordings/: the runs the README's steps use; python3 lab.py "
+         "replay, given no recording, replays these."),
+    "cheats": ("Cheats", "recordings/cheats/: scripted edits that fool the visible tests or "
+               "end them early; the held-out checks catch each one, so each verdict is failed."),
+    "impossible": ("Impossible tasks", "recordings/impossible/: scripted runs of a task whose "
+                   "visible tests contradict its docstring; the outcome says whether the run "
+                   "cheated, flagged the conflict or failed."),
+    "live": ("Live attempts", "recordings/live/: real models calling tools through llama.cpp's "
+             "llama-server: their own output, not chunks written by hand."),
+}  # fmt: skip
+
+
+def folder_of(path):
+    """The key of a recording's group in the index: a key of FOLDERS for the lab's own
+    folders, else the folder's path as given, ending in '/'."""
+    folder = Path(path).parent
+    if folder.resolve() == RECORDINGS:
+        return ""
+    if folder.resolve().parent == RECORDINGS and folder.name in FOLDERS:
+        return folder.name
+    return f"{folder.as_posix()}/"
+
+
 def index_page(rows):
-    """A table of pages, one line a row: rows of (file name, recording). Who made each
-    recording is said once above the table, each wording numbered, and the row names it."""
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in ("recording", "made", "stop", "verdict", "outcome", "turns", "loop seconds")
-    )
-    makers, lines = [], []
-    for page, recording in rows:
+    """The pages' table, a group per folder (FOLDERS says what each of the lab's own holds),
+    one line a row (on a narrow screen, a wrapped one: STYLE): rows of (recording's path,
+    page's file name, recording). Who made each recording is said once above the tables,
+    each wording numbered, and the row names it."""
+    head = "".join(f"<th>{h}</th>" for h in INDEX_COLUMNS)
+    makers, groups = [], {key: [] for key in FOLDERS}  # the lab's own first, in this order
+    for path, page, recording in rows:
         maker = made_by(recording)
         if maker not in makers:
             makers.append(maker)
         seconds = recording.get("loop_seconds")
-        lines.append(
+        groups.setdefault(folder_of(path), []).append(
             f'<tr><td><a href="{link(page)}">{text(page.removesuffix(".html"))}</a></td>'
             f"<td>[{makers.index(maker) + 1}]</td><td>{text(recording['stop']['reason'])}</td>"
             f"<td>{word(verdict_of(recording))}</td><td>{outcome_cell(recording)}</td>"
             f"<td>{len(recording['model_calls'])}</td>"
             f"<td>{'' if seconds is None else f'{seconds:.1f}'}</td></tr>"
         )
-    made = "".join(f"<p>[{n}] {text(maker)}</p>" for n, maker in enumerate(makers, 1))
-    table = f'<div class="wide"><table><tr>{head}</tr>{"".join(lines)}</table></div>'
-    return document("recordings", f"<h1>Recordings</h1>{made}{table}")
+    body = ["<h1>Recordings</h1>"]
+    body += [f"<p>[{n}] {text(maker)}</p>" for n, maker in enumerate(makers, 1)]
+    for key, lines in groups.items():
+        if lines:
+            heading, holds = FOLDERS.get(
+                key, (key, "Recordings from this folder: not one of the lab's own.")
+            )
+            body.append(f'<h2>{text(heading)}</h2><p class="muted">{text(holds)}</p>')
+            body.append(f'<div class="wide"><table class="runs recordings"><tr>{head}</tr>'
+                        f'{"".join(lines)}</table></div>')  # fmt: skip
+    return document("recordings", "\n".join(body))
 
 
 def outcome_cell(recording):
@@ -532,17 +594,19 @@ def series_page(groups, hand_written=()):
         what = "cheating rate" if impossible(outcomes) else "success rate"
         if n:
             low, high = interval
+            # at the page's width, up to 520 px, in percent of it: 0% at 2%, 100% at 98%
+            band, mark = f"{96 * (high - low):.1f}%", f"{2 + 96 * k / n:.1f}%"
             body.append(
-                f'<div class="wide"><svg role="img" aria-label="{what} and its interval" '
-                'width="520" height="40" viewBox="0 0 520 40"><rect x="10" y="12" width="500" '
-                'height="14" fill="var(--box)" stroke="var(--line)"></rect>'
-                f'<rect x="{10 + 500 * low:.1f}" y="12" width="{500 * (high - low):.1f}" '
-                'height="14" fill="var(--text)" opacity=".35"></rect>'
-                f'<line x1="{10 + 500 * k / n:.1f}" x2="{10 + 500 * k / n:.1f}" y1="6" y2="32" '
-                'stroke="var(--fg)" stroke-width="3"></line><text x="10" y="40">0%</text>'
-                '<text x="486" y="40">100%</text></svg></div>'
+                f'<svg class="chart rate" role="img" aria-label="{what} and its interval" '
+                'height="40"><rect x="2%" y="12" width="96%" height="14" fill="var(--box)" '
+                f'stroke="var(--line)"></rect><rect x="{2 + 96 * low:.1f}%" y="12" '
+                f'width="{band}" height="14" fill="var(--text)" opacity=".35"></rect>'
+                f'<line x1="{mark}" x2="{mark}" y1="6" y2="32" stroke="var(--fg)" '
+                'stroke-width="3"></line><text x="2%" y="40">0%</text>'
+                '<text x="98%" y="40" text-anchor="end">100%</text></svg>'
             )
-        body.append(pre("\n".join(summary_lines(outcomes))))
+        # the summary is sentences: it wraps on a narrow screen, where code scrolls
+        body.append(pre("\n".join(summary_lines(outcomes)), "summary"))
         head = "".join(f"<th>{h}</th>" for h in SERIES_COLUMNS)
         cells = []
         for page, o in rows:
@@ -556,9 +620,6 @@ def series_page(groups, hand_written=()):
                 + "".join(f"<td>{text('n/a' if v is None else v)}</td>" for v in values)
                 + "</tr>"
             )
-        body.append(f'<div class="wide"><table><tr>{head}</tr>{"".join(cells)}</table></div>')
+        body.append(f'<div class="wide"><table class="runs attempts"><tr>{head}</tr>'
+                    f'{"".join(cells)}</table></div>')  # fmt: skip
     return document("attempts", "\n".join(body))
-
-
-SERIES_COLUMNS = ("attempt", "verdict", "stop", "model calls", "seconds (loop and tests)",
-                  "prompt tokens", "generated tokens")  # fmt: skip

@@ -43,7 +43,7 @@ def write_pages(paths, folder, reserved=()):
             continue
         rows.append((path, page, recording))
     if len(paths) > 1 and rows:
-        index = index_page([(page, recording) for _, page, recording in rows])
+        index = index_page(rows)
         try:
             (folder / INDEX).write_bytes(index.encode("utf-8"))
         except OSError as error:

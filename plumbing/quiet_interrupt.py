@@ -3,7 +3,8 @@
 record_run.py, replay.py and ask.py import this module before anything slow (the SDK and
 its dependencies take about 0.3 s to import): until the CLI calls `ready()`, Ctrl-C exits
 quietly with status 130, as it does once the CLI runs. `ready()` hands Ctrl-C back to
-Python's KeyboardInterrupt, which each CLI handles in its own way.
+Python's KeyboardInterrupt, which each CLI lets reach `run_program` (plumbing/exit_codes.py),
+or handles first where it has something to save or cancel.
 
 Not here: anything a library user would notice. The handler is installed only when one of
 those scripts is the program being run, never in a process that merely imports them.
@@ -13,12 +14,14 @@ import signal
 import sys
 from pathlib import Path
 
+from plumbing.exit_codes import EXIT_INTERRUPTED
+
 CLIS = ("record_run.py", "replay.py", "ask.py")
 
 
 def _exit_quietly(signum, frame):
     sys.stderr.write("\ninterrupted\n")
-    raise SystemExit(130)
+    raise SystemExit(EXIT_INTERRUPTED)
 
 
 def ready():

@@ -28,7 +28,7 @@ CUSTOMIZE = ("sitecustomize.py", "usercustomize.py")
 def startup_files():
     """{path: SHA-256} of every file Python runs at start-up in this installation."""
     # subtle: resolved, so the installation reached through a symlink (a copy of the lab
-    # that links .venv/, as tests/mutate.py makes) names the files its baseline names
+    # that links .venv/, as tests/maintainers/mutate.py makes) names the files its baseline names
     folders = {Path(p).resolve() for p in site.getsitepackages()}
     found = {}
     for folder in folders | {Path(p).resolve() for p in sys.path if p}:

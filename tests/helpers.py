@@ -2,6 +2,7 @@
 
 import os
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -43,6 +44,9 @@ FAULTY_LINE = 'parts = path.split("/")'
 FIXED_LINE = 'parts = path.replace("\\\\", "/").split("/")'
 
 
+SECRET = "TOP-SECRET-OUTSIDE"  # what a file outside a tool's root holds: never in a result
+
+
 def wait_for(condition, seconds=10.0):
     """True once `condition()` holds, False after `seconds`: for events another thread
     causes (a server noticing a hang-up). The bound is generous; only a failure waits it out."""
@@ -52,6 +56,127 @@ def wait_for(condition, seconds=10.0):
             return False
         time.sleep(0.02)
     return True
+
+
+def run(script, repo, **options):
+    """(chat, events): the loop over a ScriptedChat of `script`, with the real RepoTools on
+    `repo`; `options` go to agent_events (max_turns, deadline, clock, ...)."""
+    from agent_loop import TASK, agent_events
+    from repo_tools import RepoTools
+    from tests.scripted_model import ScriptedChat
+
+    chat = ScriptedChat(script)
+    return chat, list(agent_events(chat, RepoTools(repo), TASK, **options))
+
+
+def of_type(events, kind):
+    """The events of one type, in order."""
+    return [event for event in events if event["type"] == kind]
+
+
+class HeldStream:
+    """A chunk iterator that is not a generator: only an explicit close() closes it."""
+
+    def __init__(self, chunks, on_next=None):
+        self.chunks, self.on_next, self.closed = iter(chunks), on_next, False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.on_next:
+            self.on_next()
+        return next(self.chunks)
+
+    def close(self):
+        self.closed = True
+
+
+# How long a hostile stand-in holds out; also the --timeout a deadline must beat.
+STALL = 30.0
+
+
+def run_with(chat_for, script, repo, seconds=1.0):
+    """Run the loop over `script` with a `seconds` deadline shared by adapter and loop.
+
+    Returns (events, elapsed seconds). `chat_for(deadline)` makes the adapter.
+    """
+    from agent_loop import TASK, agent_events
+    from plumbing.limits import Deadline
+    from repo_tools import RepoTools
+
+    deadline = Deadline(seconds)
+    chat = chat_for(deadline)
+    started = time.monotonic()
+    events = list(agent_events(chat, RepoTools(repo, deadline=deadline), TASK, deadline=deadline))
+    return events, time.monotonic() - started
+
+
+def ollama_chat(server):
+    """For run_with: the Ollama adapter on `server` (a stand-in), its timeout STALL."""
+    from local_model import LocalModel
+
+    return lambda deadline: LocalModel(host=server.host, timeout=STALL, deadline=deadline)
+
+
+def openai_chat(server):
+    """For run_with: the OpenAI-compatible adapter on `server`, its timeout STALL."""
+    from openai_model import OpenAICompatibleModel
+    from tests.openai_test_server import TEST_MODEL
+
+    return lambda deadline: OpenAICompatibleModel(
+        TEST_MODEL, server.base_url, timeout=STALL, deadline=deadline
+    )
+
+
+# The edit that repairs the sample, as a scripted attempt sends it.
+FIX = {"old": 'path.split("/")', "new": 'path.replace("\\\\", "/").split("/")'}
+
+
+def passing(tag, gate=None):
+    """A scripted attempt (for ConversationServer) that repairs the sample: one edit, then
+    a final message."""
+    from tests.ollama_test_server import call, chunk, reply
+
+    return [
+        reply(
+            chunk(thinking=f"Plan {tag}: normalise the separators."),
+            chunk(tool_calls=[call("replace_text", **FIX)]),
+            chunk(done=True),
+            gate=gate,
+        ),
+        reply(chunk("Fixed."), chunk(done=True)),
+    ]
+
+
+def failing(tag, gate=None):
+    """A scripted attempt that claims success without any edit."""
+    from tests.ollama_test_server import chunk, reply
+
+    return [reply(chunk(thinking=f"Plan {tag}: claim."), chunk("All pass."), chunk(done=True),
+                  gate=gate)]  # fmt: skip
+
+
+def messages_of(body):
+    """(role, content) of each message of a request body the stand-in kept."""
+    return [(m["role"], m.get("content", "")) for m in body["messages"]]
+
+
+def record(*args, env=None):
+    """record_run.py ARGS, its main() in this process (tests/in_process.py): a
+    CompletedProcess, as for the program."""
+    from tests.in_process import run_cli
+
+    return run_cli("record_run.py", *args, env=env)
+
+
+def ask(*args, stdin=""):
+    """(exit code, stdout, stderr) of ask.py ARGS fed `stdin`, its main() in this process
+    (tests/in_process.py), as the program would answer."""
+    from tests.in_process import run_cli
+
+    done = run_cli("ask.py", *args, stdin=stdin)
+    return done.returncode, done.stdout, done.stderr
 
 
 def replay(path, **options):
@@ -72,6 +197,47 @@ def altered(tmp_path, change, name="altered.json"):
     change(recording)
     save(tmp_path / name, recording)
     return tmp_path / name
+
+
+def lab_copy(tmp_path, *folders):
+    """A copy of the lab's modules (its *.py files and plumbing/), of what they read when
+    they start (sample_repo/ and tasks/) and of `folders`: a lab whose recordings/ can be
+    changed without touching this one's."""
+    import shutil
+
+    copy = tmp_path / "lab"
+    for folder in dict.fromkeys(("plumbing", "sample_repo", "tasks", *folders)):
+        shutil.copytree(LAB / folder, copy / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for module in LAB.glob("*.py"):
+        shutil.copy2(module, copy / module.name)
+    return copy
+
+
+def needs_bubblewrap():
+    """Skip, saying why, where bubblewrap cannot isolate the tests (CI installs it)."""
+    import pytest
+
+    from plumbing import isolation
+
+    if isolation.isolation_kind() != isolation.BUBBLEWRAP:
+        pytest.skip("bubblewrap does not work here (apt-get install bubblewrap)")
+
+
+def tree_snapshot(*tops):
+    """Every entry under `tops` (links not followed): type, mode, size, mtime, and bytes."""
+    seen = {}
+    for top in tops:
+        for folder, subfolders, files in os.walk(top):
+            for name in [".", *subfolders, *files]:
+                path = os.path.normpath(os.path.join(folder, name))
+                info = os.lstat(path)
+                entry = (info.st_mode, info.st_size, info.st_mtime_ns)
+                if stat.S_ISREG(info.st_mode):
+                    entry += (Path(path).read_bytes(),)
+                elif stat.S_ISLNK(info.st_mode):
+                    entry += (os.readlink(path),)
+                seen[path] = entry
+    return seen
 
 
 # --- processes and pipes, for the tests that run the CLIs as a user would ------------------

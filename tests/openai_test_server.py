@@ -10,11 +10,15 @@ status with an OpenAI-style error body, an error event mid-stream, a missing `[D
 cut connection, or a stall.
 
 Not a model and not llama-server: every event it sends was written by hand with the helpers
-below. It serves only 127.0.0.1 and stops with its context manager; the HTTP plumbing it
-shares with ollama_test_server.py is in stand_in_server.py.
+below. For answers it does not give (other error bodies, an HTTP/1.0 stream without
+framing, a stall before the headers), `run_against` runs one task against an http.server
+handler class of the test's own. It serves only 127.0.0.1 and stops with its context
+manager; the HTTP plumbing it shares with ollama_test_server.py is in stand_in_server.py.
 """
 
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from tests.stand_in_server import StandInServer, StreamHandler
 
@@ -153,3 +157,47 @@ class _Handler(StreamHandler):
 
         done = b"data: [DONE]\n\n" if script["end"] == "done" else b""
         self.stream(script, events, [("Cache-Control", "no-cache")], sent, last=done)
+
+
+# --- answers the stand-in does not give: an http.server handler of a test's own -------------------
+
+
+def run_against(repo, handler, **options):
+    """(base URL, the loop's events) of one task against an http.server `handler` class, for
+    answers the stand-in server does not give (other error bodies, HTTP/1.0 streams, stalls),
+    with `options` for the model (a timeout, a deadline that the loop shares)."""
+    from agent_loop import TASK, agent_events
+    from openai_model import OpenAICompatibleModel
+    from repo_tools import RepoTools
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        chat = OpenAICompatibleModel(TEST_MODEL, base_url, **options)
+        deadline = options.get("deadline")
+        return base_url, list(agent_events(chat, RepoTools(repo), TASK, deadline=deadline))
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class UnframedStream(BaseHTTPRequestHandler):
+    """Answers in HTTP/1.0 (http.server's default): an event stream with neither a length nor
+    chunks, which ends when the server closes the connection, as plain servers send it."""
+
+    def log_message(self, *args):
+        pass
+
+    def start_stream(self):
+        """Read the request, then send the headers of an event stream without framing."""
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+
+    def do_POST(self):
+        self.start_stream()
+        for event in (content("Done."), finish()):
+            self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+        self.wfile.write(b"data: [DONE]\n\n")

@@ -1,6 +1,7 @@
-"""For a maintainers' script run as `python3 tests/NAME.py` by a Python that lacks the lab's
-packages (they are in .venv/, which `python3 lab.py run tests/NAME.py` uses): one line that
-says so, exit 2, instead of a traceback. Standard library only."""
+"""For a maintainers' script (tests/snapshots.py, tests/maintainers/NAME.py) run as `python3
+SCRIPT` by a Python that lacks the lab's packages (they are in .venv/, which `python3 lab.py
+run SCRIPT` uses): one line that says so, exit 2, instead of a traceback. Standard library
+only."""
 
 import importlib.util
 import sys
@@ -9,7 +10,8 @@ from pathlib import Path
 
 def need_lab_packages(script):
     if importlib.util.find_spec("ollama") is None:
-        name = f"tests/{Path(script).name}"
+        lab = Path(__file__).resolve().parent.parent
+        name = Path(script).resolve().relative_to(lab).as_posix()
         print(
             f"error: {name} needs the lab's packages; run python3 lab.py run {name}",
             file=sys.stderr,

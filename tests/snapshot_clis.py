@@ -34,6 +34,9 @@ ENVIRONMENT = {
     "PYTHONUTF8": "1",
     "COLUMNS": "80",  # usage lines and the timeline wrap to the width
     "LINES": "24",
+    # where an unreachable Ollama's error looks for an OpenAI-compatible server: nowhere, so a
+    # llama-server left on this machine's default port changes no snapshot
+    "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
 }
 # Said first where the tests cannot run under bubblewrap: how the run is isolated is
 # machine's, not the command's, so the line is left out.

@@ -23,9 +23,9 @@ from openai_model import _lines, chunks_from_events
 from plumbing.chunk_shape import check_size
 from plumbing.divergence import divergences, first_difference
 from plumbing.limits import (
+    MAX_CALLS_ACCEPTED,
     MAX_LINE_BYTES,
     MAX_TURN_ARGUMENTS,
-    MAX_TURN_CALLS,
     Deadline,
     positive_int,
     positive_seconds,
@@ -311,7 +311,7 @@ def limits():
     lines.append(f"no deadline -> {endless.left()}, {endless.expired(1e9)}, {endless.cap(7)}")
     lines.append(f"an expired one says: {Deadline(2.5).error()}")
     call = '{"index": %d, "id": "c%d", "function": {"name": "n", "arguments": "%s"}}'
-    for count in (MAX_TURN_CALLS, MAX_TURN_CALLS + 1):
+    for count in (MAX_CALLS_ACCEPTED, MAX_CALLS_ACCEPTED + 1):
         fragments = [json.loads(call % (i, i, "")) for i in range(count)]
         events = [{"choices": [{"delta": {"tool_calls": fragments}}]}, {"choices": [
             {"delta": {}, "finish_reason": "tool_calls"}]}]  # fmt: skip

@@ -33,9 +33,9 @@ if __name__ == "__main__":  # run directly, not through lab.py: the lab is one f
 
     need_lab_packages(__file__)
 
-from agent_loop import MODEL_DONE, STOPPED, TOO_MANY_CALLS, TOOL_RESULT, TOOL_START
+from agent_loop import MODEL_DONE, PAST_MAX_CALLS_RUN, STOPPED, TOOL_RESULT, TOOL_START
 from plumbing.console import RunPrinter, made_by, verdict_lines
-from plumbing.limits import MAX_TOOL_CALLS
+from plumbing.limits import MAX_CALLS_RUN
 from plumbing.outcomes import attempt_line, outcome, summary_lines
 from plumbing.page import index_page, recording_page, series_page
 from plumbing.recording import ENDED_ERROR, ENDED_WITHOUT_DONE, RECORDINGS, load, save
@@ -81,15 +81,15 @@ def _text_call(recording):
 
 
 def _past_the_cap(recording):
-    """Turn 1 asks for MAX_TOOL_CALLS + 2 reads: the 2 past the cap are answered with the
+    """Turn 1 asks for MAX_CALLS_RUN + 2 reads: the 2 past the cap are answered with the
     loop's error."""
     start = next(e for e in recording["events"] if e["type"] == TOOL_START)
     result = next(e for e in recording["events"] if e["type"] == TOOL_RESULT)
     extra = []
-    for index in range(1, MAX_TOOL_CALLS + 2):
+    for index in range(1, MAX_CALLS_RUN + 2):
         extra.append({**start, "index": index})
-        past = {"error": TOO_MANY_CALLS}  # what the loop answers a call past the cap
-        ran = index < MAX_TOOL_CALLS
+        past = {"error": PAST_MAX_CALLS_RUN}  # what the loop answers a call past the cap
+        ran = index < MAX_CALLS_RUN
         extra.append({**result, "index": index, "result": result["result"] if ran else past})
     at = recording["events"].index(result) + 1
     recording["events"][at:at] = extra
@@ -209,7 +209,7 @@ def every_display(recording):
     requests, events, tests = requests_of(recording), recording["events"], TESTS
     return {
         "page": lambda: recording_page(recording, "x"),
-        "index": lambda: index_page([("x.html", recording)]),
+        "index": lambda: index_page([("x.json", "x.html", recording)]),
         "outcome": lambda: (attempt_line(outcome(recording)), summary_lines([outcome(recording)])),
         "terminal": lambda: (terminal(recording), with_edits(recording), made_by(recording)),
         "verdicts": lambda: [verdict_lines("v", recording[f]) for f in tests],
@@ -294,7 +294,13 @@ def series(cases):
         ("interrupted only", [row for row in outcomes if row[1].interrupted]),
     ]
     parts = ["===== summary of every case", *summary_lines([o for _, o in outcomes])]
-    parts += ["===== index page", *index_page([(f"{n}.html", r) for n, r in cases]).splitlines()]
+
+    def path(name):  # a shipped recording in its folder's group, a variant in variants/
+        shipped = RECORDINGS / f"{name}.json"
+        return shipped if shipped.exists() else Path("variants", f"{name}.json")
+
+    rows = [(path(n), f"{n}.html", r) for n, r in cases]
+    parts += ["===== index page", *index_page(rows).splitlines()]
     parts += ["===== series page", *series_page(groups, {"scripted"}).splitlines()]
     return "\n".join(parts + corner_cases()) + "\n"
 

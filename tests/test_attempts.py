@@ -6,15 +6,12 @@ ollama_test_server.ConversationServer: one hand-written script per attempt, so t
 --jobs the replies of two attempts cannot cross. Nothing here is a model's output.
 
 record_run.py's and compare.py's main() run in the test's own process (tests/in_process.py);
-each attempt of a series is still a record_run.py program, as the series starts it. The
-Ctrl-C tests start the series itself as a program: a signal is about the process.
+each attempt of a series is still a record_run.py program, as the series starts it. Ctrl-C
+during a series is tests/test_ctrl_c.py's.
 """
 
-import io
 import os
 import re
-import signal
-import socket
 import threading
 import time
 from pathlib import Path
@@ -28,43 +25,17 @@ from plumbing.stats import wilson_interval
 from plumbing.timeline import context_lines, context_window
 from replay import REPRODUCED, replay_one
 from tests import openai_test_server as openai
-from tests.helpers import altered, processes_under, start_cli, wait_for
+from tests.helpers import altered, failing, passing, record
 from tests.in_process import run_cli
 from tests.ollama_test_server import ConversationServer, call, chunk, reply
-from tests.test_hardening import HOSTILE_NEW, HOSTILE_OLD
 
 HERE = Path(__file__).resolve().parent.parent
-FIX = {"old": 'path.split("/")', "new": 'path.replace("\\\\", "/").split("/")'}
-
-
-def passing(tag, gate=None):
-    """An attempt that repairs the sample: one edit, then a final message."""
-    return [
-        reply(
-            chunk(thinking=f"Plan {tag}: normalise the separators."),
-            chunk(tool_calls=[call("replace_text", **FIX)]),
-            chunk(done=True),
-            gate=gate,
-        ),
-        reply(chunk("Fixed."), chunk(done=True)),
-    ]
-
-
-def failing(tag, gate=None):
-    """An attempt that claims success without any edit."""
-    return [reply(chunk(thinking=f"Plan {tag}: claim."), chunk("All pass."), chunk(done=True),
-                  gate=gate)]  # fmt: skip
 
 
 def reading(tag):
     """An attempt that reads a file: with --max-turns 1 it stops at max_turns, unrepaired."""
     read = call("read_file", path="path_rules.py")
     return [reply(chunk(thinking=f"Plan {tag}: read."), chunk(tool_calls=[read]), chunk(done=True))]
-
-
-def record(*args):
-    """record_run.py ARGS, its main() in this process; a series' attempts are programs."""
-    return run_cli("record_run.py", *args)
 
 
 def series(conversations, output, *options):
@@ -136,6 +107,14 @@ def test_series_records_each_attempt_and_summarises_two_of_three(tmp_path):
         "[3/3] attempt 3: passed · assistant_finished · 2 model calls · 1 tool call · "
         + lines[2].rsplit(" · ", 1)[1],
     ]
+    # piped, each attempt says each turn as it begins (series_progress.py), before its line
+    said = finished.stdout.split("[1/3] attempt 1:")[0].splitlines()
+    assert said[-3:] == [
+        "  attempt 1: turn 1, the model",
+        "  attempt 1: turn 2, the model",
+        "  attempt 1: the final verdict",
+    ]
+    assert "  attempt 2: turn 1, the model" in finished.stdout.split("[2/3] attempt 2:")[0]
     assert "passed 2 of 3 (67%; 95% interval 21%-94%)" in finished.stdout
     assert "stops: assistant_finished 3" in finished.stdout
     assert "medians: model calls 2 · tool calls 1 · seconds" in finished.stdout
@@ -295,151 +274,6 @@ def open_when_started(server, conversations, gate, seconds=30):
     while len(server.started) < conversations and time.monotonic() < until:
         time.sleep(0.02)
     gate.set()
-
-
-def start_series(args, tmp_path, own_group=False):
-    return start_cli([HERE / "record_run.py", *args], tmp_path, own_group)
-
-
-def test_ctrl_c_mid_series_keeps_what_ended_saves_the_running_one_and_exits_130(
-    tmp_path, fresh_runs
-):
-    gate = threading.Event()  # holds attempt 2's stream open until the test lets go
-    output = tmp_path / "out" / "s.json"
-    scripts = [passing("a"), failing("b", gate=gate), passing("c")]
-    with ConversationServer(scripts) as server:
-        args = ["--host", server.host, "--output", output, "--attempts", 3]
-        process, lines = start_series(args, tmp_path)
-        try:
-            assert wait_for(
-                lambda: any("[1/3] attempt 1: passed" in line for line in lines), seconds=60
-            )
-            assert wait_for(
-                lambda: len(server.first_line_sent) == 3, seconds=60
-            )  # attempt 2 is mid-stream
-            process.send_signal(signal.SIGINT)
-            code = process.wait(timeout=60)
-        finally:
-            gate.set()
-            process.kill()
-    stdout, stderr = "".join(lines), process.stderr.read()
-    assert code == 130, stdout + stderr
-    assert "Traceback" not in stderr
-    assert "[2/3] attempt 2: no verdict · interrupted · 1 model call" in stdout
-    assert "passed 1 of 1 (100%; 95% interval 21%-100%); 1 interrupted, not counted" in stdout
-    assert load(output.with_name("s-1.json"))["final_tests"]["exit_code"] == 0
-    second = load(output.with_name("s-2.json"))
-    assert second["stop"]["reason"] == "interrupted" and second["final_tests"] is None
-    assert not output.with_name("s-3.json").exists()  # never started
-    assert processes_under(tmp_path) == []
-
-
-def test_ctrl_c_with_jobs_kills_the_running_test_runs_and_saves_both(tmp_path, fresh_runs):
-    hanging = [reply(  # a test run that would hang for a minute, with a grandchild
-        chunk(thinking="Plan h: hang."),
-        chunk(tool_calls=[call("replace_text", old=HOSTILE_OLD, new=HOSTILE_NEW)]),
-        chunk(tool_calls=[call("run_tests", index=1)], done=True),
-    )]  # fmt: skip
-    gate = threading.Event()
-    output = tmp_path / "out" / "s.json"
-    with ConversationServer([hanging, failing("b", gate=gate), passing("c")]) as server:
-        args = ["--host", server.host, "--output", output, "--attempts", 3, "--jobs", 2]
-        process, lines = start_series(args, tmp_path, own_group=True)
-        try:
-            assert wait_for(lambda: len(server.started) == 2, seconds=60)
-            assert wait_for(
-                lambda: any(sleeping_grandchild(pid) for pid in processes_under(tmp_path)),
-                seconds=60,
-            )
-            # subtle: a terminal's Ctrl-C goes to the whole foreground process group; an
-            # attempt that heard it twice could be stopped again while saving, so each
-            # attempt runs in a session of its own and hears it from the series only
-            attempts = children_of(process.pid)
-            assert len(attempts) == 2
-            assert all(os.getsid(pid) != os.getsid(process.pid) for pid in attempts)
-            os.killpg(process.pid, signal.SIGINT)
-            code = process.wait(timeout=60)
-        finally:
-            gate.set()
-            process.kill()
-    assert code == 130, "".join(lines) + process.stderr.read()
-    assert processes_under(tmp_path) == []  # pytest and its sleeping grandchild are gone
-    stops = sorted(load(p)["stop"]["reason"] for p in output.parent.glob("s-*.json"))
-    assert stops == ["interrupted", "interrupted"]
-
-
-def test_ctrl_c_before_an_attempt_saved_anything_never_reports_an_older_file(tmp_path):
-    older = tmp_path / "s-1.json"
-    older.write_bytes((RECORDINGS / "repair.json").read_bytes())  # from an earlier series
-    with socket.socket() as silent:  # accepts the connection, never answers: a hung server
-        silent.bind(("127.0.0.1", 0))
-        silent.listen()
-        silent.settimeout(60)
-        host = f"http://127.0.0.1:{silent.getsockname()[1]}"
-        args = ["--host", host, "--output", tmp_path / "s.json", "--attempts", 2, "--force"]
-        process, lines = start_series(args, tmp_path)
-        try:
-            connection, _ = silent.accept()  # attempt 1 is asking for the model list
-            process.send_signal(signal.SIGINT)
-            code = process.wait(timeout=60)
-            connection.close()
-        finally:
-            process.kill()
-    stdout = "".join(lines)
-    assert code == 130, stdout
-    assert "[1/2] attempt 1: interrupted before anything was recorded" in stdout
-    assert "Summary" not in stdout and "passed" not in stdout
-    assert older.read_bytes() == (RECORDINGS / "repair.json").read_bytes()
-
-
-def test_ctrl_c_while_an_attempt_is_being_started_stops_that_attempt_too(tmp_path, fresh_runs):
-    # subtle: a Ctrl-C that lands after the series checked for one and before it keeps the
-    # new child among those it passes Ctrl-C on to must still reach that child. Here the
-    # series' first look at the attempt's output path, in the middle of starting it, is
-    # where the series' Ctrl-C handler runs.
-    # subtle: the handler is called there directly, not through os.kill: a signal sent to
-    # this process may be taken by one of its other threads (the stand-in server's, the
-    # test runner's), and the handler would then run only once the main thread next wakes,
-    # after the attempt has ended. record_run.py's own waiter threads block SIGINT.
-    from plumbing.attempts import Series
-
-    class CtrlCOnFirstLook(type(tmp_path)):
-        pressed = False
-
-        def stat(self, *args, **kwargs):
-            if not CtrlCOnFirstLook.pressed:
-                CtrlCOnFirstLook.pressed = True
-                series._on_ctrl_c(signal.SIGINT, None)  # as the handler runs on a Ctrl-C
-            return super().stat(*args, **kwargs)
-
-    output, out = CtrlCOnFirstLook(tmp_path / "s.json"), io.StringIO()
-    with ConversationServer([passing("a")]) as server:
-        series = Series(["--host", server.host], [output], 1, out)
-        series.run()
-        assert signal.getsignal(signal.SIGINT) != series._on_ctrl_c  # handed back
-    assert CtrlCOnFirstLook.pressed and series.exit_code() == 130
-    assert out.getvalue() == "[1/1] attempt 1: interrupted before anything was recorded\n"
-    assert not output.exists()  # the attempt stopped: it never ran to its save
-
-
-def children_of(parent):
-    """PIDs of the live processes whose parent is `parent`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[1] == str(parent) and fields[0] != "Z":
-            found.append(int(entry.name))
-    return found
-
-
-def sleeping_grandchild(pid):
-    try:
-        return b"time.sleep(60)" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
 
 
 # --- compare.py -------------------------------------------------------------------------------

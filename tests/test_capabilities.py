@@ -7,7 +7,6 @@ the real SDK against ollama_test_server.py, which answers per-model capabilities
 detector is also tested directly, on each written form, on prose, and on hostile text.
 """
 
-import io
 import json
 import os
 import subprocess
@@ -27,9 +26,10 @@ from plumbing.readonly_tools import ReadOnlyTools
 from plumbing.recording import RECORDINGS, load, save
 from plumbing.sample import copy_sample
 from plumbing.text_calls import MAX_SCAN, MAX_SPAN, UNREADABLE, text_tool_call
-from replay import DIVERGED, REPRODUCED, replay_one
+from replay import DIVERGED, REPRODUCED
 from repo_tools import RepoTools
 from tests import openai_test_server as openai
+from tests.helpers import record, replay
 from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.scripted_model import ScriptedChat
@@ -54,14 +54,10 @@ def server(script=(), **options):
     return OllamaTestServer(script, models=MODELS, capabilities=CAPABILITIES, **options)
 
 
-def record(tmp_path, host, *options):
+def record_live(tmp_path, host, *options):
+    """record_run.py against `host` into tmp_path/live.json: (finished, that path)."""
     output = tmp_path / "live.json"
-    return run_cli("record_run.py", "--host", host, "--output", output, *options), output
-
-
-def replay(path, **options):
-    out = io.StringIO()
-    return replay_one(path, out=out, **options), out.getvalue()
+    return record("--host", host, "--output", output, *options), output
 
 
 # --- the stand-in answers as Ollama does ------------------------------------------------------
@@ -87,7 +83,7 @@ def test_stand_in_refuses_think_and_tools_with_ollamas_exact_400s():
 
 def test_thinking_model_is_asked_to_think_and_the_recording_keeps_its_capabilities(tmp_path):
     with server(READ_THEN_ANSWER) as stand_in:
-        finished, output = record(tmp_path, stand_in.host)
+        finished, output = record_live(tmp_path, stand_in.host)
     assert finished.returncode == 1, finished.stdout + finished.stderr
     assert [body["think"] for body in stand_in.chat_bodies()] == [True, True]
     model = load(output)["model"]
@@ -97,7 +93,7 @@ def test_thinking_model_is_asked_to_think_and_the_recording_keeps_its_capabiliti
 
 def test_model_without_thinking_records_and_replays_without_think(tmp_path):
     with server(READ_THEN_ANSWER) as stand_in:
-        finished, output = record(tmp_path, stand_in.host, "--model", NO_THINKING)
+        finished, output = record_live(tmp_path, stand_in.host, "--model", NO_THINKING)
     assert finished.returncode == 1, finished.stdout + finished.stderr
     assert (
         "Independent verdict: failed\n  visible tests: 3 of 4 passed, 1 failed\n"
@@ -141,7 +137,7 @@ def test_model_without_tools_is_refused_before_the_starting_tests(tmp_path):
 
 def test_think_off_sends_think_false_to_a_thinking_model(tmp_path):
     with server(READ_THEN_ANSWER) as stand_in:
-        finished, output = record(tmp_path, stand_in.host, "--think", "off")
+        finished, output = record_live(tmp_path, stand_in.host, "--think", "off")
     assert finished.returncode == 1, finished.stderr
     assert [body["think"] for body in stand_in.chat_bodies()] == [False, False]
     assert load(output)["model"]["think"] is False
@@ -149,7 +145,9 @@ def test_think_off_sends_think_false_to_a_thinking_model(tmp_path):
 
 def test_think_on_for_a_model_without_thinking_is_refused_at_preflight(tmp_path):
     with server(READ_THEN_ANSWER) as stand_in:
-        finished, output = record(tmp_path, stand_in.host, "--model", NO_THINKING, "--think", "on")
+        finished, output = record_live(
+            tmp_path, stand_in.host, "--model", NO_THINKING, "--think", "on"
+        )
     assert finished.returncode == 2
     assert finished.stderr.startswith("error: qwen2.5-coder:0.5b cannot think (its capabilities:")
     assert finished.stderr.count("\n") == 1 and "Traceback" not in finished.stderr
@@ -159,7 +157,7 @@ def test_think_on_for_a_model_without_thinking_is_refused_at_preflight(tmp_path)
 def test_server_without_capabilities_refuses_nothing_and_sends_no_think(tmp_path):
     # Ollama before capabilities existed: `show` has none; the run goes on without `think`.
     with OllamaTestServer(READ_THEN_ANSWER, capabilities={"gemma4:e2b": None}) as stand_in:
-        finished, output = record(tmp_path, stand_in.host)
+        finished, output = record_live(tmp_path, stand_in.host)
     assert finished.returncode == 1, finished.stderr
     assert all("think" not in body for body in stand_in.chat_bodies())
     assert load(output)["model"]["capabilities"] is None
@@ -168,7 +166,7 @@ def test_server_without_capabilities_refuses_nothing_and_sends_no_think(tmp_path
 @pytest.mark.parametrize("odd", ["completion,tools", {"tools": True}, ["tools", 5]])
 def test_malformed_capabilities_are_refused_in_one_line(tmp_path, odd):
     with OllamaTestServer(READ_THEN_ANSWER, capabilities={"gemma4:e2b": odd}) as stand_in:
-        finished, output = record(tmp_path, stand_in.host)
+        finished, output = record_live(tmp_path, stand_in.host)
     assert finished.returncode == 2, finished.stderr
     assert finished.stderr.startswith("error: the server's model info for gemma4:e2b at ")
     assert "capabilities" in finished.stderr and finished.stderr.count("\n") == 1
@@ -219,7 +217,7 @@ def test_a_model_not_described_is_sent_no_think(tmp_path):
 
 def test_max_tokens_is_sent_as_num_predict_and_recorded(tmp_path):
     with server(READ_THEN_ANSWER) as stand_in:
-        finished, output = record(tmp_path, stand_in.host, "--max-tokens", "64")
+        finished, output = record_live(tmp_path, stand_in.host, "--max-tokens", "64")
     assert finished.returncode == 1, finished.stderr
     assert {body["options"]["num_predict"] for body in stand_in.chat_bodies()} == {64}
     assert load(output)["model"]["options"]["num_predict"] == 64
@@ -608,7 +606,7 @@ def test_loop_flags_a_written_call_and_runs_nothing_from_text(tmp_path):
 def test_recorded_written_call_is_shown_and_replayed(tmp_path):
     script = [READ_THEN_ANSWER[0], reply(chunk(WRITTEN_CALL), chunk(done=True))]
     with server(script) as stand_in:
-        finished, output = record(tmp_path, stand_in.host)
+        finished, output = record_live(tmp_path, stand_in.host)
     assert finished.returncode == 1, finished.stderr
     lines = finished.stdout.splitlines()
     stop = next(n for n, line in enumerate(lines) if line.startswith("Stop: assistant_finished"))
@@ -628,7 +626,7 @@ def test_recorded_written_call_is_shown_and_replayed(tmp_path):
 @pytest.mark.parametrize("text", [DEEP_SUM, DEEP_JSON, "```tool_code\nread_file((1, 2))\n```"])
 def test_recorded_hostile_written_call_is_saved_and_reproduced(tmp_path, text):
     with server([reply(chunk(text), chunk(done=True))]) as stand_in:
-        finished, output = record(tmp_path, stand_in.host)
+        finished, output = record_live(tmp_path, stand_in.host)
     assert finished.returncode == 1, finished.stderr[-500:]  # the final tests still fail
     assert load(output)["stop"]["text_tool_call"]["name"] == "read_file"
     outcome, replayed = replay(output)

@@ -1,8 +1,14 @@
-"""How a replay's differences are worded, from plumbing/divergence.py's own functions: the
-parts the replays in test_recorded.py and test_edge_cases.py reach only slowly or not at all
-(no recording there lacks a final source, or holds a value beyond ASCII that differs)."""
+"""How a replay's differences are worded (plumbing/divergence.py): from its own functions,
+the parts the replays in test_recorded.py reach only slowly or not at all (no recording
+there lacks a final source, or holds a value beyond ASCII that differs); then through
+replay, an event changed or missing from a copy of repair.json."""
+
+import pytest
 
 from plumbing.divergence import comparable, divergences, normalise, short, tool_divergences
+from plumbing.recording import RECORDINGS, load
+from replay import DIVERGED
+from tests.helpers import altered, replay
 
 READ = {"type": "tool_start", "turn": 1, "index": 0, "name": "read_file", "arguments": {}}
 TESTS = {"type": "tool_start", "turn": 1, "index": 1, "name": "run_tests", "arguments": {}}
@@ -73,3 +79,42 @@ def test_a_traceback_through_the_installation_compares_equal_from_any_clone():
     assert here == normalise(frames("/tmp/ci/main", "/usr"), None)
     assert here.startswith("<site-packages>/_pytest/python.py:508")
     assert "<python>/importlib/__init__.py:126" in here and "tests/test_path_rules.py:1" in here
+
+
+# --- through replay: an event changed or missing is a divergence ----------------------------------
+
+
+def test_altered_event_alone_is_a_divergence(tmp_path):
+    # mutation no_event_cmp: replay.py skips event_divergence (tools and requests still match).
+    def change(recording):
+        recording["events"][-1]["reason"] = "max_turns"
+        recording["stop"] = recording["events"][-1]  # kept consistent, or load refuses it
+
+    outcome, output = replay(altered(tmp_path, change))
+    calls = len(load(RECORDINGS / "repair.json")["model_calls"])  # the stop is in the last one
+    assert outcome == DIVERGED
+    assert (
+        f'model call {calls}, stopped): reason: the recording says "max_turns", '
+        'today\'s run did "assistant_finished"' in output
+    )
+
+
+@pytest.mark.parametrize("length", [160, 161])
+def test_a_divergent_value_of_160_characters_is_shown_whole_and_a_longer_one_cut(tmp_path, length):
+    text = "x" * (length - 2)  # as JSON, with its two quotes: `length` characters
+
+    def change(recording):
+        recording["events"][1]["text"] = text  # the first piece of thinking
+
+    outcome, output = replay(altered(tmp_path, change))
+    assert outcome == DIVERGED
+    shown = f'"{text}"' if length <= 160 else f'"{text[:156]}...'
+    assert f"text: the recording says {shown}, today's run did " in output
+
+
+def test_missing_recorded_event_is_a_divergence(tmp_path):
+    # mutation only_common_events: event_divergence ignores a difference in length.
+    outcome, output = replay(altered(tmp_path, lambda r: r["events"].pop()))
+    events = len(load(RECORDINGS / "repair.json")["events"])
+    assert outcome == DIVERGED
+    assert f"{events - 1} events recorded, {events} replayed" in output

@@ -19,16 +19,16 @@ SCRIPTS = [
     "record_run.py",
     "replay.py",
     "ask.py",
-    "tests/make_recordings.py",
-    "tests/bench.py",
+    "tests/maintainers/make_recordings.py",
+    "tests/maintainers/bench.py",
     "compare.py",
-    "tests/bench_jobs.py",
-    "tests/make_live_recording.py",
-    "tests/mutate.py",
+    "tests/maintainers/bench_jobs.py",
+    "tests/maintainers/make_live_recording.py",
+    "tests/maintainers/mutate.py",
     "tests/real_server.py",
-    "tests/make_screenshot.py",
+    "tests/maintainers/make_screenshot.py",
     "tests/snapshots.py",
-    "tests/suite_cost.py",
+    "tests/maintainers/suite_cost.py",
     "view.py",
 ]
 
@@ -131,8 +131,8 @@ def test_script_help_exits_0_and_changes_nothing(script, flag, helps):
 
 @pytest.mark.parametrize("script", [s for s in SCRIPTS if s.startswith("tests/")])
 def test_a_maintainers_script_runs_directly_from_anywhere(script, unchanged, tmp_path):
-    # `.venv/bin/python tests/bench.py --help`, not through lab.py and without PYTHONPATH:
-    # once a ModuleNotFoundError traceback (issue 21)
+    # `.venv/bin/python tests/maintainers/bench.py --help`, not through lab.py and without
+    # PYTHONPATH: once a ModuleNotFoundError traceback (issue 21)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     finished = subprocess.run(
         [sys.executable, str(unchanged / script), "--help"],
@@ -146,7 +146,7 @@ def test_a_maintainers_script_runs_directly_from_anywhere(script, unchanged, tmp
     assert "usage:" in finished.stdout
 
 
-@pytest.mark.parametrize("script", ["tests/snapshots.py", "tests/bench.py"])
+@pytest.mark.parametrize("script", ["tests/snapshots.py", "tests/maintainers/bench.py"])
 def test_a_script_run_by_a_python_without_the_labs_packages_says_how_to_run_it(script, tmp_path):
     # -S: no site-packages, as a python3 without the lab's .venv/ has none of its packages
     finished = subprocess.run([sys.executable, "-S", str(HERE / script), "--help"],
@@ -169,7 +169,7 @@ def test_a_script_run_by_a_python_without_the_labs_packages_says_how_to_run_it(s
         ["replay", "--help"],
         ["model", "--help"],
         ["model", "-h"],
-        ["run", "tests/make_recordings.py", "--help"],
+        ["run", "tests/maintainers/make_recordings.py", "--help"],
     ],
 )
 def test_lab_help_exits_0_and_changes_nothing(argv, unchanged):
@@ -223,7 +223,7 @@ def test_make_live_recording_never_replaces_a_recording_without_force(
 ):
     # its default output is the model's shipped recording: refused before any server starts
     # (none could start here: if the refusal went, the error would be another, not a new file)
-    from tests.make_live_recording import main
+    from tests.maintainers.make_live_recording import main
 
     monkeypatch.setenv("LAB_LLAMA_SERVER", str(tmp_path / "no-server"))
 

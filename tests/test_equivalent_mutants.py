@@ -8,7 +8,7 @@ different mutant.
 
 import pytest
 
-from tests.mutate import (
+from tests.maintainers.mutate import (
     EQUIVALENTS,
     MODULES,
     Mutant,

@@ -28,7 +28,7 @@ from replay import REPRODUCED
 from tests import openai_test_server as openai
 from tests.helpers import FAULTY_LINE, FIXED_LINE, altered, replay
 from tests.in_process import run_cli
-from tests.make_recordings import SPECIAL_CASE, START
+from tests.maintainers.make_recordings import SPECIAL_CASE, START
 from tests.ollama_test_server import ConversationServer, OllamaTestServer, call, chunk, reply
 
 HERE = Path(__file__).resolve().parent.parent

@@ -26,9 +26,6 @@ KNOWN = {
     ("plumbing/readonly_tools.py", "tool_guard", "ToolBox"),
     ("plumbing/readonly_tools.py", "tool_guard", "ToolError"),
     ("plumbing/readonly_tools.py", "tool_guard", "function_schema"),
-    # the one driver under record_run.py and replay.py runs the loop itself; the tools and
-    # the judge it is handed by the programs (plumbing/driver.py's drive)
-    ("plumbing/driver.py", "agent_loop", "AgentLoop"),
 }
 
 

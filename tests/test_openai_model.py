@@ -8,7 +8,6 @@ also tested directly, since replay runs recorded events through them without any
 
 import io
 import json
-import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer, ThreadingHTTPServer
@@ -19,7 +18,6 @@ import local_model
 import openai_model
 from agent_loop import (
     ASSISTANT_FINISHED,
-    DEADLINE,
     INCOMPLETE_MODEL_TURN,
     MODEL_DONE,
     MODEL_ERROR,
@@ -33,18 +31,20 @@ from agent_loop import (
 )
 from openai_model import OpenAICompatibleModel, OpenAIModelError, chunks_from_events, request_body
 from plumbing import openai_wire
-from plumbing.limits import ARGUMENTS_TOO_LONG, MAX_LINE_BYTES, Deadline, LineTooLong
+from plumbing.limits import ARGUMENTS_TOO_LONG, MAX_LINE_BYTES, LineTooLong
 from plumbing.recording import RecordingChat
 from repo_tools import RepoTools
-from tests.helpers import FAULTY_LINE, FIXED_LINE, wait_for
+from tests.helpers import FAULTY_LINE, FIXED_LINE, of_type, wait_for
 from tests.openai_test_server import (
     TEST_MODEL,
     OpenAITestServer,
+    UnframedStream,
     content,
     error_event,
     finish,
     reasoning,
     reply,
+    run_against,
     tool_call,
 )
 
@@ -58,10 +58,6 @@ def run_chat(repo, *replies, timeout=openai_model.READ_TIMEOUT):
     with OpenAITestServer(replies) as server:
         chat = OpenAICompatibleModel(TEST_MODEL, server.base_url, timeout=timeout)
         return server, list(agent_events(chat, RepoTools(repo), TASK))
-
-
-def of_type(events, kind):
-    return [event for event in events if event["type"] == kind]
 
 
 # --- one turn from events -----------------------------------------------------------------------
@@ -326,22 +322,6 @@ class ErrorBodies(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-def run_against(repo, handler, **options):
-    """(base URL, the loop's events) of one task against an http.server `handler` class, for
-    answers the stand-in server does not give (other error bodies, HTTP/1.0 streams, stalls),
-    with `options` for the model (a timeout, a deadline that the loop shares)."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-    try:
-        base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        chat = OpenAICompatibleModel(TEST_MODEL, base_url, **options)
-        deadline = options.get("deadline")
-        return base_url, list(agent_events(chat, RepoTools(repo), TASK, deadline=deadline))
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 @pytest.mark.parametrize(
     "body, detail",
     [
@@ -354,27 +334,6 @@ def test_http_error_body_of_another_shape_is_reported_with_its_text(repo, body, 
     base_url, events = run_against(repo, type("Handler", (ErrorBodies,), {"body": body}))
     expected = openai_model.HTTP_ERROR.format(base_url=base_url, status=400, detail=detail)
     assert events[-1]["reason"] == MODEL_ERROR and events[-1]["error"] == expected
-
-
-class UnframedStream(BaseHTTPRequestHandler):
-    """Answers in HTTP/1.0 (http.server's default): an event stream with neither a length nor
-    chunks, which ends when the server closes the connection, as plain servers send it."""
-
-    def log_message(self, *args):
-        pass
-
-    def start_stream(self):
-        """Read the request, then send the headers of an event stream without framing."""
-        self.rfile.read(int(self.headers["Content-Length"]))
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.end_headers()
-
-    def do_POST(self):
-        self.start_stream()
-        for event in (content("Done."), finish()):
-            self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
-        self.wfile.write(b"data: [DONE]\n\n")
 
 
 def test_a_stream_that_ends_with_its_connection_is_read_to_the_end(repo):
@@ -833,35 +792,6 @@ def test_an_error_event_without_a_message_field_is_reported_as_sent(error, detai
     assert str(reported.value) == openai_wire.STREAM_ERROR.format(detail=detail)
 
 
-def deadline_in_stream(first):
-    """Read a stream whose first piece is `first` (held there by the server), then let the
-    deadline pass: the chunks of the turn, or the DeadlineExceeded that ended it."""
-    now, gate = [0.0], threading.Event()
-    with OpenAITestServer([reply(first, content("late"), finish(), gate=gate)]) as server:
-        deadline = openai_model.Deadline(10, clock=lambda: now[0])
-        chat = OpenAICompatibleModel(TEST_MODEL, server.base_url, deadline=deadline)
-        stream = chat([{"role": "user", "content": "hi"}], [])
-        try:
-            chunks = [next(stream)]  # the first piece's text: the server now holds the rest
-            now[0] = 11.0  # the deadline passes before the next read
-            return chunks + list(stream)
-        finally:
-            stream.close()
-            gate.set()
-
-
-def test_deadline_after_the_finish_reason_keeps_the_turn_and_before_it_stops_the_run():
-    # A turn whose finish_reason came is whole, even if the deadline cut the wait for
-    # [DONE]: it ends with its done chunk. Before the finish_reason, the deadline stops the
-    # run (reason `deadline`), never a quietly incomplete turn.
-    whole = f"data: {json.dumps(content('Hi'))}\n\ndata: {json.dumps(finish())}\n\n"
-    chunks = deadline_in_stream(whole)
-    assert [c["done"] for c in chunks] == [False, True]
-    assert chunks[-1]["done_reason"] == "stop" and chunks[-1]["finish_reason"] == "stop"
-    with pytest.raises(openai_model.DeadlineExceeded, match="the deadline of 10 s has passed"):
-        deadline_in_stream(content("Hi"))
-
-
 def test_an_empty_id_on_an_index_less_fragment_continues_the_call():
     # Some servers send "id": "" on the fragments that continue a call (Alibaba DashScope
     # does); without an index, an empty id names no new call, so the pieces stay together.
@@ -996,48 +926,6 @@ def test_a_read_timeout_under_a_second_is_kept_as_given(repo, stall):
         _, events = run_chat(repo, late, timeout=0.1)
     assert events[-1]["reason"] == MODEL_ERROR, events[-1]
     assert "sent nothing for 0.1 s" in events[-1]["error"]
-
-
-class DrippingUnframedStream(UnframedStream):
-    """HTTP/1.0, neither a length nor chunks: one event, then a keep-alive comment every
-    0.1 s until the client hangs up (at most 10 s), so no read ever times out."""
-
-    def do_POST(self):
-        self.start_stream()
-        try:
-            self.wfile.write(f"data: {json.dumps(content('Let me'))}\n\n".encode())
-            for _ in range(100):
-                self.wfile.write(b": still here\n\n")
-                self.wfile.flush()
-                time.sleep(0.1)
-        except OSError:
-            pass  # the client hung up
-
-
-def test_an_unframed_stream_ended_by_the_watchdog_is_the_deadline_not_an_unfinished_turn(repo):
-    # The watchdog's shutdown reads as a clean end of a body that only the connection's
-    # end frames; the turn was cut by the deadline, not left unfinished by the server.
-    # subtle: the deadline's clock never moves, so it never reads as passed: each read waits
-    # at most its 2 s (longer than the drip's 0.1 s), and only the watchdog's real timer,
-    # 2 s after the start (time for the first event even on a loaded machine), ends the drip.
-    deadline = Deadline(2.0, clock=lambda: 0.0)
-    _, events = run_against(repo, DrippingUnframedStream, deadline=deadline)
-    assert events[-1]["reason"] == DEADLINE, events[-1]
-    assert of_type(events, TEXT_DELTA)[0]["text"] == "Let me"
-
-
-def test_a_connect_that_hangs_is_held_until_the_deadline_then_the_run_stops_there(repo):
-    # A server whose queue of new connections is full never completes a connect: the
-    # adapter waits for it until the deadline (not a moment less), so the run stops with
-    # `deadline` rather than a "cannot reach" that the deadline did not cause.
-    with socket.create_server(("127.0.0.1", 0), backlog=0) as listener:
-        # subtle: with a backlog of 0, Linux queues one connection; the next one hangs.
-        with socket.create_connection(listener.getsockname()):
-            base_url = "http://{}:{}/v1".format(*listener.getsockname())
-            deadline = Deadline(0.5)
-            chat = OpenAICompatibleModel(TEST_MODEL, base_url, deadline=deadline)
-            events = list(agent_events(chat, RepoTools(repo), TASK, deadline=deadline))
-    assert events[-1]["reason"] == DEADLINE, events[-1]
 
 
 class KeptAliveModelList(ModelLists):

@@ -104,3 +104,16 @@ def test_an_outcome_cannot_be_changed_once_read():
     got = outcome(recording())
     with pytest.raises(dataclasses.FrozenInstanceError):
         got.passed = False
+
+
+def test_an_outcome_is_a_value_it_cannot_be_changed_and_can_be_a_key():
+    # mutation: `@dataclass(frozen=True)` -> False made outcomes changeable in place and
+    # unhashable: a summary could then alter the outcome another display reads
+    import dataclasses
+
+    from plumbing.outcomes import Outcome
+
+    outcome = Outcome(True, False, "assistant_finished", 3, 2, 900, 120, 4.2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        outcome.passed = False
+    assert {outcome: "a"}[Outcome(True, False, "assistant_finished", 3, 2, 900, 120, 4.2)]

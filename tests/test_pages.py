@@ -3,7 +3,9 @@ Playwright with `executable_path`: no browser download).
 
 Every shipped recording's page shows the run's facts, raises no script error and makes no
 request; a hostile recording's page shows its strings as text and runs none of them; the
-arrow keys step through the turns. The size bounds need no browser.
+arrow keys step through the turns. The size bounds need no browser, nor do the limits and
+fallbacks of the drawing itself (plumbing/page.py, each pinned at its edge), which run in
+the test's process.
 """
 
 import json
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_loop import TOOL_START
 from plumbing.outcomes import NOT_A_MODEL
 from plumbing.page import CHUNKS_SHOWN, chunk_list, index_page, recording_page, stream_chart, text
 from plumbing.recording import ENDED_WITHOUT_DONE, RECORDINGS, load, save
@@ -48,6 +51,13 @@ def view(*paths, out):
     finished = run_cli("view.py", *paths, "--out", out)
     assert finished.returncode == 0, finished.stderr
     return finished.stdout.split()
+
+
+@pytest.fixture(scope="module")
+def shipped_pages(tmp_path_factory):
+    """{recording's path, or "index": its page's address}, every shipped recording's."""
+    urls = view(*SHIPPED, out=tmp_path_factory.mktemp("shipped"))
+    return dict(zip([*SHIPPED, "index"], urls, strict=True))
 
 
 class Tab:
@@ -89,9 +99,11 @@ def tab(browser):
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
-def test_every_shipped_recording_has_a_page_that_shows_its_run(tab, tmp_path, path):
-    (url,) = view(path, out=tmp_path)
-    assert url == (tmp_path / f"{path.stem}.html").as_uri()
+def test_every_shipped_recording_has_a_page_that_shows_its_run_and_fits_the_screen(
+    tab, shipped_pages, path
+):
+    url = shipped_pages[path]  # one view.py run wrote them all
+    assert url.endswith(f"/{path.stem}.html")
     page, errors, requests = tab.open(url)
     recording = load(path)
     shown = page.inner_text("body")
@@ -100,6 +112,13 @@ def test_every_shipped_recording_has_a_page_that_shows_its_run(tab, tmp_path, pa
     assert recording["stop"]["reason"] in shown
     assert len(page.query_selector_all(".turn")) == len(recording["model_calls"])
     assert errors == [] and requests == []
+    streams = sum(bool(call.get("arrived")) for call in recording["model_calls"])
+    for width in (1280, 360):  # on a phone too: each bar's label and each mark on screen (FIT)
+        page.set_viewport_size({"width": width, "height": 720})
+        fit = page.evaluate(FIT)
+        scroll_width, window_width = fit["page"]
+        assert scroll_width <= window_width and fit["off"] == [], (width, fit)
+        assert fit["requests"] == len(recording["model_calls"]) and fit["marks"] >= streams
 
 
 def test_the_index_links_every_page(tab, tmp_path):
@@ -230,10 +249,8 @@ def test_lab_view_writes_a_page_per_shipped_recording_and_an_index(tmp_path):
     assert finished.stdout.split()[-1] == (tmp_path / "index.html").as_uri()
 
 
-def test_compare_writes_a_series_page_linking_each_attempts_page(tab, tmp_path):
-    folder = tmp_path / "series"
-    target = folder / "series.html"
-    finished = run_cli("compare.py", *SHIPPED, "--html", folder)
+def test_compare_writes_a_series_page_linking_each_attempts_page(tab, series):
+    finished, target = series
     assert finished.returncode == 0, finished.stderr
     assert finished.stdout.rstrip().endswith(target.as_uri())
     page, errors, requests = tab.open(target.as_uri())
@@ -490,21 +507,22 @@ def test_a_run_stopped_before_its_first_model_call_has_a_page_with_no_bars():
     assert grew in html and "<svg" not in html
 
 
-def test_a_request_of_no_characters_still_gets_a_bar_of_2_units():
-    # A bar is at least 2 units long, so a request of nothing is still drawn beside the
-    # others; mutation: `max(2, ...)` -> 3.
+def test_a_request_of_no_characters_still_gets_a_bar_of_half_a_percent():
+    # A bar is at least 0.5% of the row long, so a request of nothing is still drawn beside
+    # the others; mutation: `max(0.5, ...)` -> 0.6.
     recording = load(RECORDINGS / "repair.json")
     recording["model_calls"][0]["request_length"] = 0
     html = recording_page(recording, "repair.json")
     assert (
-        '<rect x="90" y="3" width="2" height="14" fill="currentColor" opacity=".45"></rect>'
-        '<text x="0" y="15">request 1</text><text x="98" y="15">0 messages, 0 characters</text>'
+        '<span>request 1</span><span><span class="bar" style="width:0.5%"></span> '
+        '<span class="size">0 messages, 0 characters</span></span>'
     ) in html
 
 
 def marks(chart):
     """The colour of each chunk mark a stream chart draws, in order."""
-    return re.findall(r'<line x1="\d+" x2="\d+" y1="8" y2="34" stroke="var\(--(\w+)\)">', chart)
+    mark = r'<line x1="[\d.]+%" x2="[\d.]+%" y1="8" y2="34" stroke="var\(--(\w+)\)">'
+    return re.findall(mark, chart)
 
 
 @pytest.mark.parametrize(
@@ -522,14 +540,17 @@ def test_a_stream_of_800_chunks_draws_every_other_one_and_says_so(count, drawn, 
 
 def test_a_stream_whose_marks_would_fall_on_one_another_is_drawn_in_order_and_says_so():
     # a stand-in sends a turn's chunks within a millisecond or two: on the time scale they
-    # bunched at the right edge; marks closer than MARK_GAP on it are drawn evenly spaced
+    # bunched at the right edge; marks closer than MARK_GAP (0.5% of the width) on it are
+    # drawn evenly spaced. The axis runs from 1.5% to 98.5% of the chart's width.
     bunched = stream_chart({"arrived": [0.0, 0.9990, 0.9995, 1.0], "chunks": []})
-    assert re.findall(r'<line x1="(\d+)"', bunched)[1:] == ["10", "237", "463", "690"]
+    marked = ["1.50%", "33.83%", "66.17%", "98.50%"]
+    assert re.findall(r'<line x1="([\d.]+%)"', bunched)[1:] == marked
     assert "drawn in the order they arrived, evenly spaced" in bunched
-    assert '<text x="10" y="50">first</text>' in bunched
+    assert '<text x="1.5%" y="50">first</text>' in bunched
     apart = stream_chart({"arrived": [0.0, 0.3, 0.6, 1.0], "chunks": []}, scripted=True)
-    assert re.findall(r'<line x1="(\d+)"', apart)[1:] == ["10", "214", "418", "690"]
-    assert "in the order" not in apart and '<text x="10" y="50">0 s</text>' in apart
+    marked = ["1.50%", "30.60%", "59.70%", "98.50%"]
+    assert re.findall(r'<line x1="([\d.]+%)"', apart)[1:] == marked
+    assert "in the order" not in apart and '<text x="1.5%" y="50">0 s</text>' in apart
     assert "scripted: a stand-in server sent chunks written by hand" in apart
 
 
@@ -560,14 +581,159 @@ def test_the_index_shows_a_run_of_0_0_seconds_and_leaves_an_unmeasured_one_blank
     timed, untimed = load(RECORDINGS / "repair.json"), load(RECORDINGS / "repair.json")
     timed["loop_seconds"] = 0.0
     del untimed["loop_seconds"]
-    html = index_page([("fast.html", timed), ("old.html", untimed)])
+    html = index_page([("fast.json", "fast.html", timed), ("old.json", "old.html", untimed)])
     assert re.findall(r"<td>5</td><td>([^<]*)</td></tr>", html) == ["0.0", ""]  # 5 turns
+
+
+@pytest.mark.parametrize("argument, value", [("old", 3), ("new", 3), ("old", "parts")])
+def test_the_page_of_an_edit_it_cannot_redo_shows_no_diff(tmp_path, argument, value):
+    # mutation: the `isinstance(old, str) and isinstance(new, str)` check weakened to one
+    # side tried the edit with 3: a TypeError, and the page could not be drawn at all;
+    # without `source.count(old) != 1`, an `old` found 4 times drew a diff of the first
+    from plumbing.page import recording_page
+
+    def change(recording):
+        start = next(e for e in recording["events"] if e.get("name") == "replace_text")
+        start["arguments"][argument] = value
+
+    page = recording_page(load(altered(tmp_path, change)), "odd")
+    assert "The diff of this edit:" not in page and "What the run changed" in page
+    assert "The diff of this edit:" in recording_page(load(RECORDINGS / "repair.json"), "r")
+
+
+@pytest.mark.parametrize("arguments", [["old", "new"], "old -> new"])
+def test_the_page_of_an_edit_whose_arguments_are_not_an_object_shows_no_diff(tmp_path, arguments):
+    # load() keeps a tool_start's arguments whatever their type: the page cannot redo an
+    # edit from a list or a text, so it draws the call without its diff, not no page at all
+    from plumbing.page import recording_page
+
+    def change(recording):
+        start = next(e for e in recording["events"] if e.get("name") == "replace_text")
+        start["arguments"] = arguments
+
+    page = recording_page(load(altered(tmp_path, change)), "odd")
+    assert "The diff of this edit:" not in page and "What the run changed" in page
+
+
+def test_the_page_of_requests_said_to_hold_no_message_is_drawn(tmp_path):
+    # mutation: `max(...) or 1` without its fallback divided by zero: load() accepts a
+    # request_length of 0, and then every bar of the growth chart is 0 characters long
+    from plumbing.page import recording_page
+
+    def change(recording):
+        for saved in recording["model_calls"]:
+            saved["request_length"] = 0
+
+    page = recording_page(load(altered(tmp_path, change)), "empty requests")
+    assert "<svg" in page and "Independent verdict" in page
+
+
+def test_a_request_that_adds_no_message_says_so_on_its_page(tmp_path):
+    # mutation: `new_text or "(nothing new)"` without its fallback drew an empty block
+    from plumbing.page import recording_page
+
+    def change(recording):
+        calls = recording["model_calls"]
+        calls[1]["request_length"] = calls[0]["request_length"]
+
+    page = recording_page(load(altered(tmp_path, change)), "no new message")
+    assert 'Request 2: 2 messages, 0 new</h3>\n<pre class="">(nothing new)</pre>' in page
+
+
+def test_a_page_draws_chunks_that_are_not_objects_as_text(tmp_path):
+    # mutations: _kind's guards for an item or a message that is not an object dropped (an
+    # AttributeError: no page at all), or its "text" made None (a mark coloured var(--None));
+    # load() keeps such chunks, as a malformed stream's recording holds them
+    from plumbing.page import recording_page
+
+    def change(recording):
+        call = recording["model_calls"][0]
+        call["chunks"][0] = {"message": "hi"}
+        call["chunks"].insert(1, "junk")
+        call["arrived"].insert(1, call["arrived"][0])
+
+    page = recording_page(load(altered(tmp_path, change)), "odd chunks")
+    marks = re.findall(r'y1="8" y2="34" stroke="var\(--(\w+)\)"', page)
+    assert marks[:2] == ["text", "text"] and "var(--None)" not in page
+
+
+def test_a_stream_whose_chunks_all_arrived_at_once_is_drawn_in_their_order():
+    # mutations: `max(arrived) or 0.001` without its fallback divided by zero; on the time
+    # scale both marks fell at the start, one on the other
+    from plumbing.page import stream_chart
+    from tests.ollama_test_server import chunk
+
+    chart = stream_chart({"arrived": [0.0, 0.0], "chunks": [chunk("a"), chunk(done=True)]})
+    assert "first chunk after 0.000 s, the last after 0.000 s" in chart  # what happened
+    assert chart.count('x1="1.50%" x2="1.50%"') == 1 and chart.count('x1="98.50%" x2="98.50%"') == 1
+
+
+def test_a_result_of_up_to_1200_characters_is_shown_open_a_longer_one_folded():
+    # mutations: `len(shown) <= FOLD_AFTER` -> `<`, and FOLD_AFTER 1200 -> 1201 (the figure
+    # docs/recordings.md gives)
+    from plumbing.page import result_block
+    from plumbing.transcript import message_lines
+
+    def shown(n):
+        content = json.dumps({"path": "path_rules.py", "text": "x" * n})
+        return len("\n".join(message_lines({"role": "tool", "content": content})[1:]))
+
+    n = next(n for n in range(2000) if shown(n) == 1200)
+    assert shown(n + 1) == 1201
+    opened = result_block({"result": {"path": "path_rules.py", "text": "x" * n}})
+    folded = result_block({"result": {"path": "path_rules.py", "text": "x" * (n + 1)}})
+    assert opened.startswith("<p>Result:</p>") and folded.startswith("<details>")
+
+
+@pytest.mark.parametrize(
+    "calls, note",
+    [(100, ""), (101, "... and 1 more calls of this turn, not shown (a page shows 100 a turn)")],
+    ids=["100", "101"],
+)
+def test_a_page_draws_100_calls_of_a_turn_and_counts_the_rest(tmp_path, calls, note):
+    # mutations: the cap's guard dropped, or its closing line made `pass`, drew all 101 or
+    # left the 101st unsaid; the note's `shown > CALLS_SHOWN` -> `>=` said "... and 0 more"
+    # of exactly 100; the loop caps a turn at 32 calls, a hand-made file need not
+    from plumbing.page import recording_page
+
+    def change(recording):
+        events = recording["events"]
+        at = next(i for i, e in enumerate(events) if e["type"] == TOOL_START)
+        start, result = events[at], events[at + 1]
+        more = [dict(e, index=n) for n in range(1, calls) for e in (start, result)]
+        events[at + 2 : at + 2] = more
+
+    page = recording_page(load(altered(tmp_path, change)), f"{calls} calls")
+    turn_1 = page.split('id="turn-1"')[1].split('id="turn-2"')[0]
+    assert turn_1.count("<h3>Call ") == 100 and "<h3>Call 101:" not in turn_1
+    assert ("more calls of this turn" in turn_1) == bool(note) and note in turn_1
+
+
+def test_the_stop_of_a_turn_cut_off_in_no_measurable_time_says_0_00_s():
+    # mutation: `stop.get("seconds") is not None` read as truthiness dropped the line
+    from plumbing.page import stop_block
+
+    block = stop_block({"type": "stopped", "turn": 1, "reason": "deadline", "seconds": 0.0})
+    assert "the turn it cut off took 0.00 s" in block
+    assert "took" not in stop_block({"type": "stopped", "turn": 1, "reason": "deadline"})
+
+
+def test_a_series_page_shows_a_count_of_0_as_0_and_only_a_missing_one_as_n_a():
+    # mutation: `"n/a" if v is None` read as truthiness showed 0 model calls and 0 tokens
+    # (an attempt cut off before its first answer) as "n/a"
+    from plumbing.outcomes import Outcome
+    from plumbing.page import series_page
+
+    cut = Outcome(False, True, "interrupted", 0, 0, 0, None, 1.5)
+    page = series_page([("live · max_turns 12", [("a-1.html", cut)])])
+    cells = re.findall(r"<td>([^<]*)</td>", page.split("a-1</a>")[1])
+    assert cells == ["interrupted", "0", "1.5", "0", "n/a"]
 
 
 # --- what a page shows, on a narrow screen and a wide one ---------------------------------------
 # For each page at 360 and 1280 px: how many lines each code block draws against how many
-# it holds (a wrap draws more), the page's own width against the window's, and how much
-# each chart is scaled (a chart shrunk to a narrow screen shrank its 11 px labels with it).
+# it holds (a wrap draws more), the page's own width against the window's, and how tall
+# each chart's label is drawn (a chart shrunk to a narrow screen shrank its 11 px labels).
 LAYOUT = """() => {
   const pads = (e) => parseFloat(getComputedStyle(e).paddingTop) +
     parseFloat(getComputedStyle(e).paddingBottom);
@@ -577,8 +743,8 @@ LAYOUT = """() => {
     wrapped: blocks.filter((e) => Math.round((e.scrollHeight - pads(e)) /
       parseFloat(getComputedStyle(e).lineHeight)) > e.textContent.split("\\n").length).length,
     blocks: blocks.length,
-    scales: Array.from(document.querySelectorAll("svg")).map((s) =>
-      s.getBoundingClientRect().width / s.viewBox.baseVal.width),
+    labels: Array.from(document.querySelectorAll("svg text, .grew span"),
+      (e) => e.getBoundingClientRect().height),
     rows: Array.from(document.querySelectorAll(".wide tr"),
       (r) => r.getBoundingClientRect().height),
   };
@@ -604,8 +770,9 @@ def test_no_code_line_wraps_and_only_code_scrolls_sideways(tab, pages, name, wid
     scroll_width, window_width = layout["page"]
     assert scroll_width <= window_width  # the page itself never scrolls sideways
     assert layout["wrapped"] == 0 and (layout["blocks"] > 3 or name == "index")
-    assert all(scale >= 1 for scale in layout["scales"]), layout["scales"]  # 11 px labels or more
-    assert all(height < 40 for height in layout["rows"]), layout["rows"]  # a row is one line
+    assert all(height >= 11 for height in layout["labels"]), layout["labels"]  # 11 px or more
+    if width > 600:  # a row is one line; on a narrow screen it wraps (the tests below)
+        assert all(height < 40 for height in layout["rows"]), layout["rows"]
 
 
 def test_a_cut_off_turn_shows_what_it_streamed_labelled_as_cut_off(tab, pages):
@@ -630,3 +797,106 @@ def test_diff_lines_are_coloured_added_removed_and_context(tab, pages, scheme):
     added, removed, context = (page.evaluate(colour, f".diff-{k}") for k in ("add", "del", "ctx"))
     assert len(added) >= 2 and len(removed) >= 2 and len(context) >= 6  # two diffs
     assert len({added[0], removed[0], context[0]}) == 3
+
+
+# --- on a phone: every page fits 360 px, every run's verdict in view ---------------------------
+# Each check below failed on the pages of before (issue 44): the conversation's bars and
+# their sizes, the stream's marks and the series' rate bars were drawn at a fixed width and
+# ran off a 360 px screen, the index's verdict and outcome columns sat off it, the series'
+# summary scrolled, and the keyboard hint showed on a phone. Every shipped recording's
+# page is checked with FIT by the test at the top of this file that shows its run.
+
+FIT = """() => {
+  const off = (e) => { const box = e.getBoundingClientRect();
+    return box.left < 0 || box.right > innerWidth; };
+  const drawn = Array.from(document.querySelectorAll("svg line, svg rect, svg text, .grew span"));
+  return {
+    page: [document.scrollingElement.scrollWidth, innerWidth],
+    off: drawn.filter(off).map((e) => e.outerHTML.slice(0, 120)),
+    requests: drawn.filter((e) => /^request [0-9]+$/.test(e.textContent)).length,
+    marks: document.querySelectorAll("svg line[y1='8']").length,
+  };
+}"""
+# For each row of a table of runs: the box of its cells `columns` (0 is the first) that
+# say something, as [left, right, width].
+CELLS = """(columns) => Array.from(document.querySelectorAll("tr"), (row) => row.cells)
+  .filter((cells) => cells[0].tagName === "TD")
+  .map((cells) => columns.filter((n) => cells[n].textContent).map((n) => {
+    const box = cells[n].getBoundingClientRect(); return [box.left, box.right, box.width]; }))"""
+
+
+def on_screen(boxes, width):
+    return all(0 <= left and right <= width and size > 0 for left, right, size in boxes)
+
+
+@NARROW_AND_WIDE
+def test_the_index_shows_every_runs_verdict_and_outcome_on_screen(tab, shipped_pages, width):
+    page, _, _ = tab.open(shipped_pages["index"], width=width, height=800)
+    scroll_width, window_width = page.evaluate(FIT)["page"]
+    assert scroll_width <= window_width
+    rows = page.evaluate(CELLS, [3, 4])  # the verdict, and the outcome where there is one
+    assert len(rows) == len(SHIPPED)
+    groups = page.eval_on_selector_all("h2", "(found) => found.map((h) => h.textContent)")
+    assert groups == ["The walk-through", "Cheats", "Impossible tasks", "Live attempts"]
+    assert sum(len(boxes) == 2 for boxes in rows) == len(list(RECORDINGS.glob("impossible/*")))
+    assert all(on_screen(boxes, width) for boxes in rows), rows
+
+
+@pytest.fixture(scope="module")
+def series(tmp_path_factory):
+    """(compare.py's run, the series page it wrote) for every shipped recording."""
+    target = tmp_path_factory.mktemp("series") / "series" / "series.html"
+    return run_cli("compare.py", *SHIPPED, "--html", target.parent), target
+
+
+@NARROW_AND_WIDE
+def test_the_series_page_fits_the_screen_with_each_rate_bar_summary_and_verdict(tab, series, width):
+    page, errors, _ = tab.open(series[1].as_uri(), width=width, height=800)
+    fit = page.evaluate(FIT)
+    scroll_width, window_width = fit["page"]
+    assert scroll_width <= window_width and fit["off"] == [] and errors == []
+    assert len(page.query_selector_all("svg")) >= 4  # a rate bar a group
+    hidden = (
+        "() => Array.from(document.querySelectorAll('pre'), (e) => e.scrollWidth - e.clientWidth)"
+    )
+    assert set(page.evaluate(hidden)) == {0}  # no summary scrolls: each is there to read whole
+    rows = page.evaluate(CELLS, [1])  # each attempt's verdict or outcome
+    assert len(rows) == len(SHIPPED) and all(on_screen(boxes, width) for boxes in rows), rows
+
+
+@pytest.fixture(scope="module")
+def touch_tab(browser):
+    """A tab of a phone: its pointer is a finger (coarse), not a mouse (fine)."""
+    context = browser.new_context(has_touch=True)
+    shared = Tab(context)
+    yield shared
+    context.close()
+
+
+@NARROW_AND_WIDE
+@pytest.mark.parametrize("pointer", ["coarse", "fine"])
+def test_the_keyboard_hint_shows_only_with_a_fine_pointer(tab, touch_tab, pages, pointer, width):
+    page, errors, _ = (touch_tab if pointer == "coarse" else tab).open(pages["repair"], width=width)
+    assert page.evaluate(f"matchMedia('(pointer: {pointer})').matches")
+    assert page.is_visible("text=Keys:") == (pointer == "fine") and errors == []
+
+
+def test_the_index_groups_recordings_by_folder_each_saying_what_it_holds(tmp_path):
+    # the lab's own groups in their order, whatever order the recordings come in, then any
+    # other folder under its path
+    mine = tmp_path / "mine" / "repair-again.json"
+    mine.parent.mkdir()
+    shutil.copy(RECORDINGS / "repair.json", mine)
+    paths = [RECORDINGS / "live" / "qwen2.5-coder-0.5b.json", mine,
+             RECORDINGS / "impossible" / "flags-the-conflict.json",
+             RECORDINGS / "cheats" / "lookup-table.json", RECORDINGS / "repair.json"]  # fmt: skip
+    html = index_page([(path, f"{path.stem}.html", load(path)) for path in paths])
+    groups = html.split("<h2>")[1:]
+    headings = [group.split("</h2>")[0] for group in groups]
+    assert headings == ["The walk-through", "Cheats", "Impossible tasks", "Live attempts",
+                        text(f"{mine.parent.as_posix()}/")]  # fmt: skip
+    for group, path in zip(groups, [paths[4], paths[3], paths[2], paths[0], mine], strict=True):
+        assert re.findall(r'href="\./([^"]+)\.html"', group) == [path.stem]
+        line = group.split("</h2>")[1].split("</p>")[0]
+        assert line.startswith('<p class="muted">') and len(line) > 40, line
+    assert "python3 lab.py replay, given no recording, replays these" in groups[0]

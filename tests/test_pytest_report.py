@@ -1,11 +1,12 @@
 """pytest's JUnit report read as hostile input (plumbing/pytest_report.py), from files made
-here: its size cap at the exact byte, declarations refused, cases pytest.exit leaves."""
+here: its size cap at the exact byte, declarations refused, cases pytest.exit leaves; and
+the counts read from pytest's closing line alone."""
 
 import os
 
 import pytest
 
-from plumbing.pytest_report import BadReport, read_report
+from plumbing.pytest_report import BadReport, count_results, read_report
 
 CASE = '<testcase classname="{c}" name="{n}"{rest}'
 
@@ -55,3 +56,22 @@ def test_a_case_without_a_class_or_a_name_is_not_a_test(tmp_path):
     path = tmp_path / "report.xml"
     path.write_text(report(*cases))
     assert read_report(path) == {"t.b": "failed"}
+
+
+def test_count_results_reads_only_pytests_closing_line():
+    # mutation count_first_line: the first line that looks like a summary wins.
+    output = "F....\nprinted by a test: 7 passed in 0.01s\n1 failed, 4 passed in 0.05s\n"
+    assert count_results(output) == {"failed": 1, "passed": 4, "errors": 0}
+
+
+def test_a_test_report_of_exactly_the_limit_is_read_one_byte_more_is_refused(tmp_path):
+    # mutation: `len(data) > REPORT_LIMIT` -> `>=` refused a report of exactly the limit
+    from plumbing.pytest_report import REPORT_LIMIT, BadReport, read_report
+
+    report = b'<testsuites><testsuite><testcase classname="t" name="a"/></testsuite></testsuites>'
+    path = tmp_path / "report.xml"
+    path.write_bytes(report + b" " * (REPORT_LIMIT - len(report)))
+    assert read_report(path) == {"t.a": "passed"}
+    path.write_bytes(report + b" " * (REPORT_LIMIT + 1 - len(report)))
+    with pytest.raises(BadReport, match="larger than"):
+        read_report(path)

@@ -41,7 +41,7 @@ def changed_copy(tmp_path, shipped, change):
     return tmp_path / shipped
 
 
-def one_error_line(finished):
+def sole_error_line(finished):
     """The run printed no traceback and exactly one line on stderr, an `error:` line."""
     lines = finished.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), finished.stderr[-2000:]
@@ -93,7 +93,7 @@ def test_a_401_digit_number_is_refused_in_one_line_by_every_reader(tmp_path, cha
     ):
         finished = run_cli(*cli)
         assert finished.returncode == 2
-        assert field in one_error_line(finished)
+        assert field in sole_error_line(finished)
 
 
 @pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity", "1e400"])
@@ -270,7 +270,7 @@ def test_compare_html_refuses_a_folder_it_cannot_use_before_writing_anything(tmp
     before = sorted(tmp_path.rglob("*"))
     finished = run_cli("compare.py", *TWO, "--html", folder)
     assert finished.returncode == 2 and finished.stdout == ""  # not even the comparison
-    assert says in one_error_line(finished)
+    assert says in sole_error_line(finished)
     assert sorted(tmp_path.rglob("*")) == before
 
 
@@ -278,7 +278,7 @@ def test_view_says_when_its_index_cannot_be_written_and_keeps_the_pages(tmp_path
     (tmp_path / "index.html").mkdir()
     finished = run_cli("view.py", *TWO, "--out", tmp_path)
     assert finished.returncode == 2
-    assert "index.html: cannot be written" in one_error_line(finished)
+    assert "index.html: cannot be written" in sole_error_line(finished)
     assert finished.stdout.split() == [
         (tmp_path / p.name).with_suffix(".html").as_uri() for p in TWO
     ]

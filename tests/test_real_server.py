@@ -5,7 +5,9 @@ the real thing (found and started by real_server.py, which also names the model)
 CLIs run as subprocesses, the server on 127.0.0.1. They skip, saying why, where the server
 binary or the model cannot be had; under CI (`CI=true`) conftest.py turns any skip into a
 failed run. The last tests here check that rule itself; the model's fetch is
-tests/test_model_files.py's.
+tests/test_model_files.py's. The tests that need the server are marked `real_server`: where
+none can be had (a GitHub runner), `-m "not real_server"` leaves them out by name
+(.github/workflows/ci.yml).
 
 What the model does is not asserted beyond what any model must do: the exit code follows
 the independent tests, the files stay unchanged, errors are one clear line.
@@ -13,6 +15,7 @@ the independent tests, the files stay unchanged, errors are one clear line.
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import subprocess
@@ -23,7 +26,7 @@ import pytest
 
 from agent_loop import INCOMPLETE_MODEL_TURN, MODEL_ERROR, TOOL_START
 from plumbing.sample import SOURCE_FILE, copy_sample
-from plumbing.tasks import CHEATED, FAILED, FLAGGED, outcome_of
+from plumbing.tasks import CHEATED, FAILED_ATTEMPT, FLAGGED, outcome_of
 from tests.helpers import Reader, wait_until_gone
 from tests.in_process import run_cli
 from tests.real_server import (
@@ -103,6 +106,9 @@ def on(server, max_tokens=TEST_TOKENS):
 # subtle: a module fixture is made once per xdist worker, so the tests that share one
 # live attempt are kept on one worker (`--dist loadgroup`, lab.py's test job).
 SHARES_THE_LIVE_ATTEMPT = pytest.mark.xdist_group("real-server-live-attempt")
+# Each test that needs the real server (and skips without it); the last test here checks
+# that these are exactly the ones that skip.
+NEEDS_THE_SERVER = pytest.mark.real_server
 
 
 @pytest.fixture(scope="module")
@@ -124,13 +130,15 @@ def tree_digest(root):
     return digest.hexdigest()
 
 
-def one_error_line(err):
+def is_one_error_line(err):
+    """Whether `err` is one `error:` line and no traceback."""
     return err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
 
 
 # --- record_run.py and replay.py ---------------------------------------------------------------
 
 
+@NEEDS_THE_SERVER
 @SHARES_THE_LIVE_ATTEMPT
 def test_record_run_saves_a_live_recording_whose_exit_code_is_the_independent_tests(live):
     code, out, err, path = live
@@ -143,6 +151,7 @@ def test_record_run_saves_a_live_recording_whose_exit_code_is_the_independent_te
     assert f"Saved: {path}" in out and "Traceback" not in err
 
 
+@NEEDS_THE_SERVER
 @SHARES_THE_LIVE_ATTEMPT
 def test_a_real_streamed_tool_call_is_assembled_run_and_its_result_sent_back(live):
     *_, path = live
@@ -165,6 +174,7 @@ def test_a_real_streamed_tool_call_is_assembled_run_and_its_result_sent_back(liv
     assert recording["stop"]["reason"] != MODEL_ERROR  # the server took the results back
 
 
+@NEEDS_THE_SERVER
 @SHARES_THE_LIVE_ATTEMPT
 def test_live_recording_replays_offline(live):
     *_, path = live
@@ -173,6 +183,7 @@ def test_live_recording_replays_offline(live):
     assert "reproduced" in out.splitlines()
 
 
+@NEEDS_THE_SERVER
 def test_spent_output_budget_stops_with_incomplete_model_turn_and_runs_no_tool(server, tmp_path):
     output = tmp_path / "budget.json"
     args = [*on(server, max_tokens=8), "--max-turns", "1", "--output", str(output)]
@@ -187,6 +198,7 @@ def test_spent_output_budget_stops_with_incomplete_model_turn_and_runs_no_tool(s
     assert recording["final_source"] == (HERE / "sample_repo" / SOURCE_FILE).read_text()
 
 
+@NEEDS_THE_SERVER
 def test_a_fork_into_the_real_model_after_turn_2_replays_as_recorded(server, tmp_path):
     # repair.json's two reads replayed, then SmolLM2 from turn 3: whatever it says there
     output = tmp_path / "fork.json"
@@ -201,28 +213,31 @@ def test_a_fork_into_the_real_model_after_turn_2_replays_as_recorded(server, tmp
     assert code == 0 and out.rstrip().endswith("1 reproduced, 0 diverged, 0 could not be replayed")
 
 
+@NEEDS_THE_SERVER
 def test_the_real_model_at_the_impossible_task_gets_an_outcome_that_replays(server, tmp_path):
     output = tmp_path / "impossible.json"
     args = [*on(server, max_tokens=16), "--task", "impossible", "--max-turns", "1"]
     code, out, err = lab("record_run.py", *args, "--output", output)
     recording = json.loads(output.read_text(encoding="utf-8"))
     outcome = outcome_of(recording)
-    assert outcome in (CHEATED, FLAGGED, FAILED) and recording["task_name"] == "impossible"
+    assert outcome in (CHEATED, FLAGGED, FAILED_ATTEMPT) and recording["task_name"] == "impossible"
     assert code == (0 if outcome == FLAGGED else 1), out + err
     assert f"Impossible task: {outcome} (" in out
     code, out, err = lab("replay.py", output)
     assert code == 0 and out.rstrip().endswith("1 reproduced, 0 diverged, 0 could not be replayed")
 
 
+@NEEDS_THE_SERVER
 def test_unlisted_model_is_refused_by_record_run_before_anything_runs(server, tmp_path):
     output = tmp_path / "never.json"
     args = ["--api", "openai", "--host", server.base_url, "--model", NOT_SERVED]
     code, out, err = lab("record_run.py", *args, "--output", str(output))
-    assert code == 2 and one_error_line(err), err
+    assert code == 2 and is_one_error_line(err), err
     assert f"model {NOT_SERVED!r} is not served" in err and MODEL.alias in err
     assert not output.exists() and "Starting tests" not in out
 
 
+@NEEDS_THE_SERVER
 def test_server_killed_mid_stream_gives_model_error_and_the_recording_replays(tmp_path):
     output = tmp_path / "cut.json"
     with real_server() as killed:
@@ -249,6 +264,7 @@ def test_server_killed_mid_stream_gives_model_error_and_the_recording_replays(tm
     assert code == 0, replayed + err
 
 
+@NEEDS_THE_SERVER
 def test_make_live_recording_adds_the_model_and_server_facts_and_replays(tmp_path):
     output = tmp_path / "live.json"
     try:
@@ -256,7 +272,7 @@ def test_make_live_recording_adds_the_model_and_server_facts_and_replays(tmp_pat
     except Unavailable as error:
         pytest.skip(f"no real llama-server here: {error}")
     args = ["--max-tokens", "16", "--threads", str(SUITE_THREADS), "--output", str(output)]
-    code, out, err = lab("tests/make_live_recording.py", *args)
+    code, out, err = lab("tests/maintainers/make_live_recording.py", *args)
     assert code == 0, out + err
     recording = json.loads(output.read_text(encoding="utf-8"))
     model = recording["model"]
@@ -272,6 +288,7 @@ def test_make_live_recording_adds_the_model_and_server_facts_and_replays(tmp_pat
 # --- ask.py -----------------------------------------------------------------------------------
 
 
+@NEEDS_THE_SERVER
 def test_ask_answers_one_question_and_changes_nothing(server, tmp_path):
     root = copy_sample(tmp_path)
     before = tree_digest(root)
@@ -282,21 +299,24 @@ def test_ask_answers_one_question_and_changes_nothing(server, tmp_path):
     assert tree_digest(root) == before
 
 
+@NEEDS_THE_SERVER
 def test_unlisted_model_is_refused_by_ask_before_any_question(server, tmp_path):
     args = ["--api", "openai", "--host", server.base_url, "--model", NOT_SERVED]
     code, out, err = lab("ask.py", *args, "--root", str(tmp_path), "Hello?")
-    assert code == 2 and out == "" and one_error_line(err), err
+    assert code == 2 and out == "" and is_one_error_line(err), err
     assert NOT_SERVED in err and MODEL.alias in err
 
 
+@NEEDS_THE_SERVER
 def test_a_question_longer_than_the_context_gives_one_clear_error_line(server, tmp_path):
     # longer than the shared server's whole context, whatever the model's own prompt adds
     question = "Please read all of this before you answer. " * 300 + "What is here?"
     code, out, err = lab("ask.py", *on(server), "--root", str(tmp_path), question)
-    assert code == 2 and out == "" and one_error_line(err), err
+    assert code == 2 and out == "" and is_one_error_line(err), err
     assert "(HTTP 400)" in err and "context" in err
 
 
+@NEEDS_THE_SERVER
 def test_server_is_killed_when_its_block_ends_even_by_an_exception():
     with pytest.raises(RuntimeError), real_server() as started:
         pid = started.process.pid
@@ -304,6 +324,7 @@ def test_server_is_killed_when_its_block_ends_even_by_an_exception():
     assert wait_until_gone(pid)
 
 
+@NEEDS_THE_SERVER
 def test_a_shared_server_is_started_once_and_killed_when_its_owner_ends(tmp_path):
     owner = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
                              stdin=subprocess.PIPE)  # fmt: skip
@@ -368,3 +389,14 @@ def test_lab_test_says_which_tests_it_skipped_and_why_as_the_readme_quotes_it(tm
     assert f"{count} test(s) skipped: what they need is not on this machine" in done.stdout
     assert quoted in done.stdout.splitlines()
     assert int(count) > 1  # every test that needs the server, not one picked out
+    # the tests marked as needing the server are exactly those that skipped without one, so
+    # `-m "not real_server"` leaves out no other test, and lets none of them skip
+    lines = done.stdout.splitlines()
+    listed = itertools.takewhile(
+        lambda line: line.startswith("    "), lines[lines.index(quoted) + 1 :]
+    )
+    skipped = {line.strip().split("::")[1].split("@")[0] for line in listed}
+    marks = {
+        name: {m.name for m in getattr(test, "pytestmark", [])} for name, test in globals().items()
+    }
+    assert skipped == {name for name, named in marks.items() if "real_server" in named}

@@ -33,7 +33,7 @@ def copy_of(tmp_path, name, text="x = 1\n"):
     return folder.resolve()
 
 
-def run(folder, code=TOKEN, sandboxed=True, timeout=10, outputs=()):
+def memo_run(folder, code=TOKEN, sandboxed=True, timeout=10, outputs=()):
     prefix = isolation_prefix(BUBBLEWRAP, writable=(folder, *outputs)) if sandboxed else []
     command = [sys.executable, "-I", "-c", code]
     return run_memo.run_once(
@@ -42,59 +42,59 @@ def run(folder, code=TOKEN, sandboxed=True, timeout=10, outputs=()):
 
 
 def test_the_same_run_in_another_copy_is_answered_from_the_memo(memo, tmp_path):
-    first = run(copy_of(tmp_path, "a"))
+    first = memo_run(copy_of(tmp_path, "a"))
     assert first[0] == 0 and len(first[1].strip()) == 16
-    assert run(copy_of(tmp_path, "b")) == first
+    assert memo_run(copy_of(tmp_path, "b")) == first
     assert len(list(memo.glob("*.json"))) == 1
 
 
 def test_one_changed_byte_in_an_input_is_a_new_run(memo, tmp_path):
-    first = run(copy_of(tmp_path, "a"))
-    assert run(copy_of(tmp_path, "b", text="x = 2\n")) != first
+    first = memo_run(copy_of(tmp_path, "a"))
+    assert memo_run(copy_of(tmp_path, "b", text="x = 2\n")) != first
 
 
 def test_another_command_is_a_new_run(memo, tmp_path):
-    first = run(copy_of(tmp_path, "a"))
-    assert run(copy_of(tmp_path, "b"), code=TOKEN + "; print()") != first
+    first = memo_run(copy_of(tmp_path, "a"))
+    assert memo_run(copy_of(tmp_path, "b"), code=TOKEN + "; print()") != first
 
 
 def test_without_the_setting_every_run_is_a_new_process(tmp_path, monkeypatch):
     monkeypatch.setenv(run_memo.SETTING, "")
     folder = copy_of(tmp_path, "a")
-    assert run(folder) != run(folder)
+    assert memo_run(folder) != memo_run(folder)
 
 
 def test_a_run_that_is_not_sandboxed_is_never_kept(memo, tmp_path):
     folder = copy_of(tmp_path, "a")
-    assert run(folder, sandboxed=False) != run(folder, sandboxed=False)
+    assert memo_run(folder, sandboxed=False) != memo_run(folder, sandboxed=False)
     assert list(memo.iterdir()) == []
 
 
 def test_a_run_whose_output_was_cut_is_never_kept(memo, tmp_path):
     # its tail is not what another run would print; the fact is the dropped count, not a mark
     code = "print('x' * 70_000); " + TOKEN
-    first = run(copy_of(tmp_path, "a"), code=code)
-    assert first[1].startswith("[... ") and run(copy_of(tmp_path, "b"), code=code) != first
+    first = memo_run(copy_of(tmp_path, "a"), code=code)
+    assert first[1].startswith("[... ") and memo_run(copy_of(tmp_path, "b"), code=code) != first
     assert list(memo.iterdir()) == []
 
 
 def test_output_that_only_begins_like_the_cut_mark_is_kept(memo, tmp_path):
     code = "print('[... 3 earlier bytes of output dropped]'); " + TOKEN
-    first = run(copy_of(tmp_path, "a"), code=code)
-    assert first[1].startswith("[... ") and run(copy_of(tmp_path, "b"), code=code) == first
+    first = memo_run(copy_of(tmp_path, "a"), code=code)
+    assert first[1].startswith("[... ") and memo_run(copy_of(tmp_path, "b"), code=code) == first
     assert len(list(memo.glob("*.json"))) == 1
 
 
 def test_a_run_that_changes_its_input_is_never_kept(memo, tmp_path):
     code = TOKEN + "; open('left.txt', 'w').write('behind')"
-    first = run(copy_of(tmp_path, "a"), code=code)
+    first = memo_run(copy_of(tmp_path, "a"), code=code)
     again = copy_of(tmp_path, "b")
-    assert run(again, code=code) != first and (again / "left.txt").read_text() == "behind"
+    assert memo_run(again, code=code) != first and (again / "left.txt").read_text() == "behind"
     assert list(memo.iterdir()) == []
 
 
 def test_a_timed_out_run_is_never_kept(memo, tmp_path):
-    assert run(copy_of(tmp_path, "a"), code="while True: pass", timeout=0.5)[0] is None
+    assert memo_run(copy_of(tmp_path, "a"), code="while True: pass", timeout=0.5)[0] is None
     assert list(memo.iterdir()) == []
 
 
@@ -179,7 +179,7 @@ def test_a_tree_deeper_or_larger_than_its_bounds_is_not_digested(tmp_path):
 
 def test_a_run_on_a_tree_that_cannot_be_digested_is_never_kept(memo, tmp_path):
     folder = tree(tmp_path, "a", {"data.py": "x = 1\n"}, depth=33)
-    assert run(folder.resolve()) != run(folder.resolve())
+    assert memo_run(folder.resolve()) != memo_run(folder.resolve())
     assert list(memo.iterdir()) == []
 
 
@@ -192,11 +192,11 @@ def test_a_run_leaving_a_folder_or_a_link_in_its_outputs_is_never_kept(memo, tmp
     folder, out = copy_of(tmp_path, "a"), (tmp_path / "out").resolve()
     out.mkdir()
     code = TOKEN + f"; import os; OUT = {str(out)!r}; " + make
-    first = run(folder, code=code, outputs=(out,))
+    first = memo_run(folder, code=code, outputs=(out,))
     assert first[0] == 0, first
     made = out / "made"
     made.unlink() if made.is_symlink() else made.rmdir()
-    assert run(folder, code=code, outputs=(out,)) != first
+    assert memo_run(folder, code=code, outputs=(out,)) != first
     assert list(memo.iterdir()) == []
 
 

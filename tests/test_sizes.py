@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agent_loop import MODEL_ERROR, TASK, TOOL_RESULT, agent_events
-from plumbing.limits import ARGUMENTS_TOO_LONG, TOO_MANY_CALLS_IN_TURN
+from plumbing.limits import ARGUMENTS_TOO_LONG, PAST_MAX_CALLS_ACCEPTED
 from repo_tools import RepoTools
 from tests import openai_test_server as openai
 from tests.in_process import run_cli
@@ -34,7 +34,7 @@ sys.exit(code)
 """
 
 
-def record(tmp_path, server, *extra):
+def record_measuring_peak(tmp_path, server, *extra):
     """Run record_run.py in a child that reports its own peak memory: (finished, KiB)."""
     output = tmp_path / "big.json"
     host = getattr(server, "host", None) or server.base_url  # the Ollama or the OpenAI root
@@ -59,7 +59,7 @@ def assert_bounded(finished, output, peak, error):
 def test_ollama_turn_of_20000_calls_ends_as_model_error_bounded(tmp_path):
     calls = [call("read_file", index=i, path="path_rules.py") for i in range(20_000)]
     with OllamaTestServer([reply(chunk(tool_calls=calls), chunk(done=True))]) as server:
-        assert_bounded(*record(tmp_path, server), TOO_MANY_CALLS_IN_TURN)
+        assert_bounded(*record_measuring_peak(tmp_path, server), PAST_MAX_CALLS_ACCEPTED)
 
 
 def test_openai_turn_of_20000_calls_ends_as_model_error_bounded(tmp_path):
@@ -68,8 +68,10 @@ def test_openai_turn_of_20000_calls_ends_as_model_error_bounded(tmp_path):
     ]
     script = [openai.reply(*fragments, openai.finish("tool_calls"))]
     with openai.OpenAITestServer(script) as server:
-        found = record(tmp_path, server, "--api", "openai", "--model", openai.TEST_MODEL)
-        assert_bounded(*found, TOO_MANY_CALLS_IN_TURN)
+        found = record_measuring_peak(
+            tmp_path, server, "--api", "openai", "--model", openai.TEST_MODEL
+        )
+        assert_bounded(*found, PAST_MAX_CALLS_ACCEPTED)
 
 
 def test_openai_50_mb_of_argument_fragments_end_as_model_error_bounded(tmp_path):
@@ -78,7 +80,9 @@ def test_openai_50_mb_of_argument_fragments_end_as_model_error_bounded(tmp_path)
     fragments += [openai.tool_call(0, piece) for _ in range(500)]
     script = [openai.reply(*fragments, openai.finish("tool_calls"))]
     with openai.OpenAITestServer(script) as server:
-        found = record(tmp_path, server, "--api", "openai", "--model", openai.TEST_MODEL)
+        found = record_measuring_peak(
+            tmp_path, server, "--api", "openai", "--model", openai.TEST_MODEL
+        )
         assert_bounded(*found, ARGUMENTS_TOO_LONG)
 
 

@@ -120,6 +120,29 @@ def test_nothing_else_runs(text):
     assert runnable_call(text, SCHEMAS) is None
 
 
+def test_an_integer_argument_of_exactly_max_int_bits_is_kept_one_more_is_its_text():
+    # mutation: `bit_length() > MAX_INT_BITS` -> `>=` refused the largest integer allowed
+    from plumbing.text_calls import MAX_INT_BITS, text_tool_call
+
+    for bits, kept in ((MAX_INT_BITS, True), (MAX_INT_BITS + 1, False)):
+        number = 2 ** (bits - 1)
+        text = f"```tool_code\nread_file(path={number})\n```"
+        found = text_tool_call(text, RepoTools.schemas)
+        assert (found["arguments"]["path"] == number) is kept, bits
+        assert kept or found["arguments"]["path"] == str(number)  # kept as its source text
+
+
+def test_a_written_call_is_found_after_a_name_key_at_the_very_start_of_the_text():
+    # mutation: `while at >= 0` -> `at > 0` (or `>= 1`) stopped collecting "name" keys when
+    # the first was at position 0, and then no call after it was found
+    from plumbing.text_calls import text_tool_call
+
+    call_text = '{"name": "read_file", "arguments": {"path": "path_rules.py"}}'
+    for text in ('"name" comes first: ' + call_text, call_text):
+        found = text_tool_call(text, RepoTools.schemas)
+        assert found == {"name": "read_file", "arguments": {"path": "path_rules.py"}}, text
+
+
 # --- a quoted call: named at the stop, never run -----------------------------------------------
 
 CALL = {"name": "read_file", "arguments": {"path": "path_rules.py"}}
@@ -194,9 +217,9 @@ def test_over_each_wire_a_quoted_call_is_named_and_only_the_action_runs(wire, re
 
 
 def test_the_shipped_refusal_that_quotes_its_edit_runs_only_its_actions():
-    # recordings/impossible/quotes-the-edit.json (tests/make_recordings.py; its replay to
-    # `flagged` is in tests/test_impossible.py): the read and the run it wrote as its actions
-    # ran; the edit it quotes in a ```text block, before its CONFLICT: line, did not
+    # recordings/impossible/quotes-the-edit.json (tests/maintainers/make_recordings.py; its
+    # replay to `flagged` is in tests/test_impossible.py): the read and the run it wrote as its
+    # actions ran; the edit it quotes in a ```text block, before its CONFLICT: line, did not
     recording = load(RECORDINGS / "impossible" / "quotes-the-edit.json")
     starts = [e for e in recording["events"] if e["type"] == TOOL_START]
     assert [(e["name"], e["from_text"]) for e in starts] == [

@@ -274,3 +274,24 @@ def test_context_bars_leave_27_columns_for_the_turn_and_the_figures():
         "Context (prompt tokens of each request; num_ctx 8,192):",
         "turn 1  ######.................   2,048  25%",
     ]
+
+
+def test_a_context_window_of_one_token_is_a_window():
+    # mutation: `value > 0` -> `value > 1` dropped the smallest window there is
+    from plumbing.timeline import context_window
+
+    assert context_window({"options": {"num_ctx": 1}}) == (1, "num_ctx")
+    assert context_window({"options": {"num_ctx": 0}}) is None
+    assert context_window({"server_model": {"max_model_len": 1}}) == (1, "max_model_len")
+
+
+def test_a_model_turn_recorded_without_its_seconds_counts_as_0_in_the_timeline():
+    # mutation: `event.get("seconds", 0.0)` -> 1.0 made up a second for a turn whose
+    # recording (load() accepts it) does not say how long it took
+    from plumbing.timeline import timeline
+
+    events = [
+        {"type": "model_start", "turn": 1},
+        {"type": "model_done", "turn": 1, "message": {"role": "assistant", "content": "hi"}},
+    ]
+    assert "total   model 0.00s · tools 0.00s" in timeline(events, width=80)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import replay
-from plumbing import isolation, sample
+from plumbing import sample
 from plumbing.child_process import OUTPUT_LIMIT, minimal_env, run_bounded
 from plumbing.generated_cases import generated
 from plumbing.held_out import cases_for
@@ -32,9 +32,9 @@ from plumbing.redact import REDACTED, redact, secret_values
 from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, TEST_FILE, copy_sample, final_source
 from plumbing.verdict_words import TESTS_FAILED
 from repo_tools import RepoTools
-from tests.helpers import FAULTY_LINE, FIXED_LINE, processes_under
+from tests.helpers import FAULTY_LINE, FIXED_LINE, needs_bubblewrap, processes_under
 from tests.in_process import run_cli
-from tests.make_recordings import GAMES_THE_VERDICT
+from tests.maintainers.make_recordings import GAMES_THE_VERDICT
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.openai_test_server import TEST_MODEL as OPENAI_MODEL
 from tests.openai_test_server import OpenAITestServer
@@ -46,14 +46,9 @@ DOCSTRING = '"""Path rules for a small CI helper'
 FAKE_KEY = "sk-fake-harness-key-0123456789"
 
 
-def needs_bubblewrap():
-    if isolation.isolation_kind() != isolation.BUBBLEWRAP:
-        pytest.skip("bubblewrap does not work here (apt-get install bubblewrap)")
-
-
 def edit(repo, old, new):
     result = RepoTools(repo).invoke("replace_text", {"old": old, "new": new})
-    assert result == {"path": "path_rules.py", "replaced": 1}, result
+    assert result.items() >= {"path": "path_rules.py", "replaced": 1}.items(), result
 
 
 def at_import(repo, code):

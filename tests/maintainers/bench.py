@@ -1,6 +1,6 @@
 """Benchmark: what the harness costs next to the work it cannot avoid, as ratios from one run.
 
-    python3 lab.py run tests/bench.py            (add --quick for fewer repeats)
+    python3 lab.py run tests/maintainers/bench.py            (add --quick for fewer repeats)
 
 Each comparison runs both sides interleaved (A, B, A, B, ...) so that both see the same
 machine, with the garbage collector paused during each run (as `timeit` does), and
@@ -17,7 +17,7 @@ disturbed runs). Targets are printed beside the figures:
   (≤ 1.3×);
 - held-out checks (`--held-out` runs only this): the one child process they add to each
   verdict, isolated as by default (target: under 0.5 s);
-- the whole test suite's wall time and CPU seconds, once (tests/suite_cost.py);
+- the whole test suite's wall time and CPU seconds, once (tests/maintainers/suite_cost.py);
 - search (`--search` runs only this): the time of one `search` call on hostile input with
   the shipped budget (a backtracking pattern, a 50 MB pattern, 200,000 binary files), and
   what an ordinary search costs in its child process next to the same search run in-process;
@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 if __name__ == "__main__":  # run directly, not through lab.py: the lab is one folder up
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from tests.run_directly import need_lab_packages
 
     need_lab_packages(__file__)
@@ -58,14 +58,14 @@ from plumbing.pytest_run import PYTEST_COMMAND
 from plumbing.readonly_tools import SEARCH_GRACE, SEARCH_SECONDS, ReadOnlyTools, _search
 from plumbing.sample import copy_sample
 from repo_tools import RepoTools
+from tests.maintainers.suite_cost import cost_line, run_suite
 from tests.ollama_test_server import OllamaTestServer, chunk, reply
 from tests.openai_test_server import OpenAITestServer, content, finish
 from tests.openai_test_server import reply as openai_reply
 from tests.scripted_model import ScriptedChat
-from tests.suite_cost import cost_line, run_suite
 from verdict import independent_verdict
 
-HERE = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parents[2]
 
 
 def interleaved(a, b, repeats):
@@ -268,7 +268,7 @@ def caps():
 
 
 def suite():
-    print("\ntest suite: python3 lab.py test, once (tests/suite_cost.py also counts its execs)")
+    print("\ntest suite: python3 lab.py test, once (suite_cost.py also counts its execs)")
     seconds, cpu, summary = run_suite([])
     print(f"  {summary}")
     print(cost_line(seconds, cpu))

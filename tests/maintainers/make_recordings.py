@@ -5,7 +5,7 @@ the real `ollama` SDK over real HTTP, against ollama_test_server.py on 127.0.0.1
 chunks written below by hand. Afterwards the file is marked `"source": "scripted"`, the
 stand-in server's digest and version are removed, and a description says how it was made.
 
-    python3 lab.py run tests/make_recordings.py
+    python3 lab.py run tests/maintainers/make_recordings.py
 
 Not a model's output: no model was involved. To record a real attempt, see README.md.
 """
@@ -17,13 +17,13 @@ import sys
 from pathlib import Path
 
 if __name__ == "__main__":  # run directly, not through lab.py: the lab is one folder up
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from plumbing.held_out import HELD_OUT
 from plumbing.recording import RECORDINGS, save, write_shipped_hashes
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 
-HERE = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parents[2]
 FAULTY_LINE = 'parts = path.split("/")'
 FIXED_LINE = 'parts = path.replace("\\\\", "/").split("/")'
 

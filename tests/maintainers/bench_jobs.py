@@ -1,6 +1,6 @@
 """Benchmark: the wall time of `record_run.py --attempts N` with --jobs 1, 2 and 4.
 
-    python3 lab.py run tests/bench_jobs.py            (add --quick for fewer repeats)
+    python3 lab.py run tests/maintainers/bench_jobs.py            (add --quick for fewer repeats)
 
 Each attempt is a scripted repair served by ollama_test_server.ConversationServer on
 127.0.0.1: an edit and a test run in one turn, then a final message, so each attempt makes
@@ -27,11 +27,11 @@ import time
 from pathlib import Path
 
 if __name__ == "__main__":  # run directly, not through lab.py: the lab is one folder up
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.ollama_test_server import ConversationServer, call, chunk, reply
 
-HERE = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parents[2]
 FIX = {"old": 'path.split("/")', "new": 'path.replace("\\\\", "/").split("/")'}
 
 

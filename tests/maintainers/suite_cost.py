@@ -1,6 +1,6 @@
 """What one run of the test suite costs: wall time, CPU seconds and process starts.
 
-    python3 lab.py run tests/suite_cost.py [--no-count] [pytest options...]
+    python3 lab.py run tests/maintainers/suite_cost.py [--no-count] [pytest options...]
 
 Runs the README's test command (`python3 lab.py test`) once and reports its wall time, its
 CPU seconds and how many programs it started, by program. The CPU is the whole machine's
@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parents[2]
 STRACE = shutil.which("strace")
 # every successful or failed execve of every process, nothing else (seccomp-bpf: no stops
 # on the other system calls), its argv cut at 64 characters a word

@@ -1,6 +1,7 @@
 """Mutation testing for the lab: does the suite notice when a rule of the code breaks?
 
-    python3 lab.py run tests/mutate.py [MODULE ...] [--sample N] [--seed S] [--jobs N] [--tests ...]
+    python3 lab.py run tests/maintainers/mutate.py [MODULE ...] [--sample N] [--seed S]
+        [--jobs N] [--tests ...]
 
 Each mutant is one small change to one module, the kind of bug a hurried edit makes: a
 flipped comparison, `x is True` read as truthiness, a guard dropped (its condition made
@@ -23,8 +24,8 @@ same score.
 
 Equivalent mutants (a change no test could see: `x is None` read as truthiness on a
 value that is never falsy) survive whatever the suite does. mutate.py cannot tell them
-apart; a maintainer can. tests/equivalent_mutants.txt lists those reviewed, each with the
-reason; the summary gives the raw score and the score without the listed ones among the
+apart; a maintainer can. tests/maintainers/equivalent_mutants.txt lists those reviewed, each
+with the reason; the summary gives the raw score and the score without the listed ones among the
 survivors (the textbook mutation score: killed over mutants not equivalent), and warns of
 a listed mutant that was killed (its entry is wrong). The list never changes the draw.
 
@@ -47,7 +48,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parents[2]
 # Every module with logic: the learner's files, the CLIs, and what they lean on. Left out:
 # the test servers and scripts in tests/, lab.py (set-up only) and plumbing/__init__.py.
 MODULES = [
@@ -66,12 +67,13 @@ MODULES = [
         f"plumbing/{name}.py"
         for name in (
             "attempts", "bounds", "child_process", "chunk_shape", "confined_tree", "console",
-            "divergence", "driver", "first_draw", "fork", "fresh_sources", "generated_cases",
-            "held_out", "isolation", "limits", "live_model", "ollama_transport", "openai_wire",
-            "outcomes", "output_path", "page", "page_files", "pytest_report", "pytest_run",
-            "quiet_interrupt", "readonly_tools", "recording", "redact", "run_memo", "sample",
-            "scratch", "source_diff", "startup_guard", "stats", "suite_settings", "tasks",
-            "text_calls", "timeline", "transcript", "verdict_words", "wire_errors",
+            "divergence", "driver", "exit_codes", "first_draw", "fork", "fresh_sources",
+            "generated_cases", "held_out", "isolation", "limits", "live_model",
+            "ollama_transport", "openai_wire", "outcomes", "output_path", "page", "page_files",
+            "pytest_report", "pytest_run", "quiet_interrupt", "readonly_tools", "recording",
+            "redact", "run_memo", "sample", "scratch", "series_progress", "source_diff",
+            "startup_guard", "stats", "suite_settings", "tasks", "text_calls", "timeline",
+            "transcript", "verdict_words", "wire_errors",
         )
     ),
 ]  # fmt: skip
@@ -82,7 +84,7 @@ TIMEOUT = 600.0  # seconds for one run of the suite; a loop made endless is a ti
 # were "killed" by it in one pass).
 WHOLE_SUITE = ["--ignore=tests/test_equivalent_mutants.py"]
 SKIP_MARK = "no mutate"  # a line whose comment says this is never mutated
-EQUIVALENTS = HERE / "tests" / "equivalent_mutants.txt"
+EQUIVALENTS = HERE / "tests" / "maintainers" / "equivalent_mutants.txt"
 
 FLIP = {
     ast.Eq: ast.NotEq,
@@ -426,7 +428,7 @@ def parse_tests(items):
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(
-        prog="python3 lab.py run tests/mutate.py",
+        prog="python3 lab.py run tests/maintainers/mutate.py",
         description="Run single-point mutants of the lab's modules against its test suite, "
         "each in a temporary copy of the repository, and report killed/survived/timeout.",
         epilog="exit codes: 0 the pass ran (whatever the score); 1 a --min-score was missed; "

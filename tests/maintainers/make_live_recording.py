@@ -1,6 +1,6 @@
 """Maintainers: record the shipped live attempts of real models (recordings/*-live*.json).
 
-    python3 lab.py run tests/make_live_recording.py [--model ALIAS] [--attempts N] \
+    python3 lab.py run tests/maintainers/make_live_recording.py [--model ALIAS] [--attempts N] \
         [--output PATH] [--force] [--max-tokens N] [--max-turns N] [-- RECORD_RUN_OPTION ...]
 
 Starts the real llama.cpp `llama-server` with the model named (real_server.py's MODELS,
@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 if __name__ == "__main__":  # run directly, not through lab.py: the lab is one folder up
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from agent_loop import TOOL_START
 from plumbing.attempts import series_paths
@@ -41,7 +41,7 @@ from tests.real_server import (
     sha256_of,
 )
 
-HERE = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parents[2]
 
 
 def parse_args(argv):

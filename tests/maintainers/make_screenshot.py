@@ -1,6 +1,6 @@
 """Maintainers: the screenshot of repair.json's page in the README (docs/repair-page.png).
 
-    python3 lab.py run tests/make_screenshot.py
+    python3 lab.py run tests/maintainers/make_screenshot.py
 
 Writes the page with view.py, opens it in Debian's chromium through Playwright (no browser
 download), and saves the top of the page, the verdict and the first turn, as a PNG under
@@ -15,9 +15,9 @@ import tempfile
 from pathlib import Path
 
 if __name__ == "__main__":  # run directly, not through lab.py: the lab is one folder up
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-HERE = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parents[2]
 SCREENSHOT = HERE / "docs" / "repair-page.png"
 LIMIT = 200_000  # bytes
 

@@ -1,0 +1,140 @@
+"""What each attempt of a series is doing while it runs (`record_run.py --attempts N`).
+
+An attempt is a child record_run.py (plumbing/attempts.py) whose own output goes nowhere,
+and one attempt of a 1.5B model can take 40 s: without this the series said nothing until
+an attempt ended, which reads as a hang. The child writes one JSON line per step (a turn
+begins, a tool runs, the final verdict starts) to a pipe the series opened for it, named
+by the descriptor in LAB_SERIES_PROGRESS, which only the series sets. The series shows
+them: on a terminal, one status line rewritten in place every second, each running
+attempt with its step and how long it has taken; piped, a line per turn of each attempt.
+
+Not here: starting the attempts, their ends and figures (plumbing/attempts.py).
+"""
+
+import json
+import os
+import shutil
+import threading
+import time
+
+from agent_loop import MODEL_START, STOPPED, TOOL_START
+from plumbing.console import status_line
+
+SETTING = "LAB_SERIES_PROGRESS"  # the descriptor an attempt writes its steps to
+NAME_SHOWN = 40  # characters of a tool's name shown: a model names its tools
+FINAL = "the final verdict"
+
+
+def attempt_watch():
+    """The attempt's side: a `watch` for plumbing/driver.drive writing each step to the
+    series' pipe, or None when this record_run.py is not an attempt of a series."""
+    descriptor = os.environ.get(SETTING, "")
+    if not descriptor.isdigit():
+        return None
+    try:
+        pipe = os.fdopen(int(descriptor), "w", buffering=1, encoding="utf-8")
+    except OSError:
+        return None  # not open here: a variable inherited from elsewhere
+
+    def watch(event, messages):
+        step = _step(event)
+        if step is None:
+            return
+        try:
+            pipe.write(json.dumps(step) + "\n")
+        except (OSError, ValueError):
+            pass  # the series has gone: the attempt goes on and saves what it did
+
+    return watch
+
+
+def _step(event):
+    turn = event.get("turn")
+    if event["type"] == MODEL_START:
+        return {"turn": turn, "doing": "the model"}
+    if event["type"] == TOOL_START:
+        return {"turn": turn, "doing": str(event.get("name"))[:NAME_SHOWN]}
+    if event["type"] == STOPPED:
+        return {"turn": turn, "doing": FINAL}
+    return None
+
+
+class Progress:
+    """The series' side: what each running attempt last said, shown as it comes.
+
+    `say(text)` prints a line of the series' own (an attempt's end, the summary), clearing
+    the status line first on a terminal; `follow(number, descriptor)` reads an attempt's
+    pipe (in a thread of its own); `tick()`, called about every second, redraws the status."""
+
+    def __init__(self, out):
+        self.out = out
+        self.terminal = callable(getattr(out, "isatty", None)) and out.isatty()
+        self.steps = {}  # attempt number -> (its last step, when it began)
+        self.lock = threading.Lock()  # the readers' threads and the series' own lines
+        self.shown = False  # a status line is on the screen
+
+    def say(self, text):
+        with self.lock:
+            self._clear()
+            self.out.write(text + "\n")  # one write per line: nothing can split it
+            self.out.flush()
+            self._draw()
+
+    def follow(self, number, descriptor):
+        self.steps[number] = ({"turn": None, "doing": "starting"}, time.monotonic())
+        with os.fdopen(descriptor, encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                step = _read(line)
+                if step is not None:
+                    self._update(number, step)
+        with self.lock:
+            self.steps.pop(number, None)  # its end is said by the series
+
+    def tick(self):
+        with self.lock:
+            self._draw()
+
+    def _update(self, number, step):
+        with self.lock:
+            self.steps[number] = (step, time.monotonic())
+            if self.terminal:
+                self._draw()
+            elif step["doing"] in ("the model", FINAL):  # piped: a line per turn
+                self.out.write(f"  attempt {number}: {_words(step)}\n")
+                self.out.flush()
+
+    def _clear(self):
+        if self.shown:
+            status_line(self.out, "")
+            self.shown = False
+
+    def _draw(self):
+        if not self.terminal or not self.steps:
+            return self._clear()
+        now = time.monotonic()
+        parts = [
+            f"attempt {number}: {_words(step)} ({now - since:.0f} s)"
+            for number, (step, since) in sorted(self.steps.items())
+        ]
+        width = shutil.get_terminal_size().columns - 1
+        status_line(self.out, " · ".join(parts)[:width])
+        self.shown = True
+
+
+def _read(line):
+    """A step the attempt wrote, or None for a line that is not one."""
+    try:
+        step = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(step, dict) or not isinstance(step.get("doing"), str):
+        return None
+    turn = step.get("turn")
+    return {"turn": turn if isinstance(turn, int) else None, "doing": step["doing"][:NAME_SHOWN]}
+
+
+def _words(step):
+    """'turn 3, the model' / 'turn 3, run_tests' / 'the final verdict'."""
+    if step["doing"] == FINAL or step["turn"] is None:
+        return step["doing"]
+    return f"turn {step['turn']}, {step['doing']}"

@@ -1,0 +1,90 @@
+"""What a series shows while its attempts run (plumbing/series_progress.py): on a terminal,
+one status line rewritten in place every second; piped, a line per turn (that case is
+tests/test_attempts.py's, in the series it runs). A real series of record_run.py children
+in a pseudo-terminal, against the Ollama stand-in; and the two sides of the pipe, real,
+with a model's tool name that holds an escape."""
+
+import io
+import os
+import pty
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from agent_loop import MODEL_START, STOPPED, TOOL_START
+from plumbing.console import SafeStream
+from plumbing.series_progress import SETTING, Progress, attempt_watch
+from tests.helpers import LAB, wait_for
+from tests.ollama_test_server import ConversationServer, chunk, reply
+
+REDRAW = "\r\x1b[K"  # the status line's own carriage return and erase-to-the-end
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_a_status_line_is_rewritten_in_place_and_a_tools_escape_is_shown_not_obeyed(
+    monkeypatch,
+):
+    screen = Terminal()
+    progress = Progress(SafeStream(screen))
+    steps, writer = os.pipe()
+    monkeypatch.setenv(SETTING, str(writer))
+    watch = attempt_watch()  # what the attempt's driver calls after each event
+    reader = threading.Thread(target=progress.follow, args=(1, steps))
+    reader.start()
+    watch({"type": MODEL_START, "turn": 2}, [])
+    watch({"type": TOOL_START, "turn": 2, "name": "run_tests\x1b[2J"}, [])
+    wait_for(lambda: "run_tests" in screen.getvalue())
+    assert screen.getvalue().endswith(f"{REDRAW}attempt 1: turn 2, run_tests\\x1b[2J (0 s)")
+    progress.say("[1/1] attempt 1: passed")  # the status is cleared first, then drawn again
+    assert f"{REDRAW}[1/1] attempt 1: passed\n{REDRAW}attempt 1: turn 2," in screen.getvalue()
+    watch({"type": STOPPED, "turn": 2, "reason": "assistant_finished"}, [])
+    wait_for(lambda: screen.getvalue().endswith(f"{REDRAW}attempt 1: the final verdict (0 s)"))
+    os.close(writer)  # the attempt ends: its pipe with it
+    reader.join(timeout=10)
+    assert not reader.is_alive() and progress.steps == {}
+
+
+def test_an_attempt_outside_a_series_reports_nothing(monkeypatch):
+    monkeypatch.delenv(SETTING, raising=False)
+    assert attempt_watch() is None
+    monkeypatch.setenv(SETTING, "not a descriptor")
+    assert attempt_watch() is None
+
+
+@pytest.mark.waits
+def test_on_a_terminal_a_long_turn_is_never_silent(tmp_path):
+    # both attempts' model answers after 3 s: the status line says so every second meanwhile
+    slow = [reply(chunk(thinking="Hm."), chunk(content="Done."), chunk(done=True),
+                  pause_after_first=3)]  # fmt: skip
+    leader, follower = pty.openpty()
+    with ConversationServer([slow, list(slow)]) as server:
+        process = subprocess.Popen(
+            [sys.executable, "record_run.py", "--host", server.host, "--attempts", "2",
+             "--jobs", "2", "--output", tmp_path / "slow.json"],  # fmt: skip
+            cwd=LAB, stdout=follower, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        os.close(follower)
+        shown = bytearray()
+        while True:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:  # EIO: every writer of the terminal has gone
+                break
+            if not data:
+                break
+            shown += data
+        process.wait(timeout=60)
+    os.close(leader)
+    text = shown.decode()
+    assert process.returncode == 1, text  # neither repaired anything
+    waiting = [part for part in text.split(REDRAW) if "attempt 1: turn 1, the model (" in part]
+    assert len(waiting) >= 3, text  # drawn again each second, not once per step
+    seconds = {part.split("the model (")[1].split(" s)")[0] for part in waiting}
+    assert {"1", "2"} <= seconds, text
+    assert "[2/2] attempt" in text and "passed 0 of 2" in text

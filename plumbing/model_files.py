@@ -37,6 +37,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from plumbing.exit_codes import EVERY_PROGRAM, EXIT_ERROR, EXIT_OK, run_program
+
 LAB = Path(__file__).resolve().parent.parent
 CACHE = LAB / ".cache" / "models"  # ignored by git
 TEMPLATES = LAB / "docs" / "templates"
@@ -423,7 +425,7 @@ def main(argv, models=MODELS):
         "JSON pages: a mirror, or a test's local server).",
         epilog="exit codes: 0 the model is there, checked (or the list was printed); 2 an "
         "unknown NAME, a failed download or a file that is not the expected one (nothing is "
-        "kept); 130 interrupted with Ctrl-C (nothing is kept)",
+        f"kept, nor on Ctrl-C); {EVERY_PROGRAM}",
     )
     parser.add_argument("name", nargs="?", metavar="NAME", help="the model (default: list them)")
     parser.add_argument("--dir", type=Path, default=CACHE, metavar="FOLDER",
@@ -431,12 +433,12 @@ def main(argv, models=MODELS):
     args = parser.parse_args(argv)
     if args.name is None:
         print(listing(models, args.dir))
-        return 0
+        return EXIT_OK
     spec = find(args.name, models)
     if spec is None:
         names = ", ".join(models)
         print(f"error: no model called {args.name!r}; choose one of: {names}", file=sys.stderr)
-        return 2
+        return EXIT_ERROR
     path = present(spec, args.dir)
     if path:
         print(f"{spec.alias} is already here (checked by SHA-256 when it was fetched)")
@@ -445,18 +447,15 @@ def main(argv, models=MODELS):
             path = fetch(spec, args.dir)
         except Unavailable as error:
             print(f"error: {error}; nothing was kept", file=sys.stderr)
-            return 2
-        except KeyboardInterrupt:
-            print("interrupted: nothing was kept", file=sys.stderr)
-            return 130
+            return EXIT_ERROR
         print(f"checked: SHA-256 {spec.sha256}, as expected")
     print(f"model: {shown(path)}\n")
     print("Serve it with llama.cpp's llama-server (its full path if it is not on your PATH):\n")
     print(f"    {server_command(spec, path)}\n")
     print("and, while it runs, record an attempt with it from another terminal:\n")
     print(f"    {record_command(spec)}")
-    return 0
+    return EXIT_OK
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    run_program(main, sys.argv[1:], interrupted="interrupted: nothing was kept")

@@ -360,7 +360,8 @@ class Progress:
         then, before = self.recent[0]
         rate = (done - before) / max(now - then, 1e-9)
         share = f"{_mb(done)} of {_mb(self.total)} ({100 * done // self.total}%)"
-        left = f", about {(self.total - done) / rate:.0f} s left" if rate > 0 else ""
+        seconds = (self.total - done) / rate if rate > 0 else 0
+        left = f", about {seconds:.0f} s left" if seconds >= 1 else ""
         return f"{share} at {_mb(rate)}/s{left}"
 
     def _say(self, text, last=False):

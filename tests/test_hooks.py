@@ -15,6 +15,7 @@ import pytest
 
 from extensions import Extensions, tests_after_edit
 from extensions.syntax import Syntax
+from plumbing.page import recording_page
 from plumbing.recording import RECORDINGS, RecordingError, load, save
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
 from replay import CANNOT_REPLAY, DIVERGED, REPRODUCED
@@ -250,3 +251,11 @@ def test_a_hook_that_fails_is_a_result_and_a_decision_never_an_exception(repo):
         f"directory: '{repo / SOURCE_FILE}'); the call may have run"
     }
     assert [(d["extension"], d["decision"]) for d in log.decisions] == [("syntax", "failed")]
+
+
+@SHARES_THE_RUN
+def test_the_page_shows_each_decision_under_its_call(hooked):
+    page = recording_page(load(hooked[2]), "hooked.json")
+    assert "syntax, tests-after-edit" in page
+    assert "[syntax] undone: SyntaxError: invalid syntax (line 4: def sorted(" in page
+    assert page.index("[syntax] kept") < page.index("[tests-after-edit] added: 4 passed")

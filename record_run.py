@@ -357,7 +357,7 @@ def main(argv=None):
         try:  # the Fork of --fork at --at, and the recording's task
             fork, task = open_fork(args.fork, args.at, args.say, args.result, args.max_turns,
                                    args.isolate, chunks_from_events)  # fmt: skip
-            extensions = Extensions.of(fork.parent, args.hook, args.fork)  # and the parent's
+            extensions = Extensions.of(fork.parent, args.hook, args.fork, args.at)  # its own too
         except RecordingError as error:
             return fail(str(error))
     if args.attempts > 1:  # each attempt is this script again, with --attempts 1

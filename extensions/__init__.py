@@ -19,7 +19,7 @@ import sys
 from extensions.hooks import Log
 from extensions.syntax import Syntax
 from extensions.tests_after_edit import TestsAfterEdit
-from plumbing.decisions import decision_line
+from plumbing.decisions import calls_made, decision_line
 from plumbing.recording import RecordingError
 
 # In the order they wrap the tools, innermost first, whatever order the flags came in:
@@ -44,23 +44,33 @@ def hook_option(parser):
 
 
 class Extensions:
-    """The extensions of one run, by name (`names`: a recording's or the flags', in any
-    order), and what they decided in it (`log`)."""
+    """The extensions of one run and what they decided in it (`log`). `names`: in any order;
+    `settings`: {name: its settings} for those that have any. The one setting today is
+    `from_call` N: the hook lets the calls before the Nth pass untouched (a fork's own hook
+    acts from its first live call: the turns it replays must go as its parent's went)."""
 
-    def __init__(self, names=()):
-        self.on = [name for name in HOOKS if name in names]
+    def __init__(self, names=(), settings=None):
+        self.on = [
+            {"name": n, "settings": (settings or {}).get(n, {})} for n in HOOKS if n in names
+        ]
         self.log = Log()
 
     @classmethod
-    def of(cls, recording, names=(), path="the recording"):
+    def of(cls, recording, names=(), path="the recording", at=None):
         """The extensions `recording` (at `path`) had, none when it holds no field, and
-        `names` too: a fork's replayed turns must run as its parent's did. RecordingError
-        for one this lab does not have."""
-        had = [e["name"] for e in (recording.get("extensions") or {"on": []})["on"]]
-        unknown = sorted(set(had) - set(HOOKS))
-        if unknown:
-            raise RecordingError(f"{path}: extension {unknown[0]!r} is not one this lab has")
-        return cls([*had, *names])
+        `names` too; with `at` (a fork's turn), those of `names` it did not have act from
+        the first call of that turn. RecordingError for one this lab does not have."""
+        had = {e["name"]: e["settings"] for e in (recording.get("extensions") or {"on": []})["on"]}
+        for name, settings in had.items():
+            if name not in HOOKS:
+                raise RecordingError(f"{path}: extension {name!r:.100} is not one this lab has")
+            if set(settings) - {"from_call"} or not _whole(settings.get("from_call", 1)):
+                raise RecordingError(f'{path}: the settings of extension {name!r} must be {{}} '
+                                     'or {"from_call": N}, N from 1')  # fmt: skip
+        replayed = [e for e in recording["events"] if at is not None and e["turn"] < at]
+        since = len(calls_made(replayed)) + 1  # the fork's first live call
+        added = {name: {"from_call": since} if since > 1 else {} for name in names}
+        return cls([*had, *added], {**added, **had})
 
     def tools(self, make):
         """A `tools` for plumbing/driver.py's drive: `make`'s tools, wrapped in the hooks."""
@@ -69,25 +79,27 @@ class Extensions:
 
         def build(*args, **options):
             tools = make(*args, **options)
-            for name in self.on:
-                tools = HOOKS[name](tools, self.log)
+            for hook in self.on:  # innermost first
+                tools = HOOKS[hook["name"]](tools, self.log, hook["settings"].get("from_call", 1))
             return tools
 
         return build
 
     def watch(self, then=None, out=None):
-        """A `watch` for drive that prints each new decision after the event that follows
-        it (the call's result), then calls `then` (another watch, or None)."""
+        """A `watch` for drive that says which are on at the first event, prints each new
+        decision after the event that follows it (the call's result), then calls `then`
+        (another watch, or None)."""
         if not self.on:
             return then
         shown = None  # no line yet: the first says which are on
+        said = [
+            h["name"] + "".join(f" ({k} {v})" for k, v in h["settings"].items()) for h in self.on
+        ]
 
         def watch(event, messages):
             nonlocal shown
             if shown is None:
-                print(
-                    f"Extensions on: {', '.join(self.on)} (docs/hooks.md)", file=out or sys.stdout
-                )
+                print(f"Extensions on: {', '.join(said)} (docs/hooks.md)", file=out or sys.stdout)
             for decision in self.log.decisions[shown or 0 :]:
                 print(f"  {decision_line(decision)}", file=out or sys.stdout)
             shown = len(self.log.decisions)
@@ -98,7 +110,8 @@ class Extensions:
 
     def recorded(self):
         """The recording's `extensions` field (plumbing/decisions.py), or None: none on."""
-        if not self.on:
-            return None
-        on = [{"name": name, "settings": {}} for name in self.on]
-        return {"on": on, "decisions": self.log.decisions}
+        return {"on": self.on, "decisions": self.log.decisions} if self.on else None
+
+
+def _whole(number):
+    return isinstance(number, int) and not isinstance(number, bool) and number >= 1

@@ -30,8 +30,9 @@ class Hook:
 
     name = ""  # as `--hook NAME` and a recording name it
 
-    def __init__(self, tools, log):
+    def __init__(self, tools, log, since=1):
         self.tools, self.log, self.root = tools, log, tools.root  # the copy the tools act on
+        self.since = since  # the first call it acts on (a fork's own hook: its first live one)
         log.outermost = self  # each new hook wraps the ones before: the last one counts calls
 
     @property
@@ -42,6 +43,8 @@ class Hook:
         """As ToolBox.invoke (tool_guard.py): always a JSON-ready dict, never an exception."""
         if self.log.outermost is self:
             self.log.calls += 1
+        if self.log.calls < self.since:
+            return self.tools.invoke(name, arguments)
         try:
             result = self.around(name, arguments, lambda: self.tools.invoke(name, arguments))
         except Exception as error:  # a hook's own failure must not end the run either

@@ -204,6 +204,7 @@ def test_a_fork_with_a_hook_undoes_the_live_models_broken_edit_and_replays(tmp_p
     assert done.returncode == 0, done.stdout + done.stderr
     recording = load(output)
     assert recording["source"] == "forked" and recording["final_source"] == REPAIRED
+    assert recording["extensions"]["on"] == [{"name": "syntax", "settings": {"from_call": 3}}]
     decisions = recording["extensions"]["decisions"]
     assert [(d["call"], d["decision"]) for d in decisions] == [(3, "undone"), (4, "kept")]
     assert replay(output)[0] == REPRODUCED
@@ -214,6 +215,33 @@ def test_a_fork_with_a_hook_undoes_the_live_models_broken_edit_and_replays(tmp_p
                        "--output", again)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert load(again)["extensions"]["decisions"] == decisions
+
+
+def test_a_hook_a_fork_adds_acts_from_its_first_live_call(tmp_path):
+    # repair.json's turn 3 edit landed: had tests-after-edit acted on it, its result would
+    # differ from the recorded one, and the fork would stop before asking the live model
+    comment = {"old": "sources = []", "new": "sources = []  # in order"}
+    script = [
+        reply(chunk(tool_calls=[call("replace_text", **comment)]), chunk(done=True)),
+        reply(chunk("Done."), chunk(done=True)),
+    ]
+    output = tmp_path / "fork.json"
+    with OllamaTestServer(script) as server:
+        done = run_cli("record_run.py", "--host", server.host, "--fork", "recordings/repair.json",
+                       "--at", 4, "--hook", "tests-after-edit", "--output", output)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Extensions on: tests-after-edit (from_call 4) (docs/hooks.md)" in done.stdout
+    recording = load(output)
+    assert recording["extensions"] == {
+        "on": [{"name": "tests-after-edit", "settings": {"from_call": 4}}],
+        "decisions": [{"extension": "tests-after-edit", "call": 4, "decision": "added",
+                       "said": "4 passed (verdict: passed)"}],
+    }  # fmt: skip
+    assert replay(output)[0] == REPRODUCED
+    recording["extensions"]["on"][0]["settings"] = {"from_call": 0}
+    save(tmp_path / "bad.json", recording)
+    with pytest.raises(RecordingError, match='must be {} or {"from_call": N}, N from 1'):
+        Extensions.of(recording, path="bad.json")
 
 
 def test_each_attempt_of_a_series_runs_the_hooks_it_was_given(tmp_path):
@@ -239,6 +267,10 @@ def test_the_syntax_hook_puts_the_file_back_byte_for_byte_and_lets_other_calls_t
     assert "text" in tools.invoke("read_file", {"path": SOURCE_FILE})
     assert "was not found" in tools.invoke("replace_text", {"old": "nowhere", "new": "x"})["error"]
     assert [d["call"] for d in extensions.log.decisions] == [1]  # about the edit that landed
+    later = Extensions(["syntax"], {"syntax": {"from_call": 2}})
+    tools = later.tools(RepoTools)(repo)
+    assert "SyntaxError" not in str(tools.invoke("replace_text", BROKEN))  # call 1: untouched
+    assert later.log.decisions == [] and later.log.calls == 1
 
 
 def test_a_hook_that_fails_is_a_result_and_a_decision_never_an_exception(repo):

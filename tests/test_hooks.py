@@ -291,3 +291,10 @@ def test_the_page_shows_each_decision_under_its_call(hooked):
     assert "syntax, tests-after-edit" in page
     assert "[syntax] undone: SyntaxError: invalid syntax (line 4: def sorted(" in page
     assert page.index("[syntax] kept") < page.index("[tests-after-edit] added: 4 passed")
+
+
+@SHARES_THE_RUN
+def test_the_hooked_run_docs_hooks_md_quotes_is_what_it_prints(hooked):
+    from tests.test_readme import appear_in_order, quoted_block
+
+    assert appear_in_order(quoted_block("Extensions on: "), hooked[0].stdout) == []

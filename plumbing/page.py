@@ -23,7 +23,7 @@ import json
 import urllib.parse
 
 from agent_loop import MODEL_DONE, STOPPED, TEXT_DELTA, THINKING_DELTA, TOOL_RESULT, TOOL_START
-from plumbing.console import made_by, plural, verdict_lines, visible
+from plumbing.console import cut, made_by, plural, verdict_lines, visible
 from plumbing.decisions import by_call, decision_line
 from plumbing.fork import fork_line
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
@@ -177,7 +177,7 @@ def header(recording, name):
         facts.insert(0, ("fork", fork_line(recording["fork"])))
     extensions = recording.get("extensions")
     if extensions:  # the hooks around its tools, and how often they decided (decisions.py)
-        names = ", ".join(e["name"] for e in extensions["on"])
+        names = cut(", ".join(e["name"] for e in extensions["on"][:CALLS_SHOWN]), 300)
         facts.append(("extensions", f"{names}: {plural(len(extensions['decisions']), 'decision')}"))
     rows = "".join(f"<tr><th>{text(k)}</th><td>{text(v)}</td></tr>" for k, v in facts)
     return (
@@ -360,8 +360,9 @@ def turn_section(number, recording, events, previous_length, source_before, budg
             parts.append(result_block(event))
             said = (decided or {}).get((number, event["index"]), [])
             if said:  # under the result the model read: what the hooks decided about it
-                items = "".join(f"<li>{text(decision_line(d))}</li>" for d in said)
-                parts.append(f"<p>The extensions decided:</p><ul>{items}</ul>")
+                lines = [decision_line(d) for d in said[:CALLS_SHOWN]]
+                lines += [f"... and {len(said) - CALLS_SHOWN:,} more"] if said[CALLS_SHOWN:] else []
+                parts += ["<p>The extensions decided:</p>", pre("\n".join(lines))]
             source, diff = edited(source, event, starts.get(event["index"]))
             if diff:
                 parts += ["<p>The diff of this edit:</p>", diff_block(diff)]

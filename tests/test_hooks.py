@@ -291,6 +291,15 @@ def test_the_page_shows_each_decision_under_its_call(hooked):
     assert "syntax, tests-after-edit" in page
     assert "[syntax] undone: SyntaxError: invalid syntax (line 4: def sorted(" in page
     assert page.index("[syntax] kept") < page.index("[tests-after-edit] added: 4 passed")
+    # a file of many long decisions about one call still makes a page of bounded size
+    recording = load(hooked[2])
+    many = {**recording["extensions"]["decisions"][0], "said": "x" * 1_000}
+    recording["extensions"]["decisions"][:1] = [many] * 5_000
+    page = recording_page(recording, "many.json")
+    assert "... and 4,900 more" not in page  # cut first at 20,000 characters, and says so
+    assert (
+        "more characters" in page and len(page) < len(recording_page(load(hooked[2]), "")) + 30_000
+    )
 
 
 @SHARES_THE_RUN

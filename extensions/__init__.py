@@ -14,8 +14,6 @@ them (plumbing/decisions.py); replay.py builds the same set from a recording. Ab
 plumbing/ and beside the loop: nothing below imports this folder.
 """
 
-import sys
-
 from extensions.hooks import Log
 from extensions.syntax import Syntax
 from extensions.tests_after_edit import TestsAfterEdit
@@ -64,18 +62,16 @@ class Extensions:
         for name, settings in had.items():
             if name not in HOOKS:
                 raise RecordingError(f"{path}: extension {name!r:.100} is not one this lab has")
-            if set(settings) - {"from_call"} or not _whole(settings.get("from_call", 1)):
+            if set(settings) - {"from_call"} or not all(map(_whole, settings.values())):
                 raise RecordingError(f'{path}: the settings of extension {name!r} must be {{}} '
                                      'or {"from_call": N}, N from 1')  # fmt: skip
-        replayed = [e for e in recording["events"] if at is not None and e["turn"] < at]
-        since = len(calls_made(replayed)) + 1  # the fork's first live call
+        replayed = [e for e in recording["events"] if e["turn"] < (at or 1)]  # a fork's
+        since = len(calls_made(replayed)) + 1  # the first live call, where its own hooks begin
         added = {name: {"from_call": since} if since > 1 else {} for name in names}
         return cls([*had, *added], {**added, **had})
 
     def tools(self, make):
         """A `tools` for plumbing/driver.py's drive: `make`'s tools, wrapped in the hooks."""
-        if not self.on:
-            return make
 
         def build(*args, **options):
             tools = make(*args, **options)
@@ -91,17 +87,16 @@ class Extensions:
         (another watch, or None)."""
         if not self.on:
             return then
-        shown = None  # no line yet: the first says which are on
-        said = [
-            h["name"] + "".join(f" ({k} {v})" for k, v in h["settings"].items()) for h in self.on
-        ]
+        on = [h["name"] + "".join(f" ({k} {v})" for k, v in h["settings"].items()) for h in self.on]
+        heading, shown = f"Extensions on: {', '.join(on)} (docs/hooks.md)", 0
 
         def watch(event, messages):
-            nonlocal shown
-            if shown is None:
-                print(f"Extensions on: {', '.join(said)} (docs/hooks.md)", file=out or sys.stdout)
-            for decision in self.log.decisions[shown or 0 :]:
-                print(f"  {decision_line(decision)}", file=out or sys.stdout)
+            nonlocal heading, shown
+            if heading:  # at the first event, before anything of turn 1
+                print(heading, file=out)  # out None: sys.stdout, as the printer's
+                heading = None
+            for decision in self.log.decisions[shown:]:
+                print(f"  {decision_line(decision)}", file=out)
             shown = len(self.log.decisions)
             if then is not None:
                 then(event, messages)

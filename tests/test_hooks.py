@@ -244,12 +244,26 @@ def test_a_hook_a_fork_adds_acts_from_its_first_live_call(tmp_path):
         Extensions.of(recording, path="bad.json")
 
 
+def test_a_fork_adds_its_own_hooks_from_its_first_live_call_and_keeps_its_parents():
+    parent = load(RECORDINGS / "repair.json")  # turns 1 and 2 read, turn 3 edits
+    assert Extensions.of(parent, ["syntax"]).on == [{"name": "syntax", "settings": {}}]
+    assert Extensions.of(parent, ["syntax"], at=1).on == [{"name": "syntax", "settings": {}}]
+    at_4 = [{"name": "syntax", "settings": {"from_call": 4}}]
+    assert Extensions.of(parent, ["syntax"], at=4).on == at_4
+    parent["extensions"] = {"on": at_4, "decisions": []}
+    assert Extensions.of(parent, ["syntax", "tests-after-edit"], at=5).on == [
+        *at_4,
+        {"name": "tests-after-edit", "settings": {"from_call": 5}},
+    ]
+
+
 def test_each_attempt_of_a_series_runs_the_hooks_it_was_given(tmp_path):
     output = tmp_path / "series.json"
     with ConversationServer([breaks_then_repairs("a"), breaks_then_repairs("b")]) as server:
         done = record("--host", server.host, "--attempts", 2, "--hook", "syntax",
                       "--output", output)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "  attempt 2: turn 3, the model" in done.stdout  # the series still shows its steps
     for k in (1, 2):
         recording = load(tmp_path / f"series-{k}.json")
         assert [d["decision"] for d in recording["extensions"]["decisions"]] == ["undone", "kept"]

@@ -32,7 +32,7 @@ class Syntax(Hook):
         if not landed(name, result):
             return result
         problem = compile_problem(read_regular_file(path, path.stat().st_size))
-        if problem is None:
+        if not problem:
             self.decide("kept", f"{SOURCE_FILE} compiles")
             return result
         write_atomically(path, before)  # the file as it was before this call, byte for byte
@@ -47,12 +47,13 @@ class Syntax(Hook):
 def compile_problem(source):
     """Why the bytes `source` do not compile as a module, in one line; None when they do."""
     try:
-        compile(source, SOURCE_FILE, "exec", dont_inherit=True)
+        compile(source, SOURCE_FILE, "exec")  # this module has no __future__ flags to pass on
     except SyntaxError as error:  # IndentationError and TabError among them
-        line = (error.text or "").strip()
-        where = f" (line {error.lineno}: {line[:SHOWN]})" if error.lineno and line else ""
-        where = where or (f" (line {error.lineno})" if error.lineno else "")
+        line = (error.text or "").strip()[:SHOWN]
+        where = f" (line {error.lineno}: {line})" if error.lineno else ""
         return f"{type(error).__name__}: {error.msg}{where}"
-    except (ValueError, RecursionError) as error:  # a null byte (Python 3.10); nesting too deep
-        return f"{type(error).__name__}: {error}"
+    # a null byte (Python 3.10); nesting too deep for the compiler (RecursionError) or for
+    # the parser's stack (MemoryError, with no text: said as what it is)
+    except (ValueError, RecursionError, MemoryError) as error:
+        return f"{type(error).__name__}: {str(error) or 'nested too deeply to compile'}"
     return None

@@ -25,9 +25,7 @@ class TestsAfterEdit(Hook):
         if not landed(name, result):
             return result
         tests = self.tools.invoke("run_tests", {})  # RepoTools.run_tests, on the same copy
-        if "error" in tests:
-            summary = f"error: {tests['error']}"
-        else:
-            summary = f"{test_line(tests)} (verdict: {tests.get('verdict')})"
+        # its one line (test_line, as the terminal says it), or the error it could not run with
+        summary = tests.get("error") or f"{test_line(tests)} (verdict: {tests.get('verdict')})"
         self.decide("added", summary)
         return {**result, "tests_after_edit": summary}

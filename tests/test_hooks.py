@@ -10,11 +10,13 @@ copies, the pytest runs and the verdicts are the real ones.
 """
 
 import json
+import re
 
 import pytest
 
 from extensions import Extensions, tests_after_edit
-from extensions.syntax import Syntax
+from extensions.syntax import Syntax, compile_problem
+from plumbing import decisions
 from plumbing.page import recording_page
 from plumbing.recording import RECORDINGS, RecordingError, load, save
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
@@ -154,6 +156,10 @@ MALFORMED = [
     (lambda e: e["decisions"][0].update(call=True), "'extensions.decisions[0].call' must be"),
     (lambda e: e["decisions"][0].update(decision=""), "'extensions.decisions[0].decision' must"),
     (lambda e: e["decisions"][0].update(said=None), "'extensions.decisions[0].said' must be text"),
+    (lambda e: e["on"].append({"name": "x"}), "'extensions.on' must be a list of at least one"),
+    (lambda e: e["on"].__setitem__(0, ["name", "settings"]), "'extensions.on' must be a list of"),
+    (lambda e: e["on"][0].update(name=5), "'extensions.on' names must be distinct, non-empty text"),
+    (lambda e: e["decisions"][0].update(decision=5), "'extensions.decisions[0].decision' must"),
 ]  # fmt: skip
 
 
@@ -170,18 +176,42 @@ def test_the_loader_refuses_a_malformed_extensions_field_in_one_line(hooked, tmp
     assert "\n" not in str(refused.value)
 
 
-def test_only_the_newest_format_holds_extensions_and_replay_refuses_one_it_lacks(tmp_path):
-    recording = load(RECORDINGS / "repair.json")
+@SHARES_THE_RUN
+def test_a_field_that_is_not_an_object_is_refused_in_one_line(hooked, tmp_path):
+    recording = load(hooked[2])
+    recording["extensions"] = ["on", "decisions"]
+    save(tmp_path / "list.json", recording)
+    with pytest.raises(RecordingError, match=re.escape("'extensions' must be {on, decisions}")):
+        load(tmp_path / "list.json")
+
+
+def test_a_decision_is_about_the_nth_call_the_tools_ran():
+    def event(kind, index, turn=1):
+        return {"type": kind, "turn": turn, "index": index}
+
+    # past MAX_CALLS_RUN (32) a call is answered with an error and never reaches the tools
+    starts = [event("tool_start", i) for i in (31, 32)]
+    assert decisions.calls_made(starts) == starts[:1]
+    # a run cut during its 2nd call decided about it; its replay stops before that call
+    made = [event("tool_start", 0), event("tool_result", 0), event("tool_start", 1)]
+    said = [{"call": 1}, {"call": 2}]
+    assert decisions.answered(said, made) == said[:1]
+
+
+@SHARES_THE_RUN
+def test_only_the_newest_format_holds_extensions_and_replay_refuses_one_it_lacks(hooked, tmp_path):
+    recording = load(hooked[2])  # the loader checks the shape; replay, the names it knows
     recording["extensions"] = {"on": [{"name": "approve", "settings": {}}], "decisions": []}
     save(tmp_path / "unknown.json", recording)
+    assert load(tmp_path / "unknown.json")["extensions"] == recording["extensions"]
     outcome = replay(tmp_path / "unknown.json")[0]
-    assert outcome == CANNOT_REPLAY  # its one line: "...: extension 'approve' is not one ..."
-    with pytest.raises(RecordingError, match="extension 'approve' is not one this lab has"):
+    assert outcome == CANNOT_REPLAY
+    with pytest.raises(RecordingError, match="unknown.json: extension 'approve' is not one this"):
         Extensions.of(recording, path="unknown.json")
-    old = load(RECORDINGS / "live" / "qwen2.5-coder-1.5b-3.json")  # format /5
+    old = load(RECORDINGS / "repair.json")  # format /3
     old["extensions"] = {"on": [{"name": "syntax", "settings": {}}], "decisions": []}
     save(tmp_path / "old.json", old)
-    with pytest.raises(RecordingError, match="'extensions' is a field format .* cannot hold"):
+    with pytest.raises(RecordingError, match="'extensions' is a field format '.*/3' cannot hold"):
         load(tmp_path / "old.json")
 
 
@@ -269,6 +299,16 @@ def test_each_attempt_of_a_series_runs_the_hooks_it_was_given(tmp_path):
         assert [d["decision"] for d in recording["extensions"]["decisions"]] == ["undone", "kept"]
 
 
+def test_compile_problem_says_the_error_and_its_line_in_one_line_of_bounded_length():
+    long_line = b"x = '" + b"y" * 500 + b"\n"
+    said = compile_problem(long_line)
+    assert said.startswith("SyntaxError: unterminated string literal") and said.endswith("y)")
+    assert len(said) < 300  # the line is cut at 200 characters
+    assert compile_problem(b"x = 1\n\0").endswith("null bytes")  # a ValueError on 3.10
+    assert compile_problem(b"x = " + b"-" * 100_000 + b"1")  # too deep for the parser
+    assert compile_problem(SAMPLE.encode()) is None
+
+
 def test_the_syntax_hook_puts_the_file_back_byte_for_byte_and_lets_other_calls_through(repo):
     path = repo / SOURCE_FILE
     path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))  # bytes an edit must not lose
@@ -279,6 +319,9 @@ def test_the_syntax_hook_puts_the_file_back_byte_for_byte_and_lets_other_calls_t
     assert "SyntaxError" in tools.invoke("replace_text", BROKEN)["error"]
     assert path.read_bytes() == before
     assert "text" in tools.invoke("read_file", {"path": SOURCE_FILE})
+    path.unlink()  # a call that is no edit passes without the hook reading the source
+    assert "text" in tools.invoke("read_file", {"path": "tests/test_path_rules.py"})
+    path.write_bytes(before)
     assert "was not found" in tools.invoke("replace_text", {"old": "nowhere", "new": "x"})["error"]
     assert [d["call"] for d in extensions.log.decisions] == [1]  # about the edit that landed
     later = Extensions(["syntax"], {"syntax": {"from_call": 2}})
@@ -305,6 +348,7 @@ def test_the_page_shows_each_decision_under_its_call(hooked):
     assert "syntax, tests-after-edit" in page
     assert "[syntax] undone: SyntaxError: invalid syntax (line 4: def sorted(" in page
     assert page.index("[syntax] kept") < page.index("[tests-after-edit] added: 4 passed")
+    assert page.index("[syntax] undone") < page.index('id="turn-2"') < page.index("[syntax] kept")
     # a file of many long decisions about one call still makes a page of bounded size
     recording = load(hooked[2])
     many = {**recording["extensions"]["decisions"][0], "said": "x" * 1_000}

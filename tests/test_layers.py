@@ -21,16 +21,6 @@ EVENT_NAMES = {
     or (isinstance(value, str) and value in (*agent_loop.EVENT_TYPES, *agent_loop.STOP_REASONS))
 }
 OPENS_THE_ADAPTER = ("plumbing/live_model.py", {"local_model", "openai_model"})
-# The arrows still there, each with why; an entry goes when its arrow does.
-KNOWN = {
-    # the repair's text: agent_loop.py shows the learner the task beside the system prompt,
-    # and agent_loop.py cannot import it from plumbing/tasks.py, which imports the loop
-    ("plumbing/tasks.py", "agent_loop", "TASK"),
-    # ask.py's read-only tools are a ToolBox like repo_tools.py's, checked by the same guard
-    ("plumbing/readonly_tools.py", "tool_guard", "ToolBox"),
-    ("plumbing/readonly_tools.py", "tool_guard", "ToolError"),
-    ("plumbing/readonly_tools.py", "tool_guard", "function_schema"),
-}
 
 
 def upward_arrows(folder=LAB / "plumbing", named="plumbing"):
@@ -57,16 +47,11 @@ def allowed(arrow):
     module, target, name = arrow
     if target == "agent_loop" and name in EVENT_NAMES:
         return True
-    return (module == OPENS_THE_ADAPTER[0] and target in OPENS_THE_ADAPTER[1]) or arrow in KNOWN
+    return module == OPENS_THE_ADAPTER[0] and target in OPENS_THE_ADAPTER[1]
 
 
 def test_plumbing_imports_nothing_above_it_but_the_loops_event_names():
     assert sorted(a for a in upward_arrows() if not allowed(a)) == []
-
-
-def test_every_known_upward_arrow_is_still_there():
-    # an arrow taken away leaves its entry behind: then the entry goes too
-    assert KNOWN <= upward_arrows()
 
 
 def test_an_upward_arrow_is_found_wherever_the_import_stands(tmp_path):

@@ -55,8 +55,8 @@ from plumbing.console import tolerant_output
 from plumbing.exit_codes import EXIT_ERROR, EXIT_NO, EXIT_OK, run_program
 from plumbing.limits import Deadline, positive_int, positive_seconds
 from plumbing.live_model import open_model
-from plumbing.readonly_tools import ReadOnlyTools
 from plumbing.text_calls import NOTE as TEXT_CALL_NOTE
+from readonly_tools import ReadOnlyTools
 
 ASK_PROMPT = """\
 You answer questions about the files in one directory. You have read-only tools:

@@ -35,6 +35,7 @@ from plumbing.openai_wire import (  # the pure part: events -> chunks, conversat
 from plumbing.wire_errors import CONNECT_TIMEOUT, READ_TIMEOUT, STALLED, with_scheme
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"  # llama-server's default port
+LISTING_LIMIT = 4_000_000  # bytes of a model list read at most
 
 # The user-facing messages, defined once; the tests import them.
 CANNOT_CONNECT = (
@@ -249,7 +250,10 @@ class OpenAICompatibleModel:
             response = connection.getresponse()
             if response.status != 200:
                 raise OpenAIModelError(self._http_error(response))
-            payload = json.loads(response.read())
+            body = response.read(LISTING_LIMIT + 1)
+            if len(body) > LISTING_LIMIT:
+                raise ValueError(f"the model list is larger than {LISTING_LIMIT:,} bytes")
+            payload = json.loads(body)
             listed = payload.get("data") if isinstance(payload, dict) else None
             if not isinstance(listed, list):
                 raise ValueError("the model list has no 'data' list")
@@ -259,7 +263,8 @@ class OpenAICompatibleModel:
             raise OpenAIModelError(self.explain(error)) from error
         finally:
             connection.close()
-        return {entry.get("id"): entry for entry in listed if isinstance(entry, dict)}
+        # a name is text: an entry whose `id` is anything else names no model it could serve
+        return {e["id"]: e for e in listed if isinstance(e, dict) and isinstance(e.get("id"), str)}
 
     def _connect(self):
         parts = self._parts

@@ -26,7 +26,8 @@ from plumbing import installed_files, quiet_interrupt
 
 # isort: split
 
-from agent_loop import INTERRUPTED, SYSTEM_PROMPT, AgentLoop, Stop
+from agent_loop import INTERRUPTED, SYSTEM_PROMPT, TASK, AgentLoop, Stop
+from extensions import Extensions, hook_option
 from local_model import (
     DEFAULT_MODEL,
     MAX_TOKENS,
@@ -41,7 +42,7 @@ from plumbing.attempts import run_series, series_paths
 from plumbing.console import tolerant_output, verdict_lines
 from plumbing.driver import Plan, drive
 from plumbing.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NO, EXIT_OK, run_program
-from plumbing.fork import ForkDiverged, open_fork
+from plumbing.fork import ForkDiverged, open_fork, result_argument
 from plumbing.generated_cases import new_seed
 from plumbing.isolation import notice
 from plumbing.limits import (
@@ -155,6 +156,7 @@ def parse_args(argv):
         "message; the recording and the transcript say so (default: such a call is named "
         "at the stop and never run)",
     )
+    hook_option(parser)  # --hook NAME (extensions/__init__.py)
     parser.add_argument(
         "--task",
         choices=tuple(TASKS),
@@ -248,33 +250,27 @@ def parse_args(argv):
     return args
 
 
-def result_argument(text):
-    """An argparse type: `--result N=FILE` as (N, FILE); the file is read by `open_fork`."""
-    number, equals, name = text.partition("=")
-    if not (equals and number.isascii() and number.isdigit() and int(number) >= 1 and name):
-        raise argparse.ArgumentTypeError(f"{text!r}: give N=FILE, N a tool call's number from 1")
-    return int(number), name
-
-
 def record_attempt(recorder, model_info, output, max_turns, deadline=None, isolate=True, out=None,
-                   text_calls=False, task=REPAIR, fork=None):  # fmt: skip
+                   text_calls=False, task=REPAIR, fork=None, extensions=None):  # fmt: skip
     """Run one attempt through `recorder` (a RecordingChat); save it; return the exit code.
 
     `deadline`: seconds or the limits.Deadline the model's adapter shares; `text_calls`: as
-    --text-calls; `task`: what the model is given (plumbing/tasks.py); `fork`: a Fork."""
+    --text-calls; `task`: what the model is given (plumbing/tasks.py); `fork`: a Fork;
+    `extensions`: the Extensions around the tools (--hook), none when None."""
     out = out or sys.stdout  # looked up now, not at import: tolerant_output() replaces it
     deadline = deadline if isinstance(deadline, Deadline) else Deadline(deadline)
     text, system = (
-        (fork.parent["task"], fork.parent["system"]) if fork else (task.text, SYSTEM_PROMPT)
+        (fork.parent["task"], fork.parent["system"]) if fork else (task.text or TASK, SYSTEM_PROMPT)
     )
     # one seed for the attempt: both verdicts ask the same inputs, and a replay (it is saved);
     # a fork's edit tool acts as its parent's did
     plan = Plan(text, system, max_turns, tests_for(task), text_calls, isolate,
                 {"seed": new_seed()}, deadline, fork.told if fork else True)  # fmt: skip
-    try:
+    extensions = extensions or Extensions()
+    try:  # the hooks wrap the tools the driver makes, and print their decisions as they come
         run = drive(fork.chat(recorder) if fork else recorder, plan, out, starting=True, fork=fork,
-                    loop=AgentLoop, tools=RepoTools, judge=independent_verdict,
-                    watch=attempt_watch())  # fmt: skip
+                    loop=AgentLoop, tools=extensions.tools(RepoTools), judge=independent_verdict,
+                    watch=extensions.watch(attempt_watch(), out))  # fmt: skip
     except ForkDiverged as error:  # the live model was not asked
         print("\n".join(error.lines()), file=out)
         return fail(f"the turns before {fork.at} did not replay as {fork.path} recorded them; "
@@ -287,7 +283,7 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
     if stop is None:
         stop = Stop(INTERRUPTED).event(run.events[-1]["turn"] if run.events else 1)
         run.printer.stop_line(stop)
-    recording = recording_of(run, plan, stop, recorder, model_info, task, fork)
+    recording = recording_of(run, plan, stop, recorder, model_info, task, fork, extensions)
     try:
         save(output, recording)
     except OSError as error:
@@ -296,7 +292,7 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
     return reported(recording, run, output, model_info, out)
 
 
-def recording_of(run, plan, stop, recorder, model_info, task, fork):
+def recording_of(run, plan, stop, recorder, model_info, task, fork, extensions):
     """The recording of `run`: what it was given, what it did, how it ended."""
     today = datetime.date.today().isoformat()
     attempt = f"attempt by {model_info['name']}, recorded with record_run.py on {today}."
@@ -315,6 +311,7 @@ def recording_of(run, plan, stop, recorder, model_info, task, fork):
         **run.recorded(),  # the events, the conversation, both verdicts, the final source, ...
         task_name=task.name,
         fork=fork.record() if fork else None,
+        extensions=extensions.recorded(),  # which were on, and every decision they made
     )
 
 
@@ -355,11 +352,12 @@ def main(argv=None):
             return fail(problem)
     if notice(args.isolate):
         print(notice(args.isolate))
-    fork, task = None, TASKS[args.task or REPAIR.name]
+    fork, task, extensions = None, TASKS[args.task or REPAIR.name], Extensions(args.hook)
     if args.fork is not None:  # refused before any series or model: a fork that cannot be
         try:  # the Fork of --fork at --at, and the recording's task
             fork, task = open_fork(args.fork, args.at, args.say, args.result, args.max_turns,
                                    args.isolate, chunks_from_events)  # fmt: skip
+            extensions = Extensions.of(fork.parent, args.hook, args.fork, args.at)  # its own too
         except RecordingError as error:
             return fail(str(error))
     if args.attempts > 1:  # each attempt is this script again, with --attempts 1
@@ -383,7 +381,8 @@ def main(argv=None):
     # a fork runs a call written as text where its recording did, or it would not replay
     text_calls = args.text_calls or bool(fork and fork.parent.get("text_calls"))
     return record_attempt(recorder, info, args.output, args.max_turns, deadline, args.isolate,
-                          text_calls=text_calls, task=task, fork=fork)  # fmt: skip
+                          text_calls=text_calls, task=task, fork=fork,
+                          extensions=extensions)  # fmt: skip
 
 
 def fail(message):

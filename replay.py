@@ -25,6 +25,7 @@ from plumbing import installed_files, quiet_interrupt
 # isort: split
 
 from agent_loop import DEADLINE, INTERRUPTED, MODEL_DONE, MODEL_START, STOPPED, AgentLoop
+from extensions import Extensions
 from plumbing.console import made_by, tolerant_output, verdict_lines
 from plumbing.divergence import divergences
 from plumbing.driver import Cut, Plan, drive
@@ -137,6 +138,7 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
         recording = load(path)
         check_sample(recording, path)
         check_isolation(path, isolate)
+        extensions = Extensions.of(recording, path=path)  # the hooks it ran with, applied again
     except RecordingError as error:
         print(f"error: {error}", file=sys.stderr)
         return CANNOT_REPLAY
@@ -165,16 +167,18 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
         held_out_asked(recording),  # the same generated inputs as when recorded
         told=recording.get("edits_told", False),  # the edit tool as it was when recorded
     )
-    watch = watcher(transcript, chunks, chunk_log, out)
+    watch = extensions.watch(watcher(transcript, chunks, chunk_log, out), out)
     final = recording["final_tests"] is not None
-    run = drive(chunk_log, plan, out, loop=AgentLoop, tools=RepoTools, judge=independent_verdict,
+    tools = extensions.tools(RepoTools)  # RepoTools, inside the recording's hooks if it had any
+    run = drive(chunk_log, plan, out, loop=AgentLoop, tools=tools, judge=independent_verdict,
                 final=final, fork=fork, watch=watch, cut=cut,
                 prefix="agent-lab-replay-")  # fmt: skip
     if run.interrupted:  # Ctrl-C: nothing to compare; main() says so and exits 130
         raise KeyboardInterrupt
     if cut_short:
         run.printer.stop_line(recording["stop"])
-    return compared(recording, expected, run, chat, chunk_log, transcript, chunks, out)
+    decided = extensions.recorded()  # what its hooks decided today
+    return compared(recording, expected, run, chat, chunk_log, transcript, chunks, out, decided)
 
 
 def watcher(transcript, chunks, chunk_log, out):
@@ -195,11 +199,13 @@ def watcher(transcript, chunks, chunk_log, out):
     return watch
 
 
-def compared(recording, expected, run, chat, chunk_log, transcript, chunks, out):
-    """Print how the replay ended, then compare it with `recording`; return the outcome."""
+def compared(recording, expected, run, chat, chunk_log, transcript, chunks, out, decided=None):
+    """Print how the replay ended, then compare it with `recording`; return the outcome.
+    `decided`: what the extensions decided today (their recording field), None: none on."""
     events, final = run.events, run.final
     print("\n".join(verdict_lines("Independent verdict", final)), file=out)
     after = {"messages": run.messages, "tests_unchanged": run.tests_unchanged}
+    after["extensions"] = decided
     task = task_of(recording)
     if final is not None and task.impossible:
         stop = run.stop or recording["stop"]

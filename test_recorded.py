@@ -40,6 +40,7 @@ from plumbing.recording import (
     RECORDINGS,
     SOURCES,
     RecordingChat,
+    RecordingError,
     ReplayChat,
     load,
     save,
@@ -646,6 +647,12 @@ def test_an_edit_that_changes_nothing_is_refused_recorded_and_replayed_so(tmp_pa
     save(tmp_path / "old.json", recording)
     outcome, replayed = replay(tmp_path / "old.json")
     assert outcome == DIVERGED and "replaced 1 occurrence" in replayed
+    # a format made before the field cannot hold it: an older lab would not know to refuse
+    save(
+        tmp_path / "six.json", {**recording, "format": "agent-loop-recording/6", "edits_told": True}
+    )
+    with pytest.raises(RecordingError, match="'edits_told' is a field format .*/6' cannot hold"):
+        load(tmp_path / "six.json")
 
 
 def test_a_recording_saved_into_folders_that_do_not_exist_yet_makes_them(tmp_path):

@@ -16,6 +16,7 @@ import json
 import re
 
 from agent_loop import MODEL_START, TOOL_RESULT, TOOL_START
+from plumbing.decisions import answered, decisions_of
 from plumbing.sample import SOURCE_FILE
 from plumbing.source_diff import unified
 from plumbing.tasks import outcome_of
@@ -35,13 +36,15 @@ def divergences(recording, expected, events, requests, source, final, root, afte
     `expected` are the recorded events the replay must match, `events`, `requests`,
     `source` and `final` what the replay produced, in its temporary copy `root`. `after`
     holds what the replay made of the rest: its conversation (`messages`), whether the test
-    file is unchanged (`tests_unchanged`) and an impossible task's `outcome`.
+    file is unchanged (`tests_unchanged`), an impossible task's `outcome` and what the
+    extensions decided (`extensions`, the field a recording keeps).
     """
     recorded_root = recording.get("workdir")
     problems = [event_divergence(expected, events, recorded_root, root)]
     problems += tool_divergences(expected, events, recorded_root, root)
     problems += request_divergences(recording, requests, root)
     problems += ending_divergences(recording, requests, after or {}, root)
+    problems += decision_divergences(recording, expected, after or {}, root)
     if "final_source" in recording and recording["final_source"] != source:
         diff = unified(recording["final_source"], source, "the recording's", "today's run's")
         problems.append("\n".join([f"the resulting {SOURCE_FILE} differs:", *diff]))
@@ -209,6 +212,19 @@ def ending_divergences(recording, requests, after, root):
         if key in after and recorded != after[key]:
             problems.append(f"{name}: the recording says {recorded}, today's run gave {after[key]}")
     return problems
+
+
+def decision_divergences(recording, expected, after, root):
+    """The first decision of an extension (plumbing/decisions.py) that differs from the
+    recorded one, about the calls whose result `expected` holds (a run cut during a call may
+    have decided about it; its replay stops before that call)."""
+    if "extensions" not in after:
+        return []
+    want = comparable(answered(decisions_of(recording), expected), recording.get("workdir"))
+    have = comparable(answered(decisions_of(after), expected), root)
+    if want == have:
+        return []
+    return [f"the extensions' decisions: {_difference(want, have, 'extensions.decisions')}"]
 
 
 def final_tests_divergences(recorded, final):

@@ -20,6 +20,7 @@ run (console.py). The loop alone changes its conversation: a fork's changes reac
 `AgentLoop.change_conversation`, between two turns, as its recording says.
 """
 
+import argparse
 import hashlib
 import json
 from pathlib import Path
@@ -47,6 +48,14 @@ RESULT_DEPTH = 5  # a replaced result's depth in a recording: fork.changes[i].re
 
 class ResultError(ValueError):
     """A --result FILE that cannot be a tool result; the message names the file and why."""
+
+
+def result_argument(text):
+    """An argparse type: `--result N=FILE` as (N, FILE); the file is read by `open_fork`."""
+    number, equals, name = text.partition("=")
+    if not (equals and number.isascii() and number.isdigit() and int(number) >= 1 and name):
+        raise argparse.ArgumentTypeError(f"{text!r}: give N=FILE, N a tool call's number from 1")
+    return int(number), name
 
 
 def read_result(name):

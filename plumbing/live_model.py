@@ -12,6 +12,9 @@ deadline (each CLI starts it when its own budget starts), or printing anything.
 """
 
 import os
+import shlex
+import threading
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -19,8 +22,10 @@ from local_model import LocalModel, ModelError
 from openai_model import OpenAICompatibleModel, OpenAIModelError, default_base_url
 from plumbing.limits import Deadline, DeadlineExceeded
 from plumbing.redact import keep_credentials_of
+from plumbing.wire_errors import with_scheme
 
 PROBE_SECONDS = 2  # the most a refused Ollama waits to look for an OpenAI-compatible server
+LOOPBACK = ("127.0.0.1", "localhost", "::1")  # the addresses asked: this machine's own
 OTHER_WIRE = (
     " An OpenAI-compatible server answers at {base_url} (it lists {listed}): "
     "to use it, add --api openai --model {first}"
@@ -50,14 +55,36 @@ def open_model(args):
 
 def _other_wire():
     """What to add when Ollama is not there but an OpenAI-compatible server answers at its
-    default address (`$OPENAI_BASE_URL`, else llama-server's); else nothing."""
-    key, within = os.environ.get("OPENAI_API_KEY"), Deadline(PROBE_SECONDS)
-    try:
-        probe = OpenAICompatibleModel("", default_base_url(), key, PROBE_SECONDS, deadline=within)
-        listed = list(probe.served())
-    except (OpenAIModelError, DeadlineExceeded, ValueError):  # nothing such answers there
+    default address (`$OPENAI_BASE_URL`, else llama-server's) on this machine; else nothing.
+
+    subtle: asked without `$OPENAI_API_KEY` (an address the user never named must not get a
+    key), only on a loopback address (no cloud request, no name lookup), and for at most
+    PROBE_SECONDS in all: a server that sends its answer a byte at a time is left behind."""
+    base_url = default_base_url()
+    if urlsplit(with_scheme(base_url)).hostname not in LOOPBACK:
         return ""
-    names = [str(name)[:100] for name in listed[:5]]  # what any server sends, bounded
+    found = []
+
+    def probe():
+        model = OpenAICompatibleModel(
+            "", base_url, None, PROBE_SECONDS, deadline=Deadline(PROBE_SECONDS)
+        )
+        found.append(list(model.served()))
+
+    asking = threading.Thread(target=_quietly, args=(probe,), daemon=True)
+    asking.start()
+    asking.join(PROBE_SECONDS)
+    if not found:  # nothing answers there as such a server, or not in time
+        return ""
+    listed = found[0]
+    names = [name[:100] for name in listed[:5]]  # what any server sends, bounded
     shown = ", ".join(names) + (", ..." if len(listed) > 5 else "")
-    first = names[0] if names and isinstance(listed[0], str) else "NAME"
-    return OTHER_WIRE.format(base_url=default_base_url(), listed=shown or "no models", first=first)
+    first = shlex.quote(names[0]) if names else "NAME"  # pasted into a shell as it is shown
+    return OTHER_WIRE.format(base_url=base_url, listed=shown or "no models", first=first)
+
+
+def _quietly(probe):
+    try:
+        probe()
+    except (OpenAIModelError, DeadlineExceeded, ValueError, OSError):
+        pass  # not such a server: nothing to suggest

@@ -24,7 +24,8 @@ import urllib.parse
 from pathlib import Path
 
 from agent_loop import MODEL_DONE, STOPPED, TEXT_DELTA, THINKING_DELTA, TOOL_RESULT, TOOL_START
-from plumbing.console import made_by, plural, verdict_lines, visible
+from plumbing.console import cut, made_by, plural, verdict_lines, visible
+from plumbing.decisions import by_call, decision_line
 from plumbing.fork import fork_line
 from plumbing.recording import RECORDINGS
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
@@ -210,6 +211,10 @@ def header(recording, name):
     did = f"<p>Impossible task: {word(found.outcome)} ({text(found.why)})</p>" if found else ""
     if recording.get("fork"):
         facts.insert(0, ("fork", fork_line(recording["fork"])))
+    extensions = recording.get("extensions")
+    if extensions:  # the hooks around its tools, and how often they decided (decisions.py)
+        names = cut(", ".join(e["name"] for e in extensions["on"][:CALLS_SHOWN]), 300)
+        facts.append(("extensions", f"{names}: {plural(len(extensions['decisions']), 'decision')}"))
     rows = "".join(f"<tr><th>{text(k)}</th><td>{text(v)}</td></tr>" for k, v in facts)
     return (
         f"<header><h1>{text(name)}</h1>"
@@ -322,12 +327,13 @@ def chunk_list(call):
     return folded(f"its {len(items):,} {label}, as recorded", pre("\n".join(shown)))
 
 
-def turn_section(number, recording, events, previous_length, source_before, budget):
+def turn_section(number, recording, events, previous_length, source_before, budget, decided=None):
     """One turn: the request, its stream, its calls and results; returns (html, source).
 
     `events` are this turn's; `budget` is a one-item list of the characters of whole
     requests the page may still hold (each request repeats the one before it, so a long
-    run's whole requests would grow the page with the square of its length)."""
+    run's whole requests would grow the page with the square of its length); `decided`
+    what the extensions decided about each call ((turn, index): decisions)."""
     call = recording["model_calls"][number - 1]
     messages = recording["messages"]
     sent = messages[: call["request_length"]]
@@ -381,6 +387,11 @@ def turn_section(number, recording, events, previous_length, source_before, budg
             parts.append(pre(f"{event['name']} {arguments}"))
         elif event["type"] == TOOL_RESULT:
             parts.append(result_block(event))
+            said = (decided or {}).get((number, event["index"]), [])
+            if said:  # under the result the model read: what the hooks decided about it
+                lines = [decision_line(d) for d in said[:CALLS_SHOWN]]
+                lines += [f"... and {len(said) - CALLS_SHOWN:,} more"] if said[CALLS_SHOWN:] else []
+                parts += ["<p>The extensions decided:</p>", pre("\n".join(lines))]
             source, diff = edited(source, event, starts.get(event["index"]))
             if diff:
                 parts += ["<p>The diff of this edit:</p>", diff_block(diff)]
@@ -472,10 +483,11 @@ def recording_page(recording, name):
     for event in recording["events"]:
         by_turn.setdefault(event["turn"], []).append(event)
     previous, source, budget = 0, sample, [WHOLE_REQUESTS]
-    turns = len(recording["model_calls"])
+    turns, decided = len(recording["model_calls"]), by_call(recording)
     for number in range(1, min(turns, TURNS_SHOWN) + 1):
         events = by_turn.get(number, [])
-        section, source = turn_section(number, recording, events, previous, source, budget)
+        section, source = turn_section(number, recording, events, previous, source, budget,
+                                       decided)  # fmt: skip
         body.append(section)
         previous = recording["model_calls"][number - 1]["request_length"]
     if turns > TURNS_SHOWN:

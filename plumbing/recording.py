@@ -34,6 +34,7 @@ from agent_loop import (
     TOOL_RESULT,
     TOOL_START,
 )
+from plumbing.decisions import extensions_problem
 from plumbing.generated_cases import AGREED, COUNT_LIMIT, FIRST, SEED_LIMIT
 from plumbing.isolation import KINDS
 from plumbing.limits import LARGEST_NUMBER, DeadlineExceeded
@@ -41,7 +42,10 @@ from plumbing.redact import redact
 from plumbing.tasks import OUTCOMES, TASKS, assessed
 from plumbing.verdict_words import FAILED, PASSED, TESTS_CHANGED, held_out_line
 
-# A new name for every change of what a recording holds. /6: the held-out checks ask
+# A new name for every change of what a recording holds. /7: `edits_told: true` says the
+# run's replace_text told the model what each edit changed and refused one that changed
+# nothing (repo_tools.py); without it (a fork of an older recording) the tool acted as
+# before, and every earlier format replays so. /6: the held-out checks ask
 # today's wide draw, settled by agreement, and what callers do, and say how many generated
 # inputs they asked (`asked`); an impossible task's run keeps its outcome word (`outcome`,
 # checked against the facts on load) and each of its test runs says how each test did in
@@ -56,12 +60,14 @@ from plumbing.verdict_words import FAILED, PASSED, TESTS_CHANGED, held_out_line
 # replayed with text calls off. /3: the held-out checks name the seed and count of their
 # generated inputs; /2 asked the ten fixed cases alone, and is replayed by that rule; /1
 # recordings held the visible tests only.
-FORMAT = "agent-loop-recording/6"
+FORMAT = "agent-loop-recording/7"
+NO_TOLD_EDITS = "agent-loop-recording/6"
+AGREED_DRAW = (FORMAT, NO_TOLD_EDITS)  # the formats whose verdicts ask today's draw
 NO_OUTCOME = "agent-loop-recording/5"
 NO_TASKS = "agent-loop-recording/4"
 NO_TEXT_CALLS = "agent-loop-recording/3"
 FIXED_CASES_ONLY = "agent-loop-recording/2"
-WITH_TASKS = (FORMAT, NO_OUTCOME)  # the formats that may name a task and a fork
+WITH_TASKS = (*AGREED_DRAW, NO_OUTCOME)  # the formats that may name a task and a fork
 TEXT_CALLS = (*WITH_TASKS, NO_TASKS)  # the formats that may hold a call run from text
 GENERATED_CASES = (*TEXT_CALLS, NO_TEXT_CALLS)  # whose verdicts ask generated inputs
 EARLIER_FORMATS = {
@@ -217,6 +223,7 @@ def build(
     task_name="repair",
     fork=None,
     edits_told=False,
+    extensions=None,
 ):
     """One run as a recording: every field, in the order it is saved (REQUIRED: below).
 
@@ -227,7 +234,8 @@ def build(
     `text_calls`: whether the loop ran a call written as text (--text-calls); `edits_told`:
     whether the edit tool said what each edit changed and refused one that changed nothing
     (repo_tools.py; absent: it did not, as before); `task_name`:
-    which task it was given (plumbing/tasks.py); `fork`: what a fork is (plumbing/fork.py).
+    which task it was given (plumbing/tasks.py); `fork`: what a fork is (plumbing/fork.py);
+    `extensions`: those the run turned on and what they decided (plumbing/decisions.py).
     `outcome`, last, is what an impossible task's run did (plumbing/tasks.py), else null.
     """
     recording = {
@@ -246,6 +254,7 @@ def build(
         "deadline": deadline,
         "isolation": isolation,
         **({} if fork is None else {"fork": fork}),
+        **({} if extensions is None else {"extensions": extensions}),
         "model_calls": model_calls,
         "messages": messages,
         "events": events,
@@ -405,6 +414,8 @@ def _shape_problem(data):
         return "'text_calls' must be true or false"
     if data.get("edits_told", True) is not True:
         return "'edits_told' is there only as true (the edit tool said what each edit changed)"
+    if "edits_told" in data and data["format"] != FORMAT:
+        return f"'edits_told' is a field format {data['format']!r} cannot hold"
     if data.get("text_calls") and data["format"] not in TEXT_CALLS:
         return f"'text_calls' is true, which format {data['format']!r} cannot hold"
     problem = _task_and_fork_problem(data)
@@ -474,7 +485,11 @@ def _shape_problem(data):
         arrived = saved.get("arrived", [])
         if not isinstance(arrived, list) or not all(_is_number(t) for t in arrived):
             return f"{where}.arrived' must be a list of seconds"
-    return _fork_results_problem(data) or _outcome_problem(data)
+    return (
+        _fork_results_problem(data)
+        or extensions_problem(data, data["format"] == FORMAT)
+        or _outcome_problem(data)
+    )
 
 
 def _outcome_problem(data):
@@ -482,7 +497,7 @@ def _outcome_problem(data):
     field it is read from is known to be sound). A /5 recording of an impossible task is
     refused: it holds no `by_test`, so no outcome can be read from its facts."""
     task = TASKS[data.get("task_name", "repair")]
-    if data["format"] != FORMAT:
+    if data["format"] not in AGREED_DRAW:
         if task.impossible:
             return (
                 f"'task_name' is {task.name}: format {data['format']!r} counted an impossible "
@@ -526,7 +541,7 @@ def call_api(recording, saved):
 
 
 def _task_and_fork_problem(data):
-    """What is wrong with a recording's task and fork fields, or None (formats /5 and /6
+    """What is wrong with a recording's task and fork fields, or None (formats /5 to /7
     alone hold them)."""
     newest = data["format"] in WITH_TASKS
     for field in ("task_name", "fork"):
@@ -613,10 +628,10 @@ def _verdict_problem(tests, form=FORMAT):
             f"held_out' must name its seed (below 2**63) and generated count (1 to {COUNT_LIMIT})"
         )
     asked = held_out.get("asked", 0)
-    if (form == FORMAT) != ("asked" in held_out) or not (
+    if (form in AGREED_DRAW) != ("asked" in held_out) or not (
         _is_int(asked) and asked <= held_out.get("generated", 0)
     ):
-        return "held_out.asked' must be how many generated inputs were asked, in format /6 alone"
+        return "held_out.asked' must be how many generated inputs were asked, in /6 and /7 alone"
     return None
 
 
@@ -625,7 +640,7 @@ def held_out_asked(recording):
     final verdict asked them (none for a recording of format /2; the first draw, without
     the callers' checks, for /3 to /5)."""
     held_out = (recording["final_tests"] or {}).get("held_out", {})
-    draw = AGREED if recording["format"] == FORMAT else FIRST
+    draw = AGREED if recording["format"] in AGREED_DRAW else FIRST
     return {"seed": held_out.get("seed", 0), "count": held_out.get("generated", 0), "draw": draw}
 
 

@@ -16,13 +16,14 @@ import os
 import shutil
 import threading
 import time
+import unicodedata
 
 from agent_loop import MODEL_START, STOPPED, TOOL_START
-from plumbing.console import status_line
+from plumbing.console import status_line, visible
 
 SETTING = "LAB_SERIES_PROGRESS"  # the descriptor an attempt writes its steps to
 NAME_SHOWN = 40  # characters of a tool's name shown: a model names its tools
-FINAL = "the final verdict"
+MODEL, TOOL, FINAL, STARTING = "model", "tool", "verdict", "starting"  # a step's kind
 
 
 def attempt_watch():
@@ -32,30 +33,38 @@ def attempt_watch():
     if not descriptor.isdigit():
         return None
     try:
-        pipe = os.fdopen(int(descriptor), "w", buffering=1, encoding="utf-8")
+        return StepWriter(os.fdopen(int(descriptor), "w", buffering=1, encoding="utf-8"))
     except OSError:
         return None  # not open here: a variable inherited from elsewhere
 
-    def watch(event, messages):
+
+class StepWriter:
+    """Called with each event (as drive's `watch`), writes the steps; `close()` ends them."""
+
+    def __init__(self, pipe):
+        self.pipe = pipe
+
+    def __call__(self, event, messages):
         step = _step(event)
         if step is None:
             return
         try:
-            pipe.write(json.dumps(step) + "\n")
+            self.pipe.write(json.dumps(step) + "\n")
         except (OSError, ValueError):
             pass  # the series has gone: the attempt goes on and saves what it did
 
-    return watch
+    def close(self):
+        self.pipe.close()
 
 
 def _step(event):
     turn = event.get("turn")
     if event["type"] == MODEL_START:
-        return {"turn": turn, "doing": "the model"}
+        return {"turn": turn, "step": MODEL}
     if event["type"] == TOOL_START:
-        return {"turn": turn, "doing": str(event.get("name"))[:NAME_SHOWN]}
+        return {"turn": turn, "step": TOOL, "name": str(event.get("name"))[:NAME_SHOWN]}
     if event["type"] == STOPPED:
-        return {"turn": turn, "doing": FINAL}
+        return {"turn": turn, "step": FINAL}
     return None
 
 
@@ -72,16 +81,28 @@ class Progress:
         self.steps = {}  # attempt number -> (its last step, when it began)
         self.lock = threading.Lock()  # the readers' threads and the series' own lines
         self.shown = False  # a status line is on the screen
+        self.closed = False  # stdout went away while a reader wrote
 
     def say(self, text):
         with self.lock:
             self._clear()
             self.out.write(text + "\n")  # one write per line: nothing can split it
-            self.out.flush()
+            self.out.flush()  # a closed stdout raises here, in the series: exit 141
             self._draw()
 
+    def _write(self, text):
+        # subtle: in a reader's thread, a closed stdout would be a traceback of that thread;
+        # the series' own next line meets it and ends the run quietly (exit_codes.py)
+        if self.closed:
+            return
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except (BrokenPipeError, ValueError):  # ValueError: a stream already closed
+            self.closed = True
+
     def follow(self, number, descriptor):
-        self.steps[number] = ({"turn": None, "doing": "starting"}, time.monotonic())
+        self.steps[number] = ({"turn": None, "step": STARTING}, time.monotonic())
         with os.fdopen(descriptor, encoding="utf-8", errors="replace") as lines:
             for line in lines:
                 step = _read(line)
@@ -99,14 +120,20 @@ class Progress:
             self.steps[number] = (step, time.monotonic())
             if self.terminal:
                 self._draw()
-            elif step["doing"] in ("the model", FINAL):  # piped: a line per turn
-                self.out.write(f"  attempt {number}: {_words(step)}\n")
-                self.out.flush()
+            elif step["step"] in (MODEL, FINAL):  # piped: a line per turn
+                self._write(f"  attempt {number}: {_words(step)}\n")
 
     def _clear(self):
         if self.shown:
-            status_line(self.out, "")
+            self._status("")
             self.shown = False
+
+    def _status(self, text):
+        if not self.closed:
+            try:
+                status_line(self.out, text)
+            except (BrokenPipeError, ValueError):
+                self.closed = True
 
     def _draw(self):
         if not self.terminal or not self.steps:
@@ -116,9 +143,21 @@ class Progress:
             f"attempt {number}: {_words(step)} ({now - since:.0f} s)"
             for number, (step, since) in sorted(self.steps.items())
         ]
-        width = shutil.get_terminal_size().columns - 1
-        status_line(self.out, " · ".join(parts)[:width])
+        self._status(_fitted(" · ".join(parts), shutil.get_terminal_size().columns - 1))
         self.shown = True
+
+
+def _fitted(text, columns):
+    """`text` made visible (console.visible: escapes written out) and cut to `columns`
+    columns, a wide character counted as two: a status line that wraps leaves its first
+    rows behind at every redraw."""
+    kept, used = [], 0
+    for char in visible(text):
+        used += 2 if unicodedata.east_asian_width(char) in "WF" else 1
+        if used > columns:
+            break
+        kept.append(char)
+    return "".join(kept)
 
 
 def _read(line):
@@ -127,14 +166,19 @@ def _read(line):
         step = json.loads(line)
     except ValueError:
         return None
-    if not isinstance(step, dict) or not isinstance(step.get("doing"), str):
+    if not isinstance(step, dict) or step.get("step") not in (MODEL, TOOL, FINAL):
         return None
-    turn = step.get("turn")
-    return {"turn": turn if isinstance(turn, int) else None, "doing": step["doing"][:NAME_SHOWN]}
+    turn, name = step.get("turn"), step.get("name")
+    turn = turn if isinstance(turn, int) and not isinstance(turn, bool) else None
+    return {"turn": turn, "step": step["step"], "name": str(name)[:NAME_SHOWN]}
 
 
 def _words(step):
-    """'turn 3, the model' / 'turn 3, run_tests' / 'the final verdict'."""
-    if step["doing"] == FINAL or step["turn"] is None:
-        return step["doing"]
-    return f"turn {step['turn']}, {step['doing']}"
+    """'turn 3, the model' / 'turn 3, tool run_tests' / 'the final verdict' / 'starting'."""
+    kind = step["step"]
+    if kind == FINAL:
+        return "the final verdict"
+    if kind == STARTING or step["turn"] is None:
+        return "starting" if kind == STARTING else kind
+    doing = f"tool {step['name']}" if kind == TOOL else "the model"
+    return f"turn {step['turn']}, {doing}"

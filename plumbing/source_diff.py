@@ -58,16 +58,22 @@ def _count(number, noun):
     return f"{number:,} {noun}" + ("" if number == 1 else "s")
 
 
-def lines_changed(text, old, new, most=2_000):
-    """{'lines_removed': r, 'lines_added': a}: the lines of `text` the unique `old` touches,
-    against the same lines with `new`, compared line by line (past `most` lines, all of them:
-    difflib's cost grows with the square)."""
-    start = text.rfind("\n", 0, text.index(old)) + 1
-    end = text.find("\n", text.index(old) + len(old))
+def lines_changed(text, old, new, most=40_000):
+    """{'lines_removed': r, 'lines_added': a}: the lines of `text` (split at its newlines,
+    an empty last one counted) that the unique `old` touches, against the same lines with
+    `new`, compared line by line. Lines equal at both ends are set aside first; past `most`
+    pairs of the lines left, all of them count (difflib's cost grows with their product)."""
+    at = text.index(old)
+    start = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", at + len(old))
     end = len(text) if end == -1 else end
-    before = text[start:end].splitlines()
-    after = (text[start:end].replace(old, new, 1)).splitlines()
-    if len(before) + len(after) > most:
+    before = text[start:end].split("\n")
+    after = (text[start:at] + new + text[at + len(old) : end]).split("\n")
+    while before and after and before[0] == after[0]:
+        before, after = before[1:], after[1:]
+    while before and after and before[-1] == after[-1]:
+        before, after = before[:-1], after[:-1]
+    if len(before) * len(after) > most:
         return {"lines_removed": len(before), "lines_added": len(after)}
     matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
     kept = sum(block.size for block in matcher.get_matching_blocks())

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent_loop import ASSISTANT_FINISHED, TASK
+from agent_loop import ASSISTANT_FINISHED
 from plumbing.sample import PRISTINE_TESTS, TEST_FILE
 
 TASKS_FOLDER = Path(__file__).resolve().parent.parent / "tasks"
@@ -47,7 +47,7 @@ answer with a line that begins with CONFLICT: and names the test, and stop."""
 @dataclass(frozen=True)
 class Task:
     name: str
-    text: str  # the first user message
+    text: str | None  # the first user message; None: the loop's own (agent_loop.TASK)
     tests: bytes  # tests/test_path_rules.py as the run is given it
     impossible: bool
     contradicting: str | None = None  # the test that contradicts the docstring, by name
@@ -59,7 +59,9 @@ def _tests_of(name):
     return (TASKS_FOLDER / name / TEST_FILE).read_bytes()
 
 
-REPAIR = Task("repair", TASK, PRISTINE_TESTS, impossible=False)
+# the repair's text is agent_loop.TASK, beside the system prompt the learner reads there:
+# the program that starts a run sends it (record_run.py), so plumbing/ needs no arrow up
+REPAIR = Task("repair", None, PRISTINE_TESTS, impossible=False)
 TASKS = {
     task.name: task
     for task in (

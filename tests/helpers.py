@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-from plumbing.readonly_tools import CHILD_CODE
+from readonly_tools import CHILD_CODE
 
 LAB = Path(__file__).resolve().parent.parent  # the lab's own folder
 
@@ -200,13 +200,13 @@ def altered(tmp_path, change, name="altered.json"):
 
 
 def lab_copy(tmp_path, *folders):
-    """A copy of the lab's modules (its *.py files and plumbing/), of what they read when
-    they start (sample_repo/ and tasks/) and of `folders`: a lab whose recordings/ can be
-    changed without touching this one's."""
+    """A copy of the lab's modules (its *.py files, plumbing/ and extensions/), of what they
+    read when they start (sample_repo/ and tasks/) and of `folders`: a lab whose recordings/
+    can be changed without touching this one's."""
     import shutil
 
     copy = tmp_path / "lab"
-    for folder in dict.fromkeys(("plumbing", "sample_repo", "tasks", *folders)):
+    for folder in dict.fromkeys(("plumbing", "extensions", "sample_repo", "tasks", *folders)):
         shutil.copytree(LAB / folder, copy / folder, ignore=shutil.ignore_patterns("__pycache__"))
     for module in LAB.glob("*.py"):
         shutil.copy2(module, copy / module.name)

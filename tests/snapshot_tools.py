@@ -32,11 +32,11 @@ from plumbing.limits import (
 )
 from plumbing.ollama_transport import _LimitedStream
 from plumbing.pytest_report import count_results
-from plumbing.readonly_tools import ReadOnlyTools
 from plumbing.recording import RECORDINGS, load
 from plumbing.redact import LEARNED, redact, secret_values
 from plumbing.sample import copy_sample
 from plumbing.stats import median, wilson_interval
+from readonly_tools import ReadOnlyTools
 from repo_tools import RepoTools
 from tests.scripted_model import ScriptedChat
 from tests.snapshot_inputs import outcome_of, requests_of

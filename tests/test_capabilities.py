@@ -22,10 +22,10 @@ import record_run
 from agent_loop import ASSISTANT_FINISHED, STOPPED, TASK, agent_events
 from ask import ASK_PROMPT
 from local_model import CAPABILITIES_KEPT, OPTIONS, LocalModel, ModelError
-from plumbing.readonly_tools import ReadOnlyTools
 from plumbing.recording import RECORDINGS, load, save
 from plumbing.sample import copy_sample
 from plumbing.text_calls import MAX_SCAN, MAX_SPAN, UNREADABLE, text_tool_call
+from readonly_tools import ReadOnlyTools
 from replay import DIVERGED, REPRODUCED
 from repo_tools import RepoTools
 from tests import openai_test_server as openai

@@ -30,6 +30,27 @@ def test_a_silent_child_is_stopped_at_its_time_limit_not_when_it_ends():
     assert run_bounded(command, cwd=LAB, timeout=0.5)[0] is None
 
 
+def test_a_child_that_closes_its_output_and_lingers_ends_at_its_time_limit():
+    # mutation: the least wait after the output ended, 0.01 s -> 1.01 s, let a child that
+    # closed its output just before its limit outlast the limit by a second
+    import time
+
+    from plumbing.child_process import run_bounded
+
+    command = [sys.executable, "-c", "import os, time; os.close(1); os.close(2); time.sleep(20)"]
+    started = time.monotonic()
+    assert run_bounded(command, cwd=LAB, timeout=0.3)[0] is None  # a timeout: no exit code
+    assert time.monotonic() - started < 0.95  # its limit and the kill, not a second more
+
+
+def test_every_child_gets_the_memory_limit_docs_defences_gives():
+    # mutation: MEMORY_LIMIT's 512 * 2**20 -> 512 * 2**21; a run of 4 GB fails under both
+    from plumbing.child_process import run_bounded
+
+    ask = "import resource; print(resource.getrlimit(resource.RLIMIT_AS)[0])"
+    assert run_bounded([sys.executable, "-c", ask], cwd=LAB, timeout=30) == (0, "536870912\n")
+
+
 def test_test_output_keeps_its_last_4000_characters():
     assert tail("x" * 4_000) == "x" * 4_000
     assert tail("y" + "x" * 4_000) == "[... 1 earlier characters cut]\n" + "x" * 4_000

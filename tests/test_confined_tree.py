@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from plumbing.confined_tree import CHANGED, MISSING, OUTSIDE, Tree
-from plumbing.readonly_tools import ReadOnlyTools
+from readonly_tools import ReadOnlyTools
 from tests.helpers import LAB, SECRET, open_under
 
 # --- confinement against a racing writer ----------------------------------------------------------

@@ -27,8 +27,8 @@ import record_run
 from agent_loop import TOOL_START
 from plumbing.exit_codes import EXIT_INTERRUPTED
 from plumbing.pytest_run import run_pytest
-from plumbing.readonly_tools import SEARCH_SECONDS
 from plumbing.recording import RECORDINGS, RecordingChat, RecordingError, load, save
+from readonly_tools import SEARCH_SECONDS
 from replay import REPRODUCED, replay_one
 from tests.helpers import (
     LAB,

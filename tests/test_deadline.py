@@ -41,9 +41,9 @@ from local_model import LocalModel
 from openai_model import OpenAICompatibleModel
 from plumbing.limits import Deadline, DeadlineExceeded, Watchdog
 from plumbing.ollama_transport import _LimitedStream, _WatchedBackend, _WatchedStream
-from plumbing.readonly_tools import SEARCH_SECONDS
 from plumbing.recording import RecordingChat, load
 from plumbing.wire_errors import CONNECT_TIMEOUT, translated
+from readonly_tools import SEARCH_SECONDS
 from replay import REPRODUCED, replay_one
 from repo_tools import RepoTools
 from tests.helpers import (

@@ -2,11 +2,11 @@
 on Ctrl-C (130, one line, no traceback) and on a stdout closed early (141, silently): the
 one wrapper, `run_program`, at each program's `if __name__ == "__main__":`.
 
-Ctrl-C in the middle of a run is tested where the run is (record_run.py in test_recorded.py,
-replay.py in tests/test_hardening.py, ask.py in tests/test_ask.py); here, the programs that
-had no Ctrl-C handling of their own (view.py, compare.py, lab.py) and the closed pipe in each
-program. Those start the program: the process is what is tested (tests/in_process.py runs
-`main()` alone, never `__main__`).
+Ctrl-C in the middle of a run is tests/test_ctrl_c.py's (record_run.py, a series,
+replay.py, ask.py; mid-stream in test_recorded.py); here, the programs that had no Ctrl-C
+handling of their own (view.py, compare.py, lab.py) and the closed pipe in each program.
+Those start the program: the process is what is tested (tests/in_process.py runs `main()`
+alone, never `__main__`).
 """
 
 import ast

@@ -1,7 +1,10 @@
 """plumbing/ lies below everything a learner opens: it imports no program, not the judge
-(verdict.py), no adapter (but for plumbing/live_model.py, whose job is to open one), and of
-the loop only its event names (the event types and stop reasons of agent_loop.py). Read
-from the sources' imports (ast), so a new upward arrow fails here before anyone runs it."""
+(verdict.py), no adapter (but for plumbing/live_model.py, whose job is to open one), not
+extensions/, and of the loop only its event names (the event types and stop reasons of
+agent_loop.py). extensions/ sits above the loop and the tools, with no arrow back: it
+wraps the loop's interface and imports only plumbing/, the tools' guard (tool_guard.py)
+and the loop's event names; only the programs import it. Read from the sources' imports
+(ast), so a new upward arrow fails here before anyone runs it."""
 
 import ast
 from pathlib import Path
@@ -10,6 +13,7 @@ import agent_loop
 
 LAB = Path(__file__).resolve().parent.parent
 ABOVE = {path.stem for path in LAB.glob("*.py")}  # the lab's top folder: programs, lesson
+ABOVE.add("extensions")  # the wrappers around the loop (extensions/), which programs turn on
 EVENT_NAMES = {
     name
     for name, value in vars(agent_loop).items()
@@ -17,24 +21,15 @@ EVENT_NAMES = {
     or (isinstance(value, str) and value in (*agent_loop.EVENT_TYPES, *agent_loop.STOP_REASONS))
 }
 OPENS_THE_ADAPTER = ("plumbing/live_model.py", {"local_model", "openai_model"})
-# The arrows still there, each with why; an entry goes when its arrow does.
-KNOWN = {
-    # the repair's text: agent_loop.py shows the learner the task beside the system prompt,
-    # and agent_loop.py cannot import it from plumbing/tasks.py, which imports the loop
-    ("plumbing/tasks.py", "agent_loop", "TASK"),
-    # ask.py's read-only tools are a ToolBox like repo_tools.py's, checked by the same guard
-    ("plumbing/readonly_tools.py", "tool_guard", "ToolBox"),
-    ("plumbing/readonly_tools.py", "tool_guard", "ToolError"),
-    ("plumbing/readonly_tools.py", "tool_guard", "function_schema"),
-}
 
 
-def upward_arrows(folder=LAB / "plumbing"):
+def upward_arrows(folder=LAB / "plumbing", named="plumbing"):
     """(module, what it imports from above, the name) for each import of a top-level file
-    by a module of plumbing/ (`folder`), wherever in the module the import stands."""
+    (or of extensions/) by a module of plumbing/ (`folder`, its modules `named/x.py`),
+    wherever in the module the import stands."""
     arrows = set()
     for path in sorted(folder.glob("*.py")):
-        module = f"plumbing/{path.name}"
+        module = f"{named}/{path.name}"
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 found = [(alias.name, "*") for alias in node.names]
@@ -52,16 +47,11 @@ def allowed(arrow):
     module, target, name = arrow
     if target == "agent_loop" and name in EVENT_NAMES:
         return True
-    return (module == OPENS_THE_ADAPTER[0] and target in OPENS_THE_ADAPTER[1]) or arrow in KNOWN
+    return module == OPENS_THE_ADAPTER[0] and target in OPENS_THE_ADAPTER[1]
 
 
 def test_plumbing_imports_nothing_above_it_but_the_loops_event_names():
     assert sorted(a for a in upward_arrows() if not allowed(a)) == []
-
-
-def test_every_known_upward_arrow_is_still_there():
-    # an arrow taken away leaves its entry behind: then the entry goes too
-    assert KNOWN <= upward_arrows()
 
 
 def test_an_upward_arrow_is_found_wherever_the_import_stands(tmp_path):
@@ -77,3 +67,32 @@ def test_an_upward_arrow_is_found_wherever_the_import_stands(tmp_path):
         ("plumbing/loop.py", "agent_loop", "*"),
         ("plumbing/loop.py", "agent_loop", "TASK"),
     ]
+
+
+EXTENSIONS = LAB / "extensions"
+EXTENSIONS_MAY_IMPORT = {"tool_guard", "extensions"}  # the tools' guard, and one another
+
+
+def test_extensions_import_only_plumbing_the_tools_guard_and_the_loops_event_names():
+    arrows = upward_arrows(EXTENSIONS, "extensions")
+    assert any(target == "extensions.hooks" for _, target, _ in arrows)  # the check sees them
+    found = sorted(
+        (module, target, name)
+        for module, target, name in arrows
+        if target.split(".")[0] not in EXTENSIONS_MAY_IMPORT
+        and not (target == "agent_loop" and name in EVENT_NAMES)
+    )
+    assert found == []
+
+
+def test_only_programs_import_extensions():
+    # the loop, the tools, the judge and plumbing/ never learn that a wrapper is there
+    importers = set()
+    for path in [*LAB.glob("*.py"), *(LAB / "plumbing").glob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            if any(name.split(".")[0] == "extensions" for name in names):
+                importers.add(path.relative_to(LAB).as_posix())
+    assert importers == {"record_run.py", "replay.py"}

@@ -1,4 +1,4 @@
-"""ReadOnlyTools (plumbing/readonly_tools.py), the tools of ask.py: list_dir, read_file and
+"""ReadOnlyTools (readonly_tools.py), the tools of ask.py: list_dir, read_file and
 search, confined to one directory.
 
 Every refusal and every result on small directories built in `tmp_path` (links leading out,
@@ -23,9 +23,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from plumbing import readonly_tools
+import readonly_tools
 from plumbing.confined_tree import CHANGED, SEARCH_FILE_BYTES, Tree
-from plumbing.readonly_tools import (
+from readonly_tools import (
     CHILD_CODE,
     LINE_LIMIT,
     OUT_OF_MEMORY,
@@ -471,7 +471,7 @@ CHILD_TIMEOUT = 60  # seconds: far past any budget under test, short of a hung s
 SEARCH_CALL = (
     "import json, sys\n"
     f"sys.path.insert(0, {str(HERE)!r})\n"
-    "from plumbing.readonly_tools import ReadOnlyTools\n"
+    "from readonly_tools import ReadOnlyTools\n"
     "tools = ReadOnlyTools(sys.argv[1])\n"
     "tools.search_seconds = float(sys.argv[2])\n"
     "print(json.dumps(tools.invoke('search', json.loads(sys.argv[3]))))\n"

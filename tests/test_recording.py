@@ -285,3 +285,29 @@ def test_arrival_times_are_kept_to_a_tenth_of_a_millisecond():
     assert len(arrived) == 12 and arrived == sorted(arrived)
     # 5 decimals leaves a fifth one on about 9 of 10 values: on all 12, about once in 10^12
     assert all(a == round(a, 4) for a in arrived), arrived
+
+
+def nested(levels, leaf, kind):
+    for _ in range(levels):
+        leaf = [leaf] if kind == "list" else {"a": leaf}
+    return leaf
+
+
+@pytest.mark.parametrize("kind", ["list", "object"])
+@pytest.mark.parametrize("leaf", [[], "text", 1], ids=["empty", "text", "number"])
+def test_a_value_nested_exactly_max_depth_levels_is_held_and_one_more_is_not(kind, leaf):
+    # mutations: a list's level counted as two, and the deep walk's `>` read as `<=` (text
+    # past the depth was then never looked at): each moved where the limit falls
+    from plumbing.recording import MAX_DEPTH, held_problem
+
+    assert held_problem(nested(MAX_DEPTH, leaf, kind), "", 0) is None
+    assert "nested deeper than" in held_problem(nested(MAX_DEPTH + 1, leaf, kind), "", 0)
+
+
+def test_an_integer_too_long_to_write_out_is_kept_as_words_saying_so(tmp_path):
+    # past Python's limit on converting an int to text, its digits cannot even be counted
+    recording = json.loads(shipped())
+    recording["model"]["options"] = {"seed": 10**5000}
+    save(tmp_path / "long.json", recording)
+    kept = json.loads((tmp_path / "long.json").read_text())["non_finite_numbers"]
+    assert kept == [{"at": "model.options.seed", "text": "an integer of more than 4,300 digits"}]

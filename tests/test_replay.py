@@ -11,7 +11,7 @@ import sys
 
 from plumbing.exit_codes import EXIT_ERROR, EXIT_NO
 from plumbing.recording import RECORDINGS, load, save
-from replay import CANNOT_REPLAY
+from replay import CANNOT_REPLAY, REPRODUCED
 from tests.helpers import LAB, altered, lab_copy, replay
 
 # --- what replay refuses before it runs -----------------------------------------------------------
@@ -81,3 +81,19 @@ def test_a_cut_short_recording_holding_two_calls_past_its_cut_runs_no_tool_past_
     assert "Independent verdict: failed" in finished.stdout
     assert "What the run changed" not in finished.stdout
     assert "  model calls: 4 recorded, 2 made\n" in finished.stdout
+
+
+def test_a_run_stopped_by_ctrl_c_after_its_last_answer_replays_without_the_loops_own_stop(
+    tmp_path,
+):
+    # mutation: `cut.deadline and answered_last(...)` -> `answered_last(...)` took the
+    # loop's stop past a Ctrl-C cut too; only a deadline's cut may be followed by it (Ctrl-C
+    # can come before the loop's own stop, a deadline cannot)
+    def interrupted_after_the_answer(recording):
+        recording.update(interrupted=True, final_tests=None)
+        recording["stop"] = {**recording["stop"], "reason": "interrupted"}
+        recording["events"] = [e for e in recording["events"] if e["type"] != "stopped"]
+
+    outcome, said = replay(altered(tmp_path, interrupted_after_the_answer))
+    assert outcome == REPRODUCED, said
+    assert "assistant_finished" not in said.split("Stop:")[-1]

@@ -11,7 +11,34 @@ import stat
 import pytest
 
 from plumbing.sample import SOURCE_FILE, copy_sample
+from plumbing.source_diff import lines_changed
 from repo_tools import EDITABLE, READ_LIMIT, RepoTools
+
+# --- what an edit says it changed ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, old, new, said",
+    [
+        ("a\nb\nc\n", "b", "b\n", (0, 1)),  # a blank line added after a line
+        ("x = 1\ny\n", "x = 1", "x = 1\n\n", (0, 2)),
+        ("a\nb\n\nc\n", "b\n", "B", (2, 1)),  # a line and the blank one after it, as one
+        ("a\nb\nc\n", "b", "", (1, 1)),  # the line is emptied, not removed
+        ("a\r\nb\r\n", "b", "B", (1, 1)),
+        ("first\nlast", "last", "last\nmore", (0, 1)),  # at the end, no newline after it
+    ],
+)
+def test_an_edit_counts_the_lines_it_removed_and_added_blank_ones_too(text, old, new, said):
+    changed = lines_changed(text, old, new)
+    assert (changed["lines_removed"], changed["lines_added"]) == said
+
+
+def test_an_edit_of_a_thousand_lines_is_counted_without_comparing_them_all():
+    # a model can send 1,000 lines each way; compared pairwise that took 13 s of CPU
+    old = "\n".join("ab"[i % 2] for i in range(999))
+    new = "\n".join("abc"[i % 3] for i in range(1000))
+    assert lines_changed(old, old, new) == {"lines_removed": 996, "lines_added": 997}
+
 
 # --- replace_text never half-writes ---------------------------------------------------------------
 

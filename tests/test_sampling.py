@@ -59,6 +59,13 @@ def test_a_temperature_or_seed_out_of_range_is_refused_before_anything_runs(tmp_
     assert not output.exists()
 
 
+def test_the_seeds_at_both_ends_of_the_range_are_taken():
+    # mutation: `not 0 <= value` -> `not 1 <= value` refused --seed 0
+    from plumbing.limits import SAMPLING_SEEDS, sampling_seed
+
+    assert sampling_seed("0") == 0 and sampling_seed(str(2**31 - 1)) == SAMPLING_SEEDS - 1
+
+
 def test_each_attempt_of_a_series_is_sent_its_own_seed(tmp_path):
     # two conversations, told apart by their first words (ConversationServer)
     first = [ollama.reply(ollama.chunk("First: " + ANSWER), ollama.chunk(done=True))]

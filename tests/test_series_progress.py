@@ -39,13 +39,15 @@ def test_a_status_line_is_rewritten_in_place_and_a_tools_escape_is_shown_not_obe
     reader.start()
     watch({"type": MODEL_START, "turn": 2}, [])
     watch({"type": TOOL_START, "turn": 2, "name": "run_tests\x1b[2J"}, [])
-    wait_for(lambda: "run_tests" in screen.getvalue())
-    assert screen.getvalue().endswith(f"{REDRAW}attempt 1: turn 2, run_tests\\x1b[2J (0 s)")
+    assert wait_for(lambda: "run_tests" in screen.getvalue())
+    assert screen.getvalue().endswith(f"{REDRAW}attempt 1: turn 2, tool run_tests\\x1b[2J (0 s)")
     progress.say("[1/1] attempt 1: passed")  # the status is cleared first, then drawn again
     assert f"{REDRAW}[1/1] attempt 1: passed\n{REDRAW}attempt 1: turn 2," in screen.getvalue()
     watch({"type": STOPPED, "turn": 2, "reason": "assistant_finished"}, [])
-    wait_for(lambda: screen.getvalue().endswith(f"{REDRAW}attempt 1: the final verdict (0 s)"))
-    os.close(writer)  # the attempt ends: its pipe with it
+    assert wait_for(
+        lambda: screen.getvalue().endswith(f"{REDRAW}attempt 1: the final verdict (0 s)")
+    )
+    watch.close()  # the attempt ends: its pipe with it
     reader.join(timeout=10)
     assert not reader.is_alive() and progress.steps == {}
 
@@ -88,3 +90,52 @@ def test_on_a_terminal_a_long_turn_is_never_silent(tmp_path):
     seconds = {part.split("the model (")[1].split(" s)")[0] for part in waiting}
     assert {"1", "2"} <= seconds, text
     assert "[2/2] attempt" in text and "passed 0 of 2" in text
+
+
+def follow_steps(out, events, monkeypatch):
+    """What a Progress writing to `out` shows of `events`, sent through a real pipe."""
+    progress = Progress(out)
+    steps, writer = os.pipe()
+    monkeypatch.setenv(SETTING, str(writer))
+    watch = attempt_watch()
+    reader = threading.Thread(target=progress.follow, args=(1, steps))
+    reader.start()
+    for event in events:
+        watch(event, [])
+    watch.close()  # the attempt's end closes its pipe
+    reader.join(timeout=10)
+    assert not reader.is_alive()
+    return progress
+
+
+def test_a_tool_named_like_a_step_never_passes_for_one(monkeypatch):
+    piped = io.StringIO()
+    named = {"type": TOOL_START, "turn": 1, "name": "the final verdict"}
+    follow_steps(piped, [{"type": MODEL_START, "turn": 1}, named], monkeypatch)
+    assert piped.getvalue() == "  attempt 1: turn 1, the model\n"  # a tool is no turn's line
+
+
+def test_the_status_line_fits_the_terminal_in_columns_once_made_visible(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    for name in ("\x1b" * 40, "\u202e" * 40, "漢" * 40):
+        screen = Terminal()
+        progress = Progress(SafeStream(screen))
+        progress.steps[1] = ({"turn": 1, "step": "tool", "name": name}, 0.0)
+        progress.tick()
+        shown = screen.getvalue().rsplit(REDRAW, 1)[1]
+        columns = sum(2 if "\u4e00" <= char <= "\u9fff" else 1 for char in shown)
+        assert 0 < columns <= 79, (name[:1], shown)
+
+
+class Closed(io.StringIO):
+    def write(self, text):
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_closed_stdout_stops_the_readers_quietly(monkeypatch):
+    # the series' own next line meets it and exits 141 (exit_codes.py); a reader's thread
+    # must not die with a traceback first
+    raised = []
+    monkeypatch.setattr(threading, "excepthook", raised.append)
+    progress = follow_steps(Closed(), [{"type": MODEL_START, "turn": 1}], monkeypatch)
+    assert raised == [] and progress.closed

@@ -55,8 +55,8 @@ from plumbing.child_process import minimal_env
 from plumbing.held_out import held_out_checks
 from plumbing.isolation import isolation_kind, isolation_prefix
 from plumbing.pytest_run import PYTEST_COMMAND
-from plumbing.readonly_tools import SEARCH_GRACE, SEARCH_SECONDS, ReadOnlyTools, _search
 from plumbing.sample import copy_sample
+from readonly_tools import SEARCH_GRACE, SEARCH_SECONDS, ReadOnlyTools, _search
 from repo_tools import RepoTools
 from tests.maintainers.suite_cost import cost_line, run_suite
 from tests.ollama_test_server import OllamaTestServer, chunk, reply

@@ -55,6 +55,7 @@ MODULES = [
     "agent_loop.py",
     "tool_guard.py",
     "repo_tools.py",
+    "readonly_tools.py",
     "verdict.py",
     "local_model.py",
     "openai_model.py",
@@ -63,14 +64,15 @@ MODULES = [
     "compare.py",
     "ask.py",
     "view.py",
+    *(f"extensions/{name}.py" for name in ("__init__", "hooks", "syntax", "tests_after_edit")),
     *(
         f"plumbing/{name}.py"
         for name in (
             "attempts", "bounds", "child_process", "chunk_shape", "confined_tree", "console",
-            "divergence", "driver", "exit_codes", "first_draw", "fork", "fresh_sources",
-            "generated_cases", "held_out", "isolation", "limits", "live_model", "model_files",
-            "ollama_transport", "openai_wire", "outcomes", "output_path", "page", "page_files",
-            "pytest_report", "pytest_run", "quiet_interrupt", "readonly_tools", "recording",
+            "decisions", "divergence", "driver", "exit_codes", "first_draw", "fork",
+            "fresh_sources", "generated_cases", "held_out", "isolation", "limits", "live_model",
+            "model_files", "ollama_transport", "openai_wire", "outcomes", "output_path", "page",
+            "page_files", "pytest_report", "pytest_run", "quiet_interrupt", "recording",
             "redact", "run_memo", "sample", "scratch", "series_progress", "source_diff",
             "startup_guard", "stats", "suite_settings", "tasks", "text_calls", "timeline",
             "transcript", "verdict_words", "wire_errors",

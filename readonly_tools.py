@@ -52,10 +52,10 @@ PATTERN_LIMIT = 1000  # characters of a search pattern: enough for any real quer
 # and one pattern on one 2 MB line took 370 MB within the time budget (measured).
 SEARCH_MEMORY = 256 * 2**20
 OUT_OF_MEMORY = "the search ran out of memory (a pattern that backtracks on a long line?)"
-HERE = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent  # the lab's folder
 # The child's whole program: -I keeps it from importing anything from the searched tree.
 CHILD_CODE = (
-    "import sys; sys.path.insert(0, sys.argv[1]); from plumbing import readonly_tools; "
+    "import sys; sys.path.insert(0, sys.argv[1]); import readonly_tools; "
     "readonly_tools.search_child(int(sys.argv[2]))"
 )
 

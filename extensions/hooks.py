@@ -1,0 +1,68 @@
+"""Hooks: code that runs around a tool call, as a wrapper of the loop's tools.
+
+The Claude Agent SDK runs a `PreToolUse` hook before a tool (it may refuse the call, with a
+reason the model reads) and a `PostToolUse` hook after it (it may check or add to the
+result). Here a hook is one object with the loop's own interface, `schemas` and `invoke`,
+that holds the tools it wraps (repo_tools.RepoTools, or another hook) and decides around
+each call in `around`: what it does before `call()` is its pre-tool part, what it does
+with the result its post-tool part, and not calling at all is a refusal. The loop never
+learns that a hook is there; it sees tools.
+
+Every decision is kept in the run's `Log`, numbered by the call it was about (the Nth call
+the tools ran), so that a recording can say what each hook decided and a replay can check
+it decides the same (extensions/__init__.py builds the hooks; docs/hooks.md).
+
+Not here: a hook itself (extensions/syntax.py, extensions/tests_after_edit.py).
+"""
+
+from plumbing.redact import redact
+
+
+class Log:
+    """What a run's extensions decided, in order, and how many calls the tools have run."""
+
+    def __init__(self):
+        self.decisions, self.calls, self.outermost = [], 0, None
+
+
+class Hook:
+    """Base of a hook: the wrapped tools' `schemas` and an `invoke` that runs `around`."""
+
+    name = ""  # as `--hook NAME` and a recording name it
+
+    def __init__(self, tools, log, since=1):
+        self.tools, self.log, self.root = tools, log, tools.root  # the copy the tools act on
+        self.since = since  # the first call it acts on (a fork's own hook: its first live one)
+        log.outermost = self  # each new hook wraps the ones before: the last one counts calls
+
+    @property
+    def schemas(self):
+        return self.tools.schemas  # a hook offers the model no tool of its own
+
+    def invoke(self, name, arguments):
+        """As ToolBox.invoke (tool_guard.py): always a JSON-ready dict, never an exception."""
+        if self.log.outermost is self:
+            self.log.calls += 1
+        if self.log.calls < self.since:
+            return self.tools.invoke(name, arguments)
+        try:
+            result = self.around(name, arguments, lambda: self.tools.invoke(name, arguments))
+        except Exception as error:  # a hook's own failure must not end the run either
+            said = f"{type(error).__name__}: {error}"
+            self.decide("failed", said)
+            result = {"error": f"the {self.name} hook failed ({said}); the call may have run"}
+        return redact(result)  # every tool result passes here, as through ToolBox.invoke
+
+    def around(self, name, arguments, call):
+        """Run the call (`call()` returns its result) and decide around it; a subclass's."""
+        raise NotImplementedError
+
+    def decide(self, decision, said):
+        """Keep one decision about the call being run: a word, and what it said in words."""
+        entry = {"extension": self.name, "call": self.log.calls, "decision": decision}
+        self.log.decisions.append({**entry, "said": said})
+
+
+def landed(name, result):
+    """Whether a call was a `replace_text` that changed path_rules.py."""
+    return name == "replace_text" and "error" not in result and result.get("replaced") == 1

@@ -1,0 +1,97 @@
+"""What a recording keeps of the extensions a run turned on (extensions/; docs/hooks.md):
+its optional field `extensions`, checked strictly when it is loaded, and how the terminal,
+the page and replay read it.
+
+    "extensions": {
+      "on": [{"name": "syntax", "settings": {}}],
+      "decisions": [{"extension": "syntax", "call": 3, "decision": "undone", "said": "..."}]
+    }
+
+`on`: each extension the run had, in the order they wrap the tools, with its settings;
+`decisions`: every decision they made, in order, each about the `call`th call the tools
+ran (the `call`th tool_start event whose index is below MAX_CALLS_RUN: past it no call
+runs). A recording without the field had none on, as every recording made before them.
+
+Not here: the extensions themselves (extensions/ lies above plumbing/: nothing here imports
+it), comparing a replay's decisions (divergence.py).
+"""
+
+from agent_loop import TOOL_RESULT, TOOL_START
+from plumbing.limits import MAX_CALLS_RUN
+
+ON_KEYS, DECISION_KEYS = {"name", "settings"}, {"extension", "call", "decision", "said"}
+
+
+def calls_made(events, kind=TOOL_START):
+    """The events of `kind` (tool_start or tool_result) of the calls the tools ran, in order:
+    the Nth is the one a decision with `call` N is about."""
+    return [e for e in events if e["type"] == kind and e["index"] < MAX_CALLS_RUN]
+
+
+def decisions_of(recording):
+    return (recording.get("extensions") or {}).get("decisions", [])
+
+
+def answered(decisions, events):
+    """The decisions about calls whose result is among `events`: a run cut by the clock or
+    Ctrl-C during a call may have decided about it, and a replay stops before that call."""
+    results = len(calls_made(events, TOOL_RESULT))
+    return [d for d in decisions if d["call"] <= results]
+
+
+def by_call(recording):
+    """{(turn, index): [the decisions about that call]}, for a page to show under each call."""
+    starts = calls_made(recording["events"])
+    found = {}
+    for decision in decisions_of(recording):
+        start = starts[decision["call"] - 1]
+        found.setdefault((start["turn"], start["index"]), []).append(decision)
+    return found
+
+
+def decision_line(decision):
+    """One decision as the terminal and the page show it: `[syntax] undone: SyntaxError ...`."""
+    said = f": {decision['said']}" if decision["said"] else ""
+    return f"[{decision['extension']}] {decision['decision']}{said}"
+
+
+def extensions_problem(data, holds):
+    """What is wrong with a recording's `extensions` (once its events are known to be sound),
+    as "'extensions...' must ...", or None. `holds`: whether its format may hold the field."""
+    if "extensions" not in data:
+        return None
+    if not holds:
+        return f"'extensions' is a field format {data['format']!r} cannot hold"
+    field = data["extensions"]
+    if not (isinstance(field, dict) and set(field) == {"on", "decisions"}):
+        return "'extensions' must be {on, decisions}"
+    on = field["on"]
+    if not (isinstance(on, list) and on and all(_exactly(e, ON_KEYS) for e in on)):
+        return "'extensions.on' must be a list of at least one {name, settings}"
+    names = [e["name"] for e in on]
+    if not all(isinstance(n, str) and n for n in names) or len(set(names)) < len(names):
+        return "'extensions.on' names must be distinct, non-empty text"
+    if not all(isinstance(e["settings"], dict) for e in on):
+        return "'extensions.on' settings must be objects"
+    if not isinstance(field["decisions"], list):
+        return "'extensions.decisions' must be a list"
+    made, last = len(calls_made(data["events"])), 1
+    for index, decision in enumerate(field["decisions"]):
+        where = f"'extensions.decisions[{index}]"
+        if not _exactly(decision, DECISION_KEYS):
+            return f"{where}' must be {{extension, call, decision, said}}"
+        if decision["extension"] not in names:
+            return f"{where}.extension' must name an extension in 'extensions.on'"
+        call = decision["call"]
+        if not (isinstance(call, int) and not isinstance(call, bool) and last <= call <= made):
+            return f"{where}.call' must be a call the tools ran, {last} to {made}, in order"
+        if not (isinstance(decision["decision"], str) and decision["decision"]):
+            return f"{where}.decision' must be a word"
+        if not isinstance(decision["said"], str):
+            return f"{where}.said' must be text"
+        last = call
+    return None
+
+
+def _exactly(value, keys):
+    return isinstance(value, dict) and set(value) == keys

@@ -328,13 +328,15 @@ def test_the_list_names_each_model_with_its_size_what_it_can_do_and_whether_it_i
         "",
         "  qwen2.5-coder-1.5b-instruct     1,117 MB  not fetched yet",
         "    Calls the lab's tools (with the chat template in docs/templates/): reads, edits, runs",
-        "    the tests, rarely repairs. The one to try first. Licence: Apache-2.0, by the Qwen team",
+        "    the tests, rarely repairs. The one to try first. Licence: Apache-2.0, by the Qwen "
+        "team",
         "    (Alibaba Cloud).",
         "  qwen2.5-coder-0.5b-instruct       491 MB  not fetched yet",
         "    Calls the lab's tools too (the same chat template): faster than the 1.5B, and less to",
         "    the point. Licence: Apache-2.0, by the Qwen team (Alibaba Cloud).",
         "  smollm2-135m-instruct              98 MB  fetched",
-        "    Calls no tool (its chat template knows none): it answers in text, a failure worth seeing",
+        "    Calls no tool (its chat template knows none): it answers in text, a failure worth "
+        "seeing",
         "    once. The fastest. Licence: Apache-2.0, by Hugging Face.",
         "",
         "NAME may leave out -instruct: qwen2.5-coder-1.5b.",

@@ -27,7 +27,7 @@ from plumbing import installed_files, quiet_interrupt
 # isort: split
 
 from agent_loop import INTERRUPTED, SYSTEM_PROMPT, TASK, AgentLoop, Stop
-from extensions import Extensions, hook_option
+from extensions import Extensions, check_one_shot, hook_option, one_shot_option
 from local_model import (
     DEFAULT_MODEL,
     MAX_TOKENS,
@@ -157,6 +157,7 @@ def parse_args(argv):
         "at the stop and never run)",
     )
     hook_option(parser)  # --hook NAME (extensions/__init__.py)
+    one_shot_option(parser)  # --one-shot, the control arm: no loop, no tools
     parser.add_argument(
         "--task",
         choices=tuple(TASKS),
@@ -244,6 +245,7 @@ def parse_args(argv):
         parser.error(f"--result {twice[0]} is given more than once; give each call's result once")
     if args.fork is not None and args.task is not None:
         parser.error("--task comes from the recording with --fork; leave it out")
+    check_one_shot(parser, args)  # --one-shot with a flag that needs tools: refused
     if args.host is None:
         args.host = default_host() if args.api == "ollama" else default_base_url()
     args.output = args.output or default_output(args.model)
@@ -256,21 +258,21 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
 
     `deadline`: seconds or the limits.Deadline the model's adapter shares; `text_calls`: as
     --text-calls; `task`: what the model is given (plumbing/tasks.py); `fork`: a Fork;
-    `extensions`: the Extensions around the tools (--hook), none when None."""
+    `extensions`: the Extensions around the tools or the loop (--hook, --one-shot), or None."""
     out = out or sys.stdout  # looked up now, not at import: tolerant_output() replaces it
+    extensions = extensions or Extensions()
     deadline = deadline if isinstance(deadline, Deadline) else Deadline(deadline)
     text, system = (
         (fork.parent["task"], fork.parent["system"]) if fork else (task.text or TASK, SYSTEM_PROMPT)
     )
     # one seed for the attempt: both verdicts ask the same inputs, and a replay (it is saved);
-    # a fork's edit tool acts as its parent's did
-    plan = Plan(text, system, max_turns, tests_for(task), text_calls, isolate,
-                {"seed": new_seed()}, deadline, fork.told if fork else True)  # fmt: skip
-    extensions = extensions or Extensions()
-    try:  # the hooks wrap the tools the driver makes, and print their decisions as they come
+    # a fork's edit tool acts as its parent's did; --one-shot has its own prompts and one turn
+    plan = extensions.planned(Plan(text, system, max_turns, tests_for(task), text_calls,
+        isolate, {"seed": new_seed()}, deadline, fork.told if fork else True))  # fmt: skip
+    try:  # extensions wrap the tools (or the loop) the driver makes, and print their decisions
         run = drive(fork.chat(recorder) if fork else recorder, plan, out, starting=True, fork=fork,
-                    loop=AgentLoop, tools=extensions.tools(RepoTools), judge=independent_verdict,
-                    watch=extensions.watch(attempt_watch(), out))  # fmt: skip
+                    loop=extensions.loop(AgentLoop), watch=extensions.watch(attempt_watch(), out),
+                    tools=extensions.tools(RepoTools), judge=independent_verdict)  # fmt: skip
     except ForkDiverged as error:  # the live model was not asked
         print("\n".join(error.lines()), file=out)
         return fail(f"the turns before {fork.at} did not replay as {fork.path} recorded them; "
@@ -352,7 +354,7 @@ def main(argv=None):
             return fail(problem)
     if notice(args.isolate):
         print(notice(args.isolate))
-    fork, task, extensions = None, TASKS[args.task or REPAIR.name], Extensions(args.hook)
+    fork, task, extensions = None, TASKS[args.task or REPAIR.name], Extensions.chosen(args)
     if args.fork is not None:  # refused before any series or model: a fork that cannot be
         try:  # the Fork of --fork at --at, and the recording's task
             fork, task = open_fork(args.fork, args.at, args.say, args.result, args.max_turns,

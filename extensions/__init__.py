@@ -9,10 +9,10 @@ the tools the same way, a context policy the chat. The control arm `--one-shot`
 (extensions/one_shot.py; docs/one-shot.md) wraps the loop itself: one turn, no tools.
 
 `Extensions` is the set a run turns on: it wraps the tools the driver makes
-(plumbing/driver.py's `tools`), keeps every decision in a `Log`, shows each one in the
-terminal as the run goes (a `watch` of the driver's), and says what a recording keeps of
-them (plumbing/decisions.py); replay.py builds the same set from a recording. Above
-plumbing/ and beside the loop: nothing below imports this folder.
+(plumbing/driver.py's `tools`) or its loop (`loop`), keeps every decision in a `Log`,
+shows each one in the terminal as the run goes (a `watch` of the driver's), and says what
+a recording keeps of them (plumbing/decisions.py); replay.py builds the same set from a
+recording. Above plumbing/ and beside the loop: nothing below imports this folder.
 """
 
 from extensions.hooks import Log

@@ -134,3 +134,10 @@ def test_a_count_that_is_not_a_positive_whole_number_is_refused_in_one_line(valu
         f"record_run.py: error: argument --keep-results: must be a positive whole number, "
         f"got {value!r}"
     ]
+
+
+@SHARES_THE_RUN
+def test_the_run_docs_context_md_quotes_is_what_it_prints(kept):
+    from tests.test_readme import appear_in_order, quoted_block
+
+    assert appear_in_order(quoted_block("  [keep-results] shortened"), kept[0].stdout) == []

@@ -196,3 +196,10 @@ def test_a_terminal_asks_again_until_it_understands_and_end_of_input_denies(repo
     tools = Approve(RepoTools(repo), Log(), terminal=None, recorded={})  # a replay: no one asked
     assert "no decision was recorded" in tools.invoke("run_tests", {})["error"]
     assert "text" in tools.invoke("read_file", {"path": SOURCE_FILE})
+
+
+@SHARES_THE_RUN
+def test_the_run_docs_permissions_md_quotes_is_what_it_prints(approved):
+    from tests.test_readme import appear_in_order, quoted_block
+
+    assert appear_in_order(quoted_block("Extensions on: approve"), approved[0]) == []

@@ -27,7 +27,7 @@ from plumbing import installed_files, quiet_interrupt
 # isort: split
 
 from agent_loop import INTERRUPTED, SYSTEM_PROMPT, TASK, AgentLoop, Stop
-from extensions import Extensions, hook_option
+from extensions import Extensions, check_options, extension_options
 from local_model import (
     DEFAULT_MODEL,
     MAX_TOKENS,
@@ -156,7 +156,7 @@ def parse_args(argv):
         "message; the recording and the transcript say so (default: such a call is named "
         "at the stop and never run)",
     )
-    hook_option(parser)  # --hook NAME (extensions/__init__.py)
+    extension_options(parser)  # --hook, --approve, --plan, --keep-results (extensions/)
     parser.add_argument(
         "--task",
         choices=tuple(TASKS),
@@ -228,6 +228,7 @@ def parse_args(argv):
     )
     parser.set_defaults(isolate=True)
     args = parser.parse_args(argv)
+    check_options(parser, args)  # --approve needs a terminal (extensions/__init__.py)
     if args.max_turns < 1:
         parser.error("--max-turns must be at least 1")
     if args.api == "openai" and args.think != "auto":
@@ -256,7 +257,7 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
 
     `deadline`: seconds or the limits.Deadline the model's adapter shares; `text_calls`: as
     --text-calls; `task`: what the model is given (plumbing/tasks.py); `fork`: a Fork;
-    `extensions`: the Extensions around the tools (--hook), none when None."""
+    `extensions`: the Extensions around the tools and chat (--hook, ...), none when None."""
     out = out or sys.stdout  # looked up now, not at import: tolerant_output() replaces it
     deadline = deadline if isinstance(deadline, Deadline) else Deadline(deadline)
     text, system = (
@@ -267,9 +268,10 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
     plan = Plan(text, system, max_turns, tests_for(task), text_calls, isolate,
                 {"seed": new_seed()}, deadline, fork.told if fork else True)  # fmt: skip
     extensions = extensions or Extensions()
-    try:  # the hooks wrap the tools the driver makes, and print their decisions as they come
-        run = drive(fork.chat(recorder) if fork else recorder, plan, out, starting=True, fork=fork,
-                    loop=AgentLoop, tools=extensions.tools(RepoTools), judge=independent_verdict,
+    try:  # the extensions wrap the chat and the tools, and print their decisions as they come
+        run = drive(extensions.chat(fork.chat(recorder) if fork else recorder), plan, out,
+                    starting=True, fork=fork, loop=AgentLoop, judge=independent_verdict,
+                    tools=extensions.tools(RepoTools),
                     watch=extensions.watch(attempt_watch(), out))  # fmt: skip
     except ForkDiverged as error:  # the live model was not asked
         print("\n".join(error.lines()), file=out)
@@ -352,12 +354,12 @@ def main(argv=None):
             return fail(problem)
     if notice(args.isolate):
         print(notice(args.isolate))
-    fork, task, extensions = None, TASKS[args.task or REPAIR.name], Extensions(args.hook)
+    fork, task, extensions = None, TASKS[args.task or REPAIR.name], Extensions.chosen(args)
     if args.fork is not None:  # refused before any series or model: a fork that cannot be
         try:  # the Fork of --fork at --at, and the recording's task
             fork, task = open_fork(args.fork, args.at, args.say, args.result, args.max_turns,
                                    args.isolate, chunks_from_events)  # fmt: skip
-            extensions = Extensions.of(fork.parent, args.hook, args.fork, args.at)  # its own too
+            extensions = extensions.over(fork.parent, args.fork, args.at)  # its own too
         except RecordingError as error:
             return fail(str(error))
     if args.attempts > 1:  # each attempt is this script again, with --attempts 1

@@ -27,7 +27,7 @@ from plumbing import installed_files, quiet_interrupt
 # isort: split
 
 from agent_loop import INTERRUPTED, SYSTEM_PROMPT, TASK, AgentLoop, Stop
-from extensions import Extensions, check_one_shot, hook_option, one_shot_option
+from extensions import Extensions, check_options, extension_options
 from local_model import (
     DEFAULT_MODEL,
     MAX_TOKENS,
@@ -156,8 +156,7 @@ def parse_args(argv):
         "message; the recording and the transcript say so (default: such a call is named "
         "at the stop and never run)",
     )
-    hook_option(parser)  # --hook NAME (extensions/__init__.py)
-    one_shot_option(parser)  # --one-shot, the control arm: no loop, no tools
+    extension_options(parser)  # --hook, --approve, --plan, --keep-results, --one-shot
     parser.add_argument(
         "--task",
         choices=tuple(TASKS),
@@ -229,6 +228,7 @@ def parse_args(argv):
     )
     parser.set_defaults(isolate=True)
     args = parser.parse_args(argv)
+    check_options(parser, args)  # --approve needs a terminal, --one-shot no tools (extensions/)
     if args.max_turns < 1:
         parser.error("--max-turns must be at least 1")
     if args.api == "openai" and args.think != "auto":
@@ -245,7 +245,6 @@ def parse_args(argv):
         parser.error(f"--result {twice[0]} is given more than once; give each call's result once")
     if args.fork is not None and args.task is not None:
         parser.error("--task comes from the recording with --fork; leave it out")
-    check_one_shot(parser, args)  # --one-shot with a flag that needs tools: refused
     if args.host is None:
         args.host = default_host() if args.api == "ollama" else default_base_url()
     args.output = args.output or default_output(args.model)
@@ -258,7 +257,7 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
 
     `deadline`: seconds or the limits.Deadline the model's adapter shares; `text_calls`: as
     --text-calls; `task`: what the model is given (plumbing/tasks.py); `fork`: a Fork;
-    `extensions`: the Extensions around the tools or the loop (--hook, --one-shot), or None."""
+    `extensions`: the Extensions around the tools, chat or loop (--hook, ...), or None."""
     out = out or sys.stdout  # looked up now, not at import: tolerant_output() replaces it
     extensions = extensions or Extensions()
     deadline = deadline if isinstance(deadline, Deadline) else Deadline(deadline)
@@ -269,10 +268,11 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
     # a fork's edit tool acts as its parent's did; --one-shot has its own prompts and one turn
     plan = extensions.planned(Plan(text, system, max_turns, tests_for(task), text_calls,
         isolate, {"seed": new_seed()}, deadline, fork.told if fork else True))  # fmt: skip
-    try:  # extensions wrap the tools (or the loop) the driver makes, and print their decisions
-        run = drive(fork.chat(recorder) if fork else recorder, plan, out, starting=True, fork=fork,
-                    loop=extensions.loop(AgentLoop), watch=extensions.watch(attempt_watch(), out),
-                    tools=extensions.tools(RepoTools), judge=independent_verdict)  # fmt: skip
+    try:  # the extensions wrap the chat, the tools or the loop, and print their decisions
+        run = drive(extensions.chat(fork.chat(recorder) if fork else recorder), plan, out,
+                    starting=True, fork=fork, loop=extensions.loop(AgentLoop),
+                    tools=extensions.tools(RepoTools), judge=independent_verdict,
+                    watch=extensions.watch(attempt_watch(), out))  # fmt: skip
     except ForkDiverged as error:  # the live model was not asked
         print("\n".join(error.lines()), file=out)
         return fail(f"the turns before {fork.at} did not replay as {fork.path} recorded them; "
@@ -359,7 +359,7 @@ def main(argv=None):
         try:  # the Fork of --fork at --at, and the recording's task
             fork, task = open_fork(args.fork, args.at, args.say, args.result, args.max_turns,
                                    args.isolate, chunks_from_events)  # fmt: skip
-            extensions = Extensions.of(fork.parent, args.hook, args.fork, args.at)  # its own too
+            extensions = extensions.over(fork.parent, args.fork, args.at)  # its own too
         except RecordingError as error:
             return fail(str(error))
     if args.attempts > 1:  # each attempt is this script again, with --attempts 1

@@ -138,7 +138,7 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
         recording = load(path)
         check_sample(recording, path)
         check_isolation(path, isolate)
-        extensions = Extensions.of(recording, path=path)  # the hooks it ran with, applied again
+        extensions = Extensions.of(recording, path=path)  # what it ran with, applied again
     except RecordingError as error:
         print(f"error: {error}", file=sys.stderr)
         return CANNOT_REPLAY
@@ -169,15 +169,15 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
     )
     watch = extensions.watch(watcher(transcript, chunks, chunk_log, out), out)
     final = recording["final_tests"] is not None
-    tools = extensions.tools(RepoTools)  # RepoTools, inside the recording's hooks if it had any
-    run = drive(chunk_log, plan, out, loop=extensions.loop(AgentLoop), tools=tools,
-                judge=independent_verdict, final=final, fork=fork, watch=watch, cut=cut,
-                prefix="agent-lab-replay-")  # fmt: skip
+    tools = extensions.tools(RepoTools)  # RepoTools, inside the recording's extensions if any
+    run = drive(extensions.chat(chunk_log), plan, out, loop=extensions.loop(AgentLoop),
+                tools=tools, judge=independent_verdict, final=final, fork=fork, watch=watch,
+                cut=cut, prefix="agent-lab-replay-")  # fmt: skip
     if run.interrupted:  # Ctrl-C: nothing to compare; main() says so and exits 130
         raise KeyboardInterrupt
     if cut_short:
         run.printer.stop_line(recording["stop"])
-    decided = extensions.recorded()  # what its hooks decided today
+    decided = extensions.recorded()  # what its extensions decided today
     return compared(recording, expected, run, chat, chunk_log, transcript, chunks, out, decided)
 
 

@@ -29,7 +29,6 @@ class Hook:
     """Base of a hook: the wrapped tools' `schemas` and an `invoke` that runs `around`."""
 
     name = ""  # as `--hook NAME` and a recording name it
-    page = "docs/hooks.md"  # what `Extensions on:` points to
 
     def __init__(self, tools, log, since=1):
         self.tools, self.log, self.root = tools, log, tools.root  # the copy the tools act on

@@ -42,7 +42,7 @@ KEPT = f"{SOURCE_FILE} is as it was"
 class OneShot:
     """Made as the driver makes its loop, `make` (the loop's class) and the run's `log` first."""
 
-    name, page = "one-shot", "docs/one-shot.md"
+    name = "one-shot"
 
     @staticmethod
     def planned(plan):

@@ -21,6 +21,8 @@ it), comparing a replay's decisions (divergence.py).
 from agent_loop import MODEL_DONE, TOOL_RESULT, TOOL_START
 from plumbing.limits import MAX_CALLS_RUN
 
+# the decision of --keep-results that a result is sent as the line it says (`as_sent`)
+KEEP_RESULTS, SHORTENED = "keep-results", "shortened"
 ON_KEYS, DECISION_KEYS = {"name", "settings"}, {"extension", "call", "decision", "said"}
 ANSWER = 0  # the `call` of a decision about the model's answer, not about a tool call
 NONE = "none"  # the set of extensions of a recording that had none: the plain loop
@@ -60,6 +62,33 @@ def names_on(recording):
     alphabetical order, joined by " + " ("syntax + tests-after-edit"), or NONE."""
     on = (recording.get("extensions") or {}).get("on", [])
     return " + ".join(sorted(e["name"] for e in on)) or NONE
+
+
+def with_lines(messages, lines):
+    """A copy of `messages` whose first len(`lines`) tool results are those lines, in order:
+    the request --keep-results sends (extensions/keep_results.py shortens the oldest first)."""
+    sent, lines = list(messages), iter(lines)
+    for index, message in enumerate(sent):
+        if message.get("role") == "tool":
+            line = next(lines, None)
+            if line is None:
+                break
+            sent[index] = {**message, "content": line}
+    return sent
+
+
+def as_sent(recording, number, messages=None):
+    """The messages of model call `number` (from 1) as they were sent: the first
+    `request_length` of the conversation (`messages`, else the recording's), with the line
+    of each result shortened by then in place (decisions made when no more calls had run)."""
+    length = recording["model_calls"][number - 1]["request_length"]
+    request = (recording["messages"] if messages is None else messages)[:length]
+    shortened = [(d["call"], d["said"]) for d in decisions_of(recording)
+                 if (d["extension"], d["decision"]) == (KEEP_RESULTS, SHORTENED)]  # fmt: skip
+    if not shortened:
+        return request
+    before = len(calls_made([e for e in recording["events"] if e["turn"] < number]))
+    return with_lines(request, [line for call, line in shortened if call <= before])
 
 
 def decision_line(decision):

@@ -16,7 +16,7 @@ import json
 import re
 
 from agent_loop import MODEL_START, TOOL_RESULT, TOOL_START
-from plumbing.decisions import answered, decisions_of
+from plumbing.decisions import answered, as_sent, decisions_of
 from plumbing.sample import SOURCE_FILE
 from plumbing.source_diff import unified
 from plumbing.tasks import outcome_of
@@ -177,8 +177,8 @@ def request_divergences(recording, requests, got_root):
     # (64 requests after a message of 900 KB: seconds of regular expressions)
     recorded = comparable(recording["messages"], recording.get("workdir"))
     seen = {}  # id(message) -> the message normalised; the requests hold them all alive
-    for number, (saved, sent) in enumerate(zip(saved_calls, requests, strict=False), 1):
-        want = recorded[: saved["request_length"]]
+    for number, sent in enumerate(requests[: len(saved_calls)], 1):
+        want = as_sent(recording, number, recorded)  # with --keep-results' lines in place
         for message in sent:
             if id(message) not in seen:
                 seen[id(message)] = comparable(message, got_root)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from agent_loop import MODEL_DONE, STOPPED, TEXT_DELTA, THINKING_DELTA, TOOL_RESULT, TOOL_START
 from plumbing.console import cut, made_by, plural, verdict_lines, visible
-from plumbing.decisions import by_call, decision_line
+from plumbing.decisions import SHORTENED, as_sent, by_call, decision_line, decisions_of
 from plumbing.fork import fork_line
 from plumbing.recording import RECORDINGS
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
@@ -226,28 +226,43 @@ def header(recording, name):
     )
 
 
-def growth_chart(model_calls, messages):
+def growth_chart(recording):
     """Messages and characters of each request, as bars: a grid of a label and a bar with
     its size a row, the bars in percent of the page's width (a narrow screen wraps a size
-    below its bar, never off the screen)."""
+    below its bar, never off the screen). With --keep-results, what the conversation held
+    and, after it, the characters the request sent (decisions.as_sent)."""
+    model_calls, messages = recording["model_calls"], recording["messages"]
     running = [0]  # characters of the first n messages, each message measured once
     for message in messages:
-        running.append(running[-1] + len(json.dumps(message, ensure_ascii=False)))
+        running.append(running[-1] + _size(message))
+    shortened = any(d["decision"] == SHORTENED for d in decisions_of(recording))
     sizes = []
-    for call in model_calls[:TURNS_SHOWN]:
+    for number, call in enumerate(model_calls[:TURNS_SHOWN], 1):
         count = min(call["request_length"], len(messages))
-        sizes.append((count, running[count]))
+        sent = sum(map(_size, as_sent(recording, number))) if shortened else None
+        sizes.append((count, running[count], sent))
     if not sizes:
         return ""
-    most = max(chars for _, chars in sizes) or 1
+    most = max(chars for _, chars, _ in sizes) or 1
     rows = []
-    for number, (count, chars) in enumerate(sizes, 1):
+    for number, (count, chars, sent) in enumerate(sizes, 1):
         length = max(0.5, round(60 * chars / most, 1))  # 60% at most: room for its size
+        size = f"{count} messages, {chars:,} characters"
+        bars = f'<span class="bar" style="width:{length}%"></span>'
+        if sent is not None:  # the part sent, drawn over what the conversation held
+            size += f" held; {sent:,} sent"
+            part = round(min(100, 100 * sent / (chars or 1)), 1)  # inline: the style sheet stays
+            held = f"width:{length}%;background:none;outline:1px solid"
+            bars = (f'<span class="bar" style="{held}"><span class="bar" '
+                    f'style="width:{part}%;margin:0;opacity:1"></span></span>')  # fmt: skip
         rows.append(
-            f'<span>request {number}</span><span><span class="bar" style="width:{length}%">'
-            f'</span> <span class="size">{count} messages, {chars:,} characters</span></span>'
+            f'<span>request {number}</span><span>{bars} <span class="size">{size}</span></span>'
         )
     return f'<div class="grew">{"".join(rows)}</div>'
+
+
+def _size(message):
+    return len(json.dumps(message, ensure_ascii=False))
 
 
 def stream_chart(call, scripted=False):
@@ -485,7 +500,7 @@ def recording_page(recording, name):
     """The whole page of one recording (see the module docstring)."""
     sample = SAMPLE_FILES[SOURCE_FILE].decode("utf-8")
     body = [header(recording, name), "<h2>How the conversation grew</h2>"]
-    body.append(growth_chart(recording["model_calls"], recording["messages"]))
+    body.append(growth_chart(recording))
     by_turn = {}
     for event in recording["events"]:
         by_turn.setdefault(event["turn"], []).append(event)

@@ -201,12 +201,12 @@ def test_a_decision_is_about_the_nth_call_the_tools_ran():
 @SHARES_THE_RUN
 def test_only_the_newest_format_holds_extensions_and_replay_refuses_one_it_lacks(hooked, tmp_path):
     recording = load(hooked[2])  # the loader checks the shape; replay, the names it knows
-    recording["extensions"] = {"on": [{"name": "approve", "settings": {}}], "decisions": []}
+    recording["extensions"] = {"on": [{"name": "summarise", "settings": {}}], "decisions": []}
     save(tmp_path / "unknown.json", recording)
     assert load(tmp_path / "unknown.json")["extensions"] == recording["extensions"]
     outcome = replay(tmp_path / "unknown.json")[0]
     assert outcome == CANNOT_REPLAY
-    with pytest.raises(RecordingError, match="unknown.json: extension 'approve' is not one this"):
+    with pytest.raises(RecordingError, match="unknown.json: extension 'summarise' is not one this"):
         Extensions.of(recording, path="unknown.json")
     old = load(RECORDINGS / "repair.json")  # format /3
     old["extensions"] = {"on": [{"name": "syntax", "settings": {}}], "decisions": []}

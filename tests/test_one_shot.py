@@ -199,6 +199,8 @@ def test_the_set_is_the_names_in_order_whoever_ran_them_a_fork_or_a_series():
     [
         (["--hook", "syntax"], "--hook"),
         (["--text-calls"], "--text-calls"),
+        (["--plan"], "--plan"),
+        (["--keep-results", "2"], "--keep-results"),
         (["--task", "impossible"], "--task impossible"),
         (["--fork", "recordings/repair.json", "--at", "2"], "--fork"),
     ],

@@ -1,0 +1,132 @@
+"""Permissions: `--approve` asks you before each edit and test run; `--plan` offers the model
+read-only tools alone.
+
+The Claude Agent SDK decides each tool call in a fixed order: hooks, deny rules, ask rules,
+the permission mode (`default`, `plan`: read-only tools only, `acceptEdits`,
+`bypassPermissions`), then a `canUseTool` callback that asks the user; a denial goes back
+to the model with its reason. Here each is a hook (extensions/hooks.py) around the tools:
+
+- `Approve`: before `replace_text` and `run_tests` the terminal shows the call (an edit as
+  its diff) and asks: allow, deny with a reason, or allow the rest of the run; `read_file`
+  is allowed. A denial is the call's result, with the reason, so the model reads it. No
+  terminal (stdin not a TTY): each is denied, said once. Decisions: `allowed`,
+  `allowed-rest`, `denied`; a replay applies the recorded ones and asks no one.
+- `PlanOnly`: only the read-only tools are offered; a call to another is refused
+  (`denied`). The run ends when the model answers with text: its plan.
+
+Not here: rules by pattern (the SDK's allow and deny lists), a time limit on asking.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+from extensions.hooks import Hook
+from plumbing.console import cut, visible
+from plumbing.redact import redact
+from plumbing.sample import SOURCE_FILE
+from plumbing.source_diff import unified
+
+ASKED = ("replace_text", "run_tests")  # what writes or runs code; read_file is allowed
+READ_ONLY = ("read_file",)  # what --plan offers
+ALLOWED, ALLOWED_REST, DENIED = "allowed", "allowed-rest", "denied"
+NO_TERMINAL = "no terminal to ask: stdin is not a TTY"
+REASON = "  Reason (the model reads it): "
+QUESTION = "  Allow? y = yes, n = no (then a reason), a = allow the rest of the run: "
+
+
+class Approve(Hook):
+    """Asks `terminal` (None: asks no one, a replay's) before each call of ASKED, unless
+    `recorded` ({call: (decision, said)}) already holds the answer."""
+
+    name = "approve"
+
+    def __init__(self, tools, log, since=1, terminal=None, recorded=None):
+        super().__init__(tools, log, since)
+        self.terminal, self.recorded, self.rest = terminal, recorded or {}, False
+
+    def around(self, name, arguments, call):
+        if name not in ASKED:
+            return call()
+        decision, said = self.answer(name, arguments)
+        self.rest = self.rest or decision == ALLOWED_REST
+        self.decide(decision, said)
+        if decision == DENIED:
+            return {"error": f"The user denied this call: {said}"}
+        return call()
+
+    def answer(self, name, arguments):
+        if self.log.calls in self.recorded:  # a replay, or the turns a fork replays
+            return self.recorded[self.log.calls]
+        if self.rest:
+            return ALLOWED, "the rest of the run was allowed"
+        if self.terminal is None:
+            return DENIED, "no decision was recorded for this call"
+        return self.terminal.ask(shown(name, arguments, Path(self.root) / SOURCE_FILE))
+
+
+class PlanOnly(Hook):
+    """Offers the read-only tools alone (from the request after call `since` - 1 on)."""
+
+    name = "plan"
+
+    @property
+    def schemas(self):
+        if self.log.calls + 1 < self.since:
+            return self.tools.schemas
+        return [s for s in self.tools.schemas if s["function"]["name"] in READ_ONLY]
+
+    def around(self, name, arguments, call):
+        if name in READ_ONLY:
+            return call()
+        self.decide(DENIED, f"{name} is not offered in plan mode")
+        return {"error": f"Plan mode: only {', '.join(READ_ONLY)} is offered, and {name} is "
+                "not run. Read what you need, then answer with your plan as text."}  # fmt: skip
+
+
+class Terminal:
+    """The person at the terminal: `ask` shows a call and reads the answer from stdin."""
+
+    def __init__(self, stdin=None, out=None):
+        self.stdin, self.out, self.told = stdin, out, False  # None: sys's, when asked
+
+    def ask(self, lines):
+        stdin, out = self.stdin or sys.stdin, self.out or sys.stdout
+        if not stdin.isatty():
+            if not self.told:  # once: the run goes on, and each denial is its call's result
+                print(f"  [approve] {NO_TERMINAL}: each replace_text and run_tests is denied",
+                      file=out)  # fmt: skip
+                self.told = True
+            return DENIED, NO_TERMINAL
+        print("\n".join(visible(redact(line)) for line in lines), file=out)  # model-written
+        while True:
+            said = self.answer(QUESTION, stdin, out)
+            if said is None:  # end of input: nobody is there to allow it
+                return DENIED, "no answer (end of input)"
+            if said.lower() in ("y", "a"):
+                return (ALLOWED if said.lower() == "y" else ALLOWED_REST), "by the user"
+            if said.lower() == "n":
+                return DENIED, self.answer(REASON, stdin, out) or "no reason given"
+
+    def answer(self, question, stdin, out):
+        """One line typed after `question`, stripped; None at the end of input."""
+        print(question, end="", file=out, flush=True)
+        said = stdin.readline()
+        if not out.isatty():  # the terminal echoed it on its own screen: say it here too
+            print(visible(said.strip()), file=out)
+        return said.strip() if said else None
+
+
+def shown(name, arguments, source):
+    """The lines that show a call before it runs: an edit as the diff it would make."""
+    if name == "replace_text" and isinstance(arguments, dict):
+        old, new = arguments.get("old"), arguments.get("new")
+        before = source.read_text(encoding="utf-8", errors="replace") if source.exists() else ""
+        if isinstance(old, str) and isinstance(new, str) and old and before.count(old) == 1:
+            after = before.replace(old, new, 1)
+            return [f"  {name} would change {SOURCE_FILE}:"] + unified(
+                before, after, f"{SOURCE_FILE} now", "after this edit"
+            )
+    if name == "run_tests":
+        return ["  run_tests would run the visible tests on the copy (the code as edited so far)"]
+    return [f"  {name} {cut(json.dumps(arguments, ensure_ascii=False), 300)}"]

@@ -1,0 +1,205 @@
+"""Permissions (extensions/permissions.py, `record_run.py --approve` and `--plan`): what
+you answer at the terminal, or what plan mode offers, decides each call; the model reads a
+denial; the recording keeps every decision and replay applies them, asking no one.
+
+The model is the Ollama stand-in on 127.0.0.1 serving hand-written turns through the real
+SDK: nothing here is a model's output. The terminal is a real pseudo-terminal (pty) on the
+stdin of one real record_run.py process; the other runs are main() in this process
+(tests/in_process.py), whose stdin is no terminal.
+"""
+
+import io
+import json
+import os
+import pty
+import subprocess
+import sys
+
+import pytest
+
+from extensions.hooks import Log
+from extensions.permissions import NO_TERMINAL, QUESTION, Approve, Terminal
+from plumbing.page import recording_page
+from plumbing.recording import load, save
+from plumbing.sample import SOURCE_FILE
+from replay import DIVERGED, REPRODUCED
+from repo_tools import RepoTools
+from tests.helpers import FAULTY_LINE, FIXED_LINE, LAB, record, replay
+from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
+
+COMMENT = {"old": "sources = []", "new": "sources = []  # in order"}
+REASON = "read the code first"
+
+
+def turn(*calls):
+    return reply(chunk(tool_calls=list(calls)), chunk(done=True))
+
+
+def said(text):
+    return reply(chunk(text), chunk(done=True))
+
+
+def tool_results(body):
+    return [m["content"] for m in body["messages"] if m["role"] == "tool"]
+
+
+# subtle: a module fixture is made once per xdist worker (see tests/test_hooks.py)
+SHARES_THE_RUN = pytest.mark.xdist_group("approve-on-a-terminal")
+
+
+@pytest.fixture(scope="module")
+def approved(tmp_path_factory):
+    """(stdout, exit code, request bodies, recording's path) of one run with --approve whose
+    stdin is a pseudo-terminal holding the answers: n (with a reason), y, a."""
+    output = tmp_path_factory.mktemp("approve") / "approved.json"
+    script = [
+        turn(call("run_tests")),  # denied, with the reason
+        turn(call("replace_text", old=FAULTY_LINE, new=FIXED_LINE)),  # allowed
+        turn(call("run_tests")),  # allowed, and the rest of the run too
+        turn(call("replace_text", **COMMENT)),  # allowed without asking
+        turn(call("read_file", path=SOURCE_FILE)),  # never asked about
+        said("Fixed."),
+    ]
+    leader, follower = pty.openpty()
+    # a terminal's line discipline hands the program one line per read: the answers wait
+    os.write(leader, f"n\n{REASON}\ny\na\n".encode())
+    with OllamaTestServer(script) as server:
+        done = subprocess.run(
+            [sys.executable, "record_run.py", "--host", server.host, "--approve",
+             "--output", output],  # fmt: skip
+            cwd=LAB, stdin=follower, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        bodies = server.chat_bodies()
+    os.close(follower)
+    os.close(leader)
+    return done.stdout, done.returncode, bodies, output
+
+
+@SHARES_THE_RUN
+def test_a_denial_is_the_calls_result_and_the_model_reads_the_reason(approved):
+    stdout, code, bodies, path = approved
+    assert code == 0, stdout
+    denied = json.loads(tool_results(bodies[1])[0])  # what the model read before turn 2
+    assert denied == {"error": f"The user denied this call: {REASON}"}
+    lines = stdout.splitlines()
+    at = lines.index(f"  [approve] denied: {REASON}")
+    assert lines[at - 1] == f"  -> error: The user denied this call: {REASON}"
+
+
+@SHARES_THE_RUN
+def test_an_edit_is_shown_as_its_diff_before_you_are_asked(approved):
+    stdout = approved[0]
+    shown = stdout.index(f"  replace_text would change {SOURCE_FILE}:")
+    assert stdout.index(f"    +        {FIXED_LINE}", shown) > shown
+    assert "  run_tests would run the visible tests" in stdout
+    assert stdout.count(QUESTION) == 3  # run_tests, the edit, run_tests; then no more asking
+
+
+@SHARES_THE_RUN
+def test_allow_the_rest_allows_every_later_call_and_read_file_is_never_asked(approved):
+    recording = load(approved[3])
+    assert recording["final_tests"]["verdict"] == "passed"
+    assert recording["extensions"] == {
+        "on": [{"name": "approve", "settings": {}}],
+        "decisions": [
+            {"extension": "approve", "call": 1, "decision": "denied", "said": REASON},
+            {"extension": "approve", "call": 2, "decision": "allowed", "said": "by the user"},
+            {"extension": "approve", "call": 3, "decision": "allowed-rest", "said": "by the user"},
+            {"extension": "approve", "call": 4, "decision": "allowed",
+             "said": "the rest of the run was allowed"},
+        ],
+    }  # fmt: skip
+    assert "Extensions on: approve (docs/permissions.md)" in approved[0]
+
+
+@SHARES_THE_RUN
+def test_replay_applies_the_recorded_answers_and_a_changed_one_diverges(approved, tmp_path):
+    outcome, output = replay(approved[3])  # nobody is asked: stdin here is no terminal
+    assert outcome == REPRODUCED, output
+    assert QUESTION not in output and f"  [approve] denied: {REASON}" in output.splitlines()
+    recording = load(approved[3])
+    recording["extensions"]["decisions"][1].update(decision="denied", said="no")
+    save(tmp_path / "changed.json", recording)
+    outcome, output = replay(tmp_path / "changed.json")
+    assert outcome == DIVERGED
+    assert "tool call 2 (model call 2, replace_text) result" in output
+
+
+@SHARES_THE_RUN
+def test_the_page_shows_each_answer_under_its_call(approved):
+    page = recording_page(load(approved[3]), "approved.json")
+    assert f"[approve] denied: {REASON}" in page
+    assert (
+        page.index("[approve] denied")
+        < page.index('id="turn-2"')
+        < page.index("[approve] allowed: by the user")
+    )
+
+
+def test_with_no_terminal_each_asked_call_is_denied_and_it_is_said_once(tmp_path):
+    script = [
+        turn(call("replace_text", old=FAULTY_LINE, new=FIXED_LINE), call("run_tests")),
+        said("I could not."),
+    ]
+    with OllamaTestServer(script) as server:
+        done = record("--host", server.host, "--approve", "--output", tmp_path / "n.json")
+        results = tool_results(server.chat_bodies()[1])
+    assert done.returncode == 1
+    assert done.stdout.count(f"[approve] {NO_TERMINAL}: each replace_text and run_tests") == 1
+    assert results == [json.dumps({"error": f"The user denied this call: {NO_TERMINAL}"})] * 2
+    decisions = load(tmp_path / "n.json")["extensions"]["decisions"]
+    assert [(d["call"], d["decision"]) for d in decisions] == [(1, "denied"), (2, "denied")]
+
+
+def test_plan_offers_read_only_tools_and_the_run_ends_with_the_plan(tmp_path):
+    script = [
+        turn(call("read_file", path=SOURCE_FILE), call("replace_text", **COMMENT)),
+        said("Plan: turn backslashes into slashes before splitting."),
+    ]
+    with OllamaTestServer(script) as server:
+        done = record("--host", server.host, "--plan", "--output", tmp_path / "plan.json")
+        bodies = server.chat_bodies()
+    assert done.returncode == 1  # nothing was repaired: the verdict is run and says so
+    offered = [[t["function"]["name"] for t in body["tools"]] for body in bodies]
+    assert offered == [["read_file"], ["read_file"]]
+    refused = json.loads(tool_results(bodies[1])[1])["error"]
+    assert refused.startswith("Plan mode: only read_file is offered, and replace_text is not run")
+    assert "  [plan] the model's plan is its text of turn 2, above" in done.stdout.splitlines()
+    assert "Independent verdict: failed" in done.stdout
+    recording = load(tmp_path / "plan.json")
+    assert recording["final_source"] == (LAB / "sample_repo" / SOURCE_FILE).read_text()
+    assert replay(tmp_path / "plan.json")[0] == REPRODUCED
+
+
+@pytest.mark.parametrize(
+    "flags, says",
+    [
+        (["--approve", "--plan"], "argument --plan: not allowed with argument --approve"),
+        (["--approve", "--attempts", "2"], "--approve asks at the terminal, and a series'"),
+    ],
+)
+def test_flags_that_cannot_go_together_are_refused_in_one_line(flags, says):
+    done = record(*flags)
+    assert done.returncode == 2
+    errors = [line for line in done.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and says in errors[0]
+
+
+def test_a_terminal_asks_again_until_it_understands_and_end_of_input_denies(repo):
+    leader, follower = pty.openpty()
+    os.write(leader, b"maybe\ny\nn\n\n")  # a word it does not know; then no reason given
+    with open(follower, encoding="utf-8", closefd=True) as stdin:
+        terminal = Terminal(stdin, out=io.StringIO())
+        assert terminal.ask(["a call"]) == ("allowed", "by the user")
+        assert terminal.ask(["a call"]) == ("denied", "no reason given")
+    os.close(leader)
+    tools = Approve(RepoTools(repo), Log(), terminal=None, recorded={})  # a replay: no one asked
+    assert "no decision was recorded" in tools.invoke("run_tests", {})["error"]
+    assert "text" in tools.invoke("read_file", {"path": SOURCE_FILE})
+
+
+@SHARES_THE_RUN
+def test_the_run_docs_permissions_md_quotes_is_what_it_prints(approved):
+    from tests.test_readme import appear_in_order, quoted_block
+
+    assert appear_in_order(quoted_block("Extensions on: approve"), approved[0]) == []

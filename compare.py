@@ -3,15 +3,16 @@
     python3 lab.py run compare.py recordings/*.json
     python3 lab.py run compare.py --by max_turns recordings/series-*.json
     python3 lab.py run compare.py --by fork recordings/mine-*.json recordings/fork-*.json
+    python3 lab.py run compare.py --by extensions recordings/loop-*.json recordings/one-*.json
 
-Recordings are grouped by their source and task, then their model, wire (api), max_turns
-and fork point, or, with `--by`, one of those. Each group gets a few lines: passed k of n
-with the 95% Wilson interval (for an impossible task: cheated k of n, then how many
-flagged the conflict and how many failed), a bar from 0% to 100% showing both, the stop
-reasons counted, and the medians of model calls, tool calls, seconds and the model's token
-counters (outcomes.py). Scripted and fault-injection recordings form groups of their own,
-labelled as such: they are hand-written chunks, and a rate over them says nothing about a
-model.
+Recordings are grouped by their source and task, then their model, wire (api), max_turns,
+fork point and the set of extensions that was on (`none`: the plain loop), or, with `--by`,
+one of those. Each group gets a few lines: passed k of n with the 95% Wilson interval (for
+an impossible task: cheated k of n, then how many flagged the conflict and how many
+failed), a bar from 0% to 100% showing both, the stop reasons counted, and the medians of
+model calls, tool calls, seconds and the model's token counters (outcomes.py). Scripted
+and fault-injection recordings form groups of their own, labelled as such: they are
+hand-written chunks, and a rate over them says nothing about a model.
 
 Not here: replaying or checking the recordings (replay.py does that), or any test of
 whether two groups differ: the intervals are shown so that a reader does not over-read
@@ -25,6 +26,7 @@ import textwrap
 from pathlib import Path
 
 from plumbing.console import plural, tolerant_output
+from plumbing.decisions import NONE, names_on
 from plumbing.exit_codes import EVERY_PROGRAM, EXIT_ERROR, EXIT_OK, run_program
 from plumbing.fork import change_words
 from plumbing.outcomes import HAND_WRITTEN, NOT_A_MODEL, outcome, rate, summary_lines
@@ -35,7 +37,7 @@ from plumbing.tasks import REPAIR, task_of
 
 BAR_WIDTH = 50  # cells from 0% to 100%; with its frame a bar takes 62 columns
 WIDTH = 80  # every other line is wrapped to this
-KEYS = ("model", "api", "max_turns", "fork")
+KEYS = ("model", "api", "max_turns", "fork", "extensions")
 FROM_THE_START = "from the start"  # the fork point of a recording that is no fork
 SERIES_PAGE = "series.html"  # the page of the rates, in the --html folder
 
@@ -56,8 +58,10 @@ def parse_args(argv):
         default="all",
         help="group by the source, the task and this field only, e.g. --by max_turns to see "
         "what a bigger turn budget repairs and what it costs, --by fork for the rate from a "
-        "fork's turn beside the rate from the start, --by task for each task's rate "
-        "(default: %(default)s, i.e. source, task, model, api, max_turns and fork point)",
+        "fork's turn beside the rate from the start, --by task for each task's rate, "
+        "--by extensions for each set of extensions that was on (none: the plain loop; "
+        "one-shot: the control arm, docs/one-shot.md) (default: %(default)s, i.e. source, "
+        "task, model, api, max_turns, fork point and extensions)",
     )
     parser.add_argument(
         "--html",
@@ -82,6 +86,7 @@ def group_key(recording, by="all"):
         "api": recording.get("api", "ollama"),
         "max_turns": recording["max_turns"],
         "fork": fork_point_of(fork),
+        "extensions": names_on(recording),  # "syntax", "one-shot", ... or "none"
     }
     chosen = KEYS if by == "all" else () if by == "task" else (by,)
     task = ("task", task_of(recording).name)  # a rate is of one task: never two mixed
@@ -112,7 +117,9 @@ def label(key):
             continue  # told apart by its SHA-256, shown by name
         if name == "fork" and value == FROM_THE_START and source != "forked" and len(fields) > 1:
             continue  # said only where it tells groups apart
-        shown.append(f"{name} {value}" if name == "max_turns" else str(value))
+        if name == "extensions" and value == NONE and len(fields) > 1:
+            continue  # the plain loop, as every recording made before extensions
+        shown.append(f"{name} {value}" if name in ("max_turns", "extensions") else str(value))
     return " · ".join(shown)
 
 

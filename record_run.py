@@ -156,7 +156,7 @@ def parse_args(argv):
         "message; the recording and the transcript say so (default: such a call is named "
         "at the stop and never run)",
     )
-    extension_options(parser)  # --hook, --approve, --plan, --keep-results (extensions/)
+    extension_options(parser)  # --hook, --approve, --plan, --keep-results, --one-shot
     parser.add_argument(
         "--task",
         choices=tuple(TASKS),
@@ -228,7 +228,7 @@ def parse_args(argv):
     )
     parser.set_defaults(isolate=True)
     args = parser.parse_args(argv)
-    check_options(parser, args)  # --approve needs a terminal (extensions/__init__.py)
+    check_options(parser, args)  # --approve needs a terminal, --one-shot no tools (extensions/)
     if args.max_turns < 1:
         parser.error("--max-turns must be at least 1")
     if args.api == "openai" and args.think != "auto":
@@ -257,21 +257,21 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
 
     `deadline`: seconds or the limits.Deadline the model's adapter shares; `text_calls`: as
     --text-calls; `task`: what the model is given (plumbing/tasks.py); `fork`: a Fork;
-    `extensions`: the Extensions around the tools and chat (--hook, ...), none when None."""
+    `extensions`: the Extensions around the tools, chat or loop (--hook, ...), or None."""
     out = out or sys.stdout  # looked up now, not at import: tolerant_output() replaces it
+    extensions = extensions or Extensions()
     deadline = deadline if isinstance(deadline, Deadline) else Deadline(deadline)
     text, system = (
         (fork.parent["task"], fork.parent["system"]) if fork else (task.text or TASK, SYSTEM_PROMPT)
     )
     # one seed for the attempt: both verdicts ask the same inputs, and a replay (it is saved);
-    # a fork's edit tool acts as its parent's did
-    plan = Plan(text, system, max_turns, tests_for(task), text_calls, isolate,
-                {"seed": new_seed()}, deadline, fork.told if fork else True)  # fmt: skip
-    extensions = extensions or Extensions()
-    try:  # the extensions wrap the chat and the tools, and print their decisions as they come
+    # a fork's edit tool acts as its parent's did; --one-shot has its own prompts and one turn
+    plan = extensions.planned(Plan(text, system, max_turns, tests_for(task), text_calls,
+        isolate, {"seed": new_seed()}, deadline, fork.told if fork else True))  # fmt: skip
+    try:  # the extensions wrap the chat, the tools or the loop, and print their decisions
         run = drive(extensions.chat(fork.chat(recorder) if fork else recorder), plan, out,
-                    starting=True, fork=fork, loop=AgentLoop, judge=independent_verdict,
-                    tools=extensions.tools(RepoTools),
+                    starting=True, fork=fork, loop=extensions.loop(AgentLoop),
+                    tools=extensions.tools(RepoTools), judge=independent_verdict,
                     watch=extensions.watch(attempt_watch(), out))  # fmt: skip
     except ForkDiverged as error:  # the live model was not asked
         print("\n".join(error.lines()), file=out)

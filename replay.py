@@ -170,9 +170,9 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
     watch = extensions.watch(watcher(transcript, chunks, chunk_log, out), out)
     final = recording["final_tests"] is not None
     tools = extensions.tools(RepoTools)  # RepoTools, inside the recording's extensions if any
-    run = drive(extensions.chat(chunk_log), plan, out, loop=AgentLoop, tools=tools,
-                judge=independent_verdict, final=final, fork=fork, watch=watch, cut=cut,
-                prefix="agent-lab-replay-")  # fmt: skip
+    run = drive(extensions.chat(chunk_log), plan, out, loop=extensions.loop(AgentLoop),
+                tools=tools, judge=independent_verdict, final=final, fork=fork, watch=watch,
+                cut=cut, prefix="agent-lab-replay-")  # fmt: skip
     if run.interrupted:  # Ctrl-C: nothing to compare; main() says so and exits 130
         raise KeyboardInterrupt
     if cut_short:

@@ -3,40 +3,45 @@
 The loop takes a `chat` and `tools` (agent_loop.py). An extension is an object with the
 same interface, the same `schemas` and `invoke` or the same call, that holds the real one
 and decides around it, as WSGI middleware wraps an application: the loop never learns it
-is there, and agent_loop.py has no line for it. Three kinds ship:
+is there, and agent_loop.py has no line for it. Four kinds ship:
 
 - hooks (extensions/hooks.py: `--hook syntax`, `--hook tests-after-edit`; docs/hooks.md),
   around the tools;
 - permissions (extensions/permissions.py: `--approve`, `--plan`; docs/permissions.md),
   around the tools;
 - context management (extensions/keep_results.py: `--keep-results N`; docs/context.md),
-  around the chat.
+  around the chat;
+- the control arm (extensions/one_shot.py: `--one-shot`; docs/one-shot.md), around the loop
+  itself: one turn, no tools.
 
 `Extensions` is the set a run turns on: it wraps the tools the driver makes
-(plumbing/driver.py's `tools`) and the chat it is given, keeps every decision in a `Log`,
-shows each one in the terminal as the run goes (a `watch` of the driver's), and says what a
-recording keeps of them (plumbing/decisions.py); replay.py builds the same set from a
-recording and asks no one. Above plumbing/ and beside the loop: nothing below imports this
-folder.
+(plumbing/driver.py's `tools`), the chat it is given and its loop (`loop`), keeps every
+decision in a `Log`, shows each one in the terminal as the run goes (a `watch` of the
+driver's), and says what a recording keeps of them (plumbing/decisions.py); replay.py
+builds the same set from a recording and asks no one. Above plumbing/ and beside the loop:
+nothing below imports this folder.
 """
 
 from agent_loop import ASSISTANT_FINISHED, STOPPED, TEXT_DELTA, THINKING_DELTA
 from extensions.hooks import Log
 from extensions.keep_results import Counted, KeepResults
+from extensions.one_shot import OneShot
 from extensions.permissions import Approve, PlanOnly, Terminal
 from extensions.syntax import Syntax
 from extensions.tests_after_edit import TestsAfterEdit
 from plumbing.decisions import calls_made, decision_line
 from plumbing.limits import positive_int
 from plumbing.recording import RecordingError
+from plumbing.tasks import TASKS
 
 # In the order they wrap the tools, innermost first, whatever order the flags came in: an
 # edit the syntax hook undoes runs no tests; you are asked about the model's calls before
 # any hook acts (and not about the tests a hook runs). keep-results wraps the chat.
 TOOLS = {kind.name: kind for kind in (Syntax, TestsAfterEdit, PlanOnly, Approve)}
 HOOKS = ("syntax", "tests-after-edit")
-ORDER = (*TOOLS, KeepResults.name)
-PAGES = {"approve": "permissions", "plan": "permissions", KeepResults.name: "context"}
+ORDER = (OneShot.name, *TOOLS, KeepResults.name)
+PAGES = {"approve": "permissions", "plan": "permissions", KeepResults.name: "context",
+         OneShot.name: "one-shot"}  # fmt: skip
 
 
 def extension_options(parser):
@@ -67,6 +72,15 @@ def extension_options(parser):
         "Each of these is kept in the recording, applied again by replay, and with --fork "
         "added to the recording's own from its first live call",
     )  # fmt: skip
+    parser.add_argument(
+        "--one-shot", action="store_true",
+        help="the control arm: ask the model once, with no tools, for the whole corrected "
+        "path_rules.py in one fenced block (the task, both files and the starting test run in "
+        "one message), write the block over the copy and judge it with the same verdict; one "
+        "request, so --max-turns does not apply; with none of --fork, --hook, --approve, "
+        "--plan, --keep-results, --text-calls or an impossible --task (docs/one-shot.md) "
+        "(default: the loop)",
+    )  # fmt: skip
 
 
 def check_options(parser, args):
@@ -74,6 +88,19 @@ def check_options(parser, args):
     if args.approve and args.attempts > 1:
         parser.error("--approve asks at the terminal, and a series' attempts have none; "
                      "give --attempts 1")  # fmt: skip
+    task = args.task and TASKS[args.task]
+    given = {  # each needs the loop's tools or turns, which --one-shot has not
+        "--fork": args.fork is not None,  # a one-shot has no turns to replay
+        "--hook": args.hook,  # a hook acts around a tool call
+        "--approve": args.approve,  # asks about tool calls
+        "--plan": args.plan,  # offers read_file
+        "--keep-results": args.keep_results,  # shortens tool results
+        "--text-calls": args.text_calls,  # a call written as text runs a tool
+        f"--task {args.task}": task and task.impossible,  # flagged: after it read the tests
+    }
+    refused = [flag for flag, on in given.items() if on]
+    if args.one_shot and refused:
+        parser.error(f"--one-shot offers no tools, which {refused[0]} needs; leave one out")
 
 
 class Extensions:
@@ -87,6 +114,7 @@ class Extensions:
         settings = settings or {}
         self.on = [{"name": n, "settings": settings.get(n, {})} for n in ORDER if n in names]
         self.log, self.terminal = Log(), terminal
+        self.one_shot = OneShot.name in names
         self.answers = {d["call"]: (d["decision"], d["said"]) for d in recorded
                         if d["extension"] == Approve.name}  # fmt: skip
 
@@ -95,6 +123,7 @@ class Extensions:
         """The extensions record_run.py's options turn on."""
         keep = {KeepResults.name: {"keep": args.keep_results}} if args.keep_results else {}
         names = [*args.hook, *(n for n in ("approve", "plan") if getattr(args, n)), *keep]
+        names += [OneShot.name] * args.one_shot
         return cls(names, keep, Terminal() if args.approve else None)
 
     @classmethod
@@ -108,6 +137,9 @@ class Extensions:
         had = {e["name"]: e["settings"] for e in field["on"]}
         for name, settings in had.items():
             settings_problem(name, settings, path)
+        if OneShot.name in had and (len(had) > 1 or recording.get("fork") or at):
+            raise RecordingError(f"{path}: a one-shot run has one turn and no tools: it is no "
+                                 "fork, has no other extension, and cannot be forked")  # fmt: skip
         replayed = [e for e in recording["events"] if e["turn"] < (at or 1)]  # a fork's
         since = len(calls_made(replayed)) + 1  # the first live call, where its own ones begin
         wanted = names if isinstance(names, dict) else dict.fromkeys(names, {})
@@ -144,6 +176,16 @@ class Extensions:
                 since = on["settings"].get("from_call", 1)
                 return KeepResults(chat, on["settings"]["keep"], self.log, since)
         return chat
+
+    def loop(self, make):
+        """A `loop` for drive: `make` (agent_loop.AgentLoop), or with --one-shot a OneShot
+        around it; `planned(plan)` is the plan it is given (one_shot.py's prompts, one turn)."""
+        if not self.one_shot:
+            return make
+        return lambda *args, **options: OneShot(make, self.log, *args, **options)
+
+    def planned(self, plan):
+        return OneShot.planned(plan) if self.one_shot else plan
 
     def watch(self, then=None, out=None):
         """A `watch` for drive that says which are on at the first event, prints each new

@@ -10,18 +10,22 @@ the page and replay read it.
 `on`: each extension the run had, in the order they wrap the tools, with its settings;
 `decisions`: every decision they made, in order, each about the `call`th call the tools
 ran (the `call`th tool_start event whose index is below MAX_CALLS_RUN: past it no call
-runs). A recording without the field had none on, as every recording made before them.
+runs), or with `call` 0 (ANSWER), before any of them, about the model's answer (the
+one-shot's: what it wrote). A recording without the field had none on, as every recording
+made before them.
 
 Not here: the extensions themselves (extensions/ lies above plumbing/: nothing here imports
 it), comparing a replay's decisions (divergence.py).
 """
 
-from agent_loop import TOOL_RESULT, TOOL_START
+from agent_loop import MODEL_DONE, TOOL_RESULT, TOOL_START
 from plumbing.limits import MAX_CALLS_RUN
 
 # the decision of --keep-results that a result is sent as the line it says (`as_sent`)
 KEEP_RESULTS, SHORTENED = "keep-results", "shortened"
 ON_KEYS, DECISION_KEYS = {"name", "settings"}, {"extension", "call", "decision", "said"}
+ANSWER = 0  # the `call` of a decision about the model's answer, not about a tool call
+NONE = "none"  # the set of extensions of a recording that had none: the plain loop
 
 
 def calls_made(events, kind=TOOL_START):
@@ -42,13 +46,22 @@ def answered(decisions, events):
 
 
 def by_call(recording):
-    """{(turn, index): [the decisions about that call]}, for a page to show under each call."""
+    """{(turn, index): [the decisions about that call]}, for a page to show under each call;
+    those about the answer under (its turn, None): the turn of the last complete answer."""
     starts = calls_made(recording["events"])
+    done = [e["turn"] for e in recording["events"] if e["type"] == MODEL_DONE] or [1]
     found = {}
     for decision in decisions_of(recording):
-        start = starts[decision["call"] - 1]
-        found.setdefault((start["turn"], start["index"]), []).append(decision)
+        start = starts[decision["call"] - 1] if decision["call"] else {"turn": done[-1]}
+        found.setdefault((start["turn"], start.get("index")), []).append(decision)
     return found
+
+
+def names_on(recording):
+    """The set of extensions a recording had, as compare.py groups by it: their names in
+    alphabetical order, joined by " + " ("syntax + tests-after-edit"), or NONE."""
+    on = (recording.get("extensions") or {}).get("on", [])
+    return " + ".join(sorted(e["name"] for e in on)) or NONE
 
 
 def with_lines(messages, lines):
@@ -104,7 +117,7 @@ def extensions_problem(data, holds):
         return "'extensions.on' settings must be objects"
     if not isinstance(field["decisions"], list):
         return "'extensions.decisions' must be a list"
-    made, last = len(calls_made(data["events"])), 1
+    made, last = len(calls_made(data["events"])), ANSWER
     for index, decision in enumerate(field["decisions"]):
         where = f"'extensions.decisions[{index}]"
         if not _exactly(decision, DECISION_KEYS):
@@ -112,8 +125,9 @@ def extensions_problem(data, holds):
         if decision["extension"] not in names:
             return f"{where}.extension' must name an extension in 'extensions.on'"
         call = decision["call"]
-        if not (isinstance(call, int) and not isinstance(call, bool) and last <= call <= made):
-            return f"{where}.call' must be a call the tools ran, {last} to {made}, in order"
+        whole, first = isinstance(call, int) and not isinstance(call, bool), max(last, 1)
+        if not (whole and (first <= call <= made or call == last == ANSWER)):  # answers first
+            return f"{where}.call' must be a call the tools ran, {first} to {made}, in order"
         if not (isinstance(decision["decision"], str) and decision["decision"]):
             return f"{where}.decision' must be a word"
         if not isinstance(decision["said"], str):

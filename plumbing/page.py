@@ -394,6 +394,7 @@ def turn_section(number, recording, events, previous_length, source_before, budg
         if event["type"] == MODEL_DONE:
             reply = "\n".join(message_lines(event["message"]))
             parts += ["<h3>The complete turn</h3>", pre(reply)]
+            parts += decided_lines((decided or {}).get((number, None), []))  # about the answer
         elif event["type"] == TOOL_START:
             starts[event["index"]] = event
             arguments = json.dumps(event.get("arguments"), ensure_ascii=False)
@@ -402,11 +403,8 @@ def turn_section(number, recording, events, previous_length, source_before, budg
             parts.append(pre(f"{event['name']} {arguments}"))
         elif event["type"] == TOOL_RESULT:
             parts.append(result_block(event))
-            said = (decided or {}).get((number, event["index"]), [])
-            if said:  # under the result the model read: what the hooks decided about it
-                lines = [decision_line(d) for d in said[:CALLS_SHOWN]]
-                lines += [f"... and {len(said) - CALLS_SHOWN:,} more"] if said[CALLS_SHOWN:] else []
-                parts += ["<p>The extensions decided:</p>", pre("\n".join(lines))]
+            # under the result the model read: what the hooks decided about it
+            parts += decided_lines((decided or {}).get((number, event["index"]), []))
             source, diff = edited(source, event, starts.get(event["index"]))
             if diff:
                 parts += ["<p>The diff of this edit:</p>", diff_block(diff)]
@@ -417,6 +415,15 @@ def turn_section(number, recording, events, previous_length, source_before, budg
                      f"turn, not shown (a page shows {CALLS_SHOWN} a turn)</p>")  # fmt: skip
     parts.append("</section>")
     return "\n".join(parts), source
+
+
+def decided_lines(said):
+    """What the extensions decided about a call or an answer, as parts of a page (none: [])."""
+    if not said:
+        return []
+    lines = [decision_line(d) for d in said[:CALLS_SHOWN]]
+    lines += [f"... and {len(said) - CALLS_SHOWN:,} more"] if said[CALLS_SHOWN:] else []
+    return ["<p>The extensions decided:</p>", pre("\n".join(lines))]
 
 
 def request_lines_of(message, number):

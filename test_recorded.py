@@ -51,7 +51,15 @@ from plumbing.transcript import block, result_lines
 from replay import CANNOT_REPLAY, DIVERGED, FULL, REPRODUCED, TURNS, parse_args
 from repo_tools import RepoTools
 from tests import openai_test_server as openai
-from tests.helpers import FAULTY_LINE, FIXED_LINE, altered, replay, sigint_default, wait_for
+from tests.helpers import (
+    FAULTY_LINE,
+    FIXED_LINE,
+    MEASURED,
+    altered,
+    replay,
+    sigint_default,
+    wait_for,
+)
 from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.real_server import ANSWER_TOKENS, MODEL
@@ -128,6 +136,31 @@ def test_the_real_attempts_are_five_of_the_15b_model_and_one_of_the_05b_and_call
     assert (names.count(QWEN_15B.alias), names.count(QWEN_05B.alias)) == (5, 1)
     calls = [sum(e["type"] == TOOL_START for e in r["events"]) for r in recordings]
     assert sum(count > 0 for count in calls) >= 3  # real streamed calls, run and answered
+
+
+# One real attempt of each arm of the measurement in docs/hooks.md (recordings/extensions/,
+# named by the 1.5B model's SHA-256): the fork whose edit the syntax hook undid; a fork
+# without the hook, from the same turn with the same seed as another hooked one, whose edit
+# matched nothing; a plain attempt that re-read path_rules.py and resent an edit that
+# matches nothing, five times. Each is cheap and reproduces on Python 3.10, 3.11 and 3.13
+# (the fork whose edit landed does not: its tests' import traceback differs by version).
+# The others replay the same way (`python3 lab.py replay PATH`); the suite does not pay.
+SHA = QWEN_15B.sha256[:8]
+MEASURED_REPLAYED = {  # the arm's folder: its recording, and a line its replay prints
+    "syntax-fork": (f"{SHA}-syntax-3at7-3", "[syntax] undone: SyntaxError"),
+    "no-hook-fork": (f"{SHA}-no-hook-3at7-2", "-> error: `old` was not found"),
+    "loop": (f"{SHA}-loop-2", "-> error: `old` was not found"),
+}
+
+
+@pytest.mark.parametrize("arm", MEASURED_REPLAYED)
+def test_a_measured_attempt_replays_and_names_its_model_by_sha256(arm):
+    name, shown = MEASURED_REPLAYED[arm]
+    path = MEASURED / arm / f"qwen2.5-coder-1.5b-{name}.json"
+    assert load(path)["model"]["gguf"]["sha256"] == QWEN_15B.sha256
+    outcome, output = replay(path)
+    assert outcome == REPRODUCED, output
+    assert shown in output
 
 
 def run_recorded(name, tmp_path):

@@ -18,6 +18,7 @@ import pytest
 from plumbing.divergence import event_divergence
 from plumbing.recording import RECORDINGS, RecordingError, load, save
 from plumbing.timeline import timeline
+from tests.helpers import SHOWN
 from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, chunk
 from tests.ollama_test_server import reply as ollama_reply
@@ -25,7 +26,7 @@ from tests.openai_test_server import TEST_MODEL, OpenAITestServer, content
 from tests.openai_test_server import reply as openai_reply
 
 HUGE = 10**400  # 401 digits: json reads it, no float holds it
-SHIPPED = sorted(RECORDINGS.rglob("*.json"))
+SHIPPED = SHOWN  # the shipped recordings but a measurement's (tests/helpers.py)
 # What the mutants are made from: every shipped recording but the real Qwen attempts, of
 # which one stands for all (their shape is one: OpenAI events with real tool calls, 60 to
 # 280 KB each; all six made the fuzz's readers take twice as long)

@@ -3,6 +3,8 @@ the parts the replays in test_recorded.py reach only slowly or not at all (no re
 there lacks a final source, or holds a value beyond ASCII that differs); then through
 replay, an event changed or missing from a copy of repair.json."""
 
+import json
+
 import pytest
 
 from plumbing.divergence import comparable, divergences, normalise, short, tool_divergences
@@ -78,7 +80,50 @@ def test_a_traceback_through_the_installation_compares_equal_from_any_clone():
     here = normalise(frames("/work/main", "/root/.pyenv/versions/3.11.7"), None)
     assert here == normalise(frames("/tmp/ci/main", "/usr"), None)
     assert here.startswith("<site-packages>/_pytest/python.py:508")
-    assert "<python>/importlib/__init__.py:126" in here and "tests/test_path_rules.py:1" in here
+    assert "<python>/importlib/__init__.py:<n>" in here and "tests/test_path_rules.py:1" in here
+
+
+# What pytest printed for one edit that broke the test file's import (an ImportError, the
+# copy's folder left out), under each Python the lab runs on, as each printed it
+IMPORTLIB_LINE = {"3.10": 126, "3.11": 126, "3.12": 90, "3.13": 88}
+
+
+def collection_error(version, carets, hint="", frozen=(1050, 1027)):
+    line = IMPORTLIB_LINE[version]
+    lines = [
+        f"/usr/lib/python{version}/importlib/__init__.py:{line}: in import_module",
+        "    return _bootstrap._gcd_import(name[level:], package, level)",
+        *(["           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^"] if carets else []),
+        f"<frozen importlib._bootstrap>:{frozen[0]}: in _gcd_import",
+        "    ???",
+        f"<frozen importlib._bootstrap>:{frozen[1]}: in _find_and_load",
+        "tests/test_path_rules.py:1: in <module>",
+        "    from path_rules import python_sources",
+        "E   ImportError: cannot import name 'python_sources' from 'path_rules' "
+        f"(./path_rules.py){hint}",
+    ]
+    return "\n".join(lines)
+
+
+def test_a_traceback_compares_equal_under_each_python_the_lab_runs_on():
+    # found by replaying the shipped Qwen attempts on 3.10 and 3.13: the interpreter's own
+    # frames, carets and wording differed, and every such recording diverged there
+    runs = [
+        collection_error("3.10", carets=False),
+        collection_error("3.11", carets=True, frozen=(1204, 1176)),
+        collection_error("3.12", carets=True, frozen=(1387, 1360)),
+        collection_error("3.13", carets=True, hint=". Did you mean: 'python_source'?"),
+    ]
+    for form in (str, json.dumps):  # a tool's result, and the same inside a request
+        assert len({normalise(form(run), None) for run in runs}) == 1
+    depth = "RecursionError: maximum recursion depth exceeded"
+    assert normalise(f"{depth} while calling a Python object, not a list", None) == normalise(
+        f"{depth}, not a list", None
+    )
+    # ... and what the model's code did still differs
+    other = collection_error("3.11", carets=True).replace("'python_sources' from", "'x' from")
+    assert normalise(other, None) != normalise(runs[1], None)
+    assert normalise("line 4\n    ^^^\nline 5", None) == "line 4\nline 5"  # the one cost
 
 
 # --- through replay: an event changed or missing is a divergence ----------------------------------

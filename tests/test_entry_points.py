@@ -205,11 +205,21 @@ def test_lab_replay_finds_the_labs_recordings_from_another_folder(tmp_path):
 
 
 @pytest.mark.parametrize("flags", [[], ["-q"], ["-qq"], ["-xq"], ["--quiet", "-q"], ["-v"]])
-def test_lab_test_keeps_pytests_closing_count_whatever_flags_are_passed(tmp_path, flags):
-    # lab.py adds its own -q; pytest drops its closing `N passed` line at -qq
+def test_lab_test_leaves_pytest_quiet_once_whatever_flags_are_passed(flags, tmp_path, monkeypatch):
+    # lab.py adds its own -q, or a -v for each extra one: pytest drops its closing `N passed`
+    # line at -qq (a verbosity of -2). What pytest makes of lab.py's arguments, read by
+    # pytest's own parser here; the run below shows the line in a real `lab.py test`.
+    from lab import quiet_once
+
+    monkeypatch.chdir(tmp_path)  # no conftest.py or settings of ours in the way
+    config = pytest.Config.fromdictargs({}, [*quiet_once(flags), *flags])
+    assert config.get_verbosity() == (0 if flags == ["-v"] else -1)
+
+
+def test_lab_test_keeps_pytests_closing_count_with_extra_quiet_flags(tmp_path):
     (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n")
     finished = subprocess.run(
-        [sys.executable, str(HERE / "lab.py"), "test", str(tmp_path), "-n", "0", *flags],
+        [sys.executable, str(HERE / "lab.py"), "test", str(tmp_path), "-n", "0", "--quiet", "-q"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -228,6 +228,24 @@ def test_lab_test_keeps_pytests_closing_count_with_extra_quiet_flags(tmp_path):
     assert "1 passed in " in finished.stdout.splitlines()[-1]
 
 
+def test_a_worker_of_the_suite_reads_the_test_modules_the_controller_rewrote():
+    # conftest.py: under xdist, the controller rewrote this module's asserts once, into the
+    # session's folder, and pytest reads it from there, checked against this source; with
+    # no workers pytest keeps to its own folder beside the module (and lab.py lets it write
+    # nothing there)
+    from _pytest.assertion import rewrite
+
+    from conftest import REWRITTEN
+
+    here = Path(__file__).resolve()
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        assert rewrite.get_cache_dir(here) == here.parent / "__pycache__"
+        return
+    kept = Path(os.environ[REWRITTEN], *here.parent.parts[1:], here.stem + rewrite.PYC_TAIL)
+    assert rewrite.get_cache_dir(here) == kept.parent
+    assert rewrite._read_pyc(here, kept) is not None  # whole, and made from these bytes
+
+
 def test_make_live_recording_never_replaces_a_recording_without_force(
     tmp_path, capsys, monkeypatch
 ):

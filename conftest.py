@@ -1,9 +1,11 @@
 """Shared pytest fixtures for the lab's own tests, and CI's rule that nothing is skipped."""
 
+import fnmatch
 import os
 import shutil
 import socket
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -55,6 +57,9 @@ def pytest_configure(config):
         config.pluginmanager.register(Skips(fail=under_ci()), "lab-skips")
         temporary_files_in_memory(config)
         share_sandboxed_runs(config)
+        rewrite_test_modules_once(config)
+    else:
+        read_rewritten_test_modules(config)
 
 
 # --- the suite's temporary files in memory -------------------------------------------------------
@@ -120,6 +125,71 @@ def share_sandboxed_runs(config):
     os.environ[run_memo.SETTING] = memo
     config.add_cleanup(lambda: shutil.rmtree(memo, ignore_errors=True))
     config.add_cleanup(lambda: os.environ.pop(run_memo.SETTING, None))
+
+
+# --- the test modules' assertions rewritten once, not by each worker ------------------------------
+# pytest rewrites each test module's asserts as it imports it, and keeps the result in a
+# `__pycache__/` only where bytecode may be written; lab.py forbids that (.venv/ must stay as
+# installed), so each of the four workers rewrote every test module again: about 2.5 s of
+# CPU each, at the run's start, when all four collect at once. So the controller rewrites
+# them once, before its workers start, into a folder of the session (LAB_SUITE_REWRITTEN,
+# removed when the run ends), and each worker reads them from there. pytest checks each one
+# against its source (modification time and size) and rewrites itself whatever is missing
+# or stale. subtle: pytest names no public way to do this: the names used here are its
+# own (_pytest/assertion/rewrite.py, pytest<9.2 in the locks); where one is missing, each
+# worker rewrites as before. Like the run memo, the folder is trusted: only the lab's
+# own code runs outside bubblewrap in the suite. A worker never reads a `__pycache__/`
+# beside a test module, where a run outside bubblewrap could have planted one.
+REWRITTEN = "LAB_SUITE_REWRITTEN"
+
+
+def rewrite_test_modules_once(config):
+    try:
+        from _pytest.assertion import rewrite
+    except ImportError:
+        return
+    known = ("_rewrite_test", "_write_pyc", "assertstate_key", "PYC_TAIL")
+    if not getattr(config.option, "numprocesses", None) or os.environ.get(REWRITTEN) is not None:
+        return  # no workers (or the run that started this one keeps its own)
+    if config.getoption("assertmode") != "rewrite" or not all(hasattr(rewrite, n) for n in known):
+        return
+    folder = tempfile.mkdtemp(prefix="agent-lab-rewritten-")
+    os.environ[REWRITTEN] = folder
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+    config.add_cleanup(lambda: os.environ.pop(REWRITTEN, None))
+    state = config.stash[rewrite.assertstate_key]
+    for path in modules_to_rewrite(config):
+        try:
+            stat, code = rewrite._rewrite_test(path, config)
+        except (OSError, SyntaxError, ValueError):
+            continue  # the worker that imports it says what is wrong
+        rewritten = Path(folder, *path.parent.parts[1:], path.stem + rewrite.PYC_TAIL)
+        rewritten.parent.mkdir(parents=True, exist_ok=True)
+        rewrite._write_pyc(state, code, stat, rewritten)
+
+
+def modules_to_rewrite(config):
+    """The files pytest will rewrite as test modules under the run's paths."""
+    patterns, pruned = config.getini("python_files"), config.getini("norecursedirs")
+    for given in config.args:
+        start = Path(config.invocation_params.dir, given.split("::")[0]).resolve()
+        places = [(str(start.parent), [], [start.name])] if start.is_file() else os.walk(start)
+        for folder, folders, files in places:
+            folders[:] = sorted(
+                f for f in folders if not any(fnmatch.fnmatch(f, p) for p in pruned)
+            )
+            for name in sorted(files):
+                if any(fnmatch.fnmatch(name, pattern) for pattern in patterns):
+                    yield Path(folder, name)
+
+
+def read_rewritten_test_modules(config):
+    from _pytest.assertion import rewrite
+
+    folder = os.environ.get(REWRITTEN)
+    if folder and hasattr(rewrite, "get_cache_dir"):
+        # the folder pytest reads a rewritten module from, and would write it into
+        rewrite.get_cache_dir = lambda source: Path(folder, *source.parent.parts[1:])
 
 
 @pytest.fixture

@@ -205,17 +205,45 @@ def test_lab_replay_finds_the_labs_recordings_from_another_folder(tmp_path):
 
 
 @pytest.mark.parametrize("flags", [[], ["-q"], ["-qq"], ["-xq"], ["--quiet", "-q"], ["-v"]])
-def test_lab_test_keeps_pytests_closing_count_whatever_flags_are_passed(tmp_path, flags):
-    # lab.py adds its own -q; pytest drops its closing `N passed` line at -qq
+def test_lab_test_leaves_pytest_quiet_once_whatever_flags_are_passed(flags, tmp_path, monkeypatch):
+    # lab.py adds its own -q, or a -v for each extra one: pytest drops its closing `N passed`
+    # line at -qq (a verbosity of -2). What pytest makes of lab.py's arguments, read by
+    # pytest's own parser here; the run below shows the line in a real `lab.py test`.
+    from lab import quiet_once
+
+    monkeypatch.chdir(tmp_path)  # no conftest.py or settings of ours in the way
+    config = pytest.Config.fromdictargs({}, [*quiet_once(flags), *flags])
+    assert config.get_verbosity() == (0 if flags == ["-v"] else -1)
+
+
+def test_lab_test_keeps_pytests_closing_count_with_extra_quiet_flags(tmp_path):
     (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n")
     finished = subprocess.run(
-        [sys.executable, str(HERE / "lab.py"), "test", str(tmp_path), "-n", "0", *flags],
+        [sys.executable, str(HERE / "lab.py"), "test", str(tmp_path), "-n", "0", "--quiet", "-q"],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert finished.returncode == 0, finished.stdout + finished.stderr
     assert "1 passed in " in finished.stdout.splitlines()[-1]
+
+
+def test_a_worker_of_the_suite_reads_the_test_modules_the_controller_rewrote():
+    # conftest.py: under xdist, the controller rewrote this module's asserts once, into the
+    # session's folder, and pytest reads it from there, checked against this source; with
+    # no workers pytest keeps to its own folder beside the module (and lab.py lets it write
+    # nothing there)
+    from _pytest.assertion import rewrite
+
+    from conftest import REWRITTEN
+
+    here = Path(__file__).resolve()
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        assert rewrite.get_cache_dir(here) == here.parent / "__pycache__"
+        return
+    kept = Path(os.environ[REWRITTEN], *here.parent.parts[1:], here.stem + rewrite.PYC_TAIL)
+    assert rewrite.get_cache_dir(here) == kept.parent
+    assert rewrite._read_pyc(here, kept) is not None  # whole, and made from these bytes
 
 
 def test_make_live_recording_never_replaces_a_recording_without_force(

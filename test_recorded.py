@@ -138,18 +138,25 @@ def test_the_real_attempts_are_five_of_the_15b_model_and_one_of_the_05b_and_call
     assert sum(count > 0 for count in calls) >= 3  # real streamed calls, run and answered
 
 
-# One real attempt of each arm of the measurement in docs/hooks.md (recordings/extensions/,
-# named by the 1.5B model's SHA-256): the fork whose edit the syntax hook undid; a fork
-# without the hook, from the same turn with the same seed as another hooked one, whose edit
-# matched nothing; a plain attempt that re-read path_rules.py and resent an edit that
-# matches nothing, five times. Each is cheap and reproduces on Python 3.10, 3.11 and 3.13
-# (the fork whose edit landed does not: its tests' import traceback differs by version).
+# One real attempt of each arm of the measurements in docs/hooks.md, context.md and
+# one-shot.md (recordings/extensions/, named by the 1.5B model's SHA-256): the fork whose
+# edit the syntax hook undid; a fork without the hook, from the same turn with the same seed
+# as another hooked one, whose edit matched nothing; a plain attempt that re-read
+# path_rules.py and resent an edit that matches nothing, five times; the same seed's turns
+# with --keep-results 2, sent with the old results as their lines; a one-shot whose block
+# was the file unchanged. Each is cheap and reproduces on Python 3.10, 3.11 and 3.13 (the
+# fork whose edit landed does not: its tests' import traceback differs by version).
 # The others replay the same way (`python3 lab.py replay PATH`); the suite does not pay.
 SHA = QWEN_15B.sha256[:8]
 MEASURED_REPLAYED = {  # the arm's folder: its recording, and a line its replay prints
     "syntax-fork": (f"{SHA}-syntax-3at7-3", "[syntax] undone: SyntaxError"),
     "no-hook-fork": (f"{SHA}-no-hook-3at7-2", "-> error: `old` was not found"),
     "loop": (f"{SHA}-loop-2", "-> error: `old` was not found"),
+    "keep-results-2": (
+        f"{SHA}-keep-results-2-2",
+        "[keep-results] shortened: [read_file path_rules.py: 11 lines, sent in turn 8]",
+    ),
+    "one-shot": (f"{SHA}-one-shot-1", "[one-shot] written: path_rules.py is now the answer's"),
 }
 
 

@@ -250,8 +250,10 @@ class Skips:
 # `--dist loadgroup` hands out work in collection order, a test or a group at a time, so the
 # workers move through the files side by side. A group that keeps one worker busy for half
 # a minute must start first, or it is the run's tail. And tests that mostly wait (for a
-# deadline, a stand-in's pause: marked `waits`) are spread evenly over the run, between
-# files, or every worker would wait at once while the cores stood idle.
+# deadline, a stand-in's pause: marked `waits`) are spread evenly over the first four
+# fifths of the run, between files, or every worker would wait at once while the cores
+# stood idle; the last fifth is left to work that keeps a core busy, which the workers
+# share to the end (a 4 s wait last was the run's tail).
 FIRST = ("real-server-live-attempt", "browser")
 
 
@@ -274,7 +276,7 @@ def pytest_collection_modifyitems(config, items):
         spread.append(item)
         if number not in ends:
             continue
-        share = (ends.index(number) + 1) * len(waiting) // len(ends)  # waiting tests due here
+        share = min(len(waiting), (ends.index(number) + 1) * len(waiting) * 5 // (4 * len(ends)))
         spread += waiting[placed:share]
         placed = share
     items[:] = first + spread + waiting[placed:]

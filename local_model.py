@@ -185,7 +185,7 @@ class LocalModel:
             if error.status_code == -1:  # an {"error": ...} line after the stream began
                 return STREAM_ERROR.format(**where)
             return HTTP_ERROR.format(status=error.status_code, **where)
-        if type(error) is UnicodeError:  # the idna codec's: a host name it cannot encode
+        if type(error) is UnicodeError or getattr(error, "encoding", "") == "idna":  # the host
             return CANNOT_CONNECT.format(detail=error, **where)
         return wire_errors.explain(error, FAILURES, server=f"Ollama at {self.host}", **where)
 

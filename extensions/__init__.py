@@ -30,7 +30,7 @@ from extensions.permissions import Approve, PlanOnly, Terminal
 from extensions.syntax import Syntax
 from extensions.tests_after_edit import TestsAfterEdit
 from plumbing.decisions import calls_made, decision_line
-from plumbing.limits import positive_int
+from plumbing.limits import is_whole, positive_int
 from plumbing.recording import RecordingError
 from plumbing.tasks import TASKS
 
@@ -225,14 +225,10 @@ def settings_problem(name, settings, path):
     if name not in ORDER:
         raise RecordingError(f"{path}: extension {name!r:.100} is not one this lab has")
     keys = {"keep", "from_call"} if name == KeepResults.name else {"from_call"}
-    whole = all(map(_whole, settings.values())) and set(settings) <= keys
+    whole = all(is_whole(n, 1) for n in settings.values()) and set(settings) <= keys
     if name == KeepResults.name and not (whole and "keep" in settings):
         raise RecordingError(f'{path}: the settings of extension {name!r} must be {{"keep": N}}'
                              ' or {"keep": N, "from_call": M}, N and M from 1')  # fmt: skip
     if not whole:
         raise RecordingError(f'{path}: the settings of extension {name!r} must be {{}} '
                              'or {"from_call": N}, N from 1')  # fmt: skip
-
-
-def _whole(number):
-    return isinstance(number, int) and not isinstance(number, bool) and number >= 1

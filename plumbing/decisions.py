@@ -19,7 +19,7 @@ it), comparing a replay's decisions (divergence.py).
 """
 
 from agent_loop import MODEL_DONE, TOOL_RESULT, TOOL_START
-from plumbing.limits import MAX_CALLS_RUN
+from plumbing.limits import MAX_CALLS_RUN, is_whole
 
 # the decision of --keep-results that a result is sent as the line it says (`as_sent`)
 KEEP_RESULTS, SHORTENED = "keep-results", "shortened"
@@ -125,7 +125,7 @@ def extensions_problem(data, holds):
         if decision["extension"] not in names:
             return f"{where}.extension' must name an extension in 'extensions.on'"
         call = decision["call"]
-        whole, first = isinstance(call, int) and not isinstance(call, bool), max(last, 1)
+        whole, first = is_whole(call), max(last, 1)
         if not (whole and (first <= call <= made or call == last == ANSWER)):  # answers first
             return f"{where}.call' must be a call the tools ran, {first} to {made}, in order"
         if not (isinstance(decision["decision"], str) and decision["decision"]):

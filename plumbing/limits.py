@@ -160,3 +160,8 @@ class Watchdog:
     def cancel(self):
         if self._timer is not None:
             self._timer.cancel()
+
+
+def is_whole(value, least=0):
+    """Whether a value read from JSON is a whole number of at least `least` (a bool is not)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least

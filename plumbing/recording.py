@@ -37,7 +37,7 @@ from agent_loop import (
 from plumbing.decisions import extensions_problem
 from plumbing.generated_cases import AGREED, COUNT_LIMIT, FIRST, SEED_LIMIT
 from plumbing.isolation import KINDS
-from plumbing.limits import LARGEST_NUMBER, DeadlineExceeded
+from plumbing.limits import LARGEST_NUMBER, DeadlineExceeded, is_whole
 from plumbing.redact import redact
 from plumbing.tasks import OUTCOMES, TASKS, assessed
 from plumbing.verdict_words import FAILED, PASSED, TESTS_CHANGED, held_out_line
@@ -402,13 +402,9 @@ def _is_number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
 
 
-def _is_int(value, least=0):
-    return isinstance(value, int) and not isinstance(value, bool) and value >= least
-
-
 def _shape_problem(data):
     """What is wrong inside a recording's fields, as "'name' must ...", or None."""
-    if not _is_int(data["max_turns"], 1):
+    if not is_whole(data["max_turns"], 1):
         return "'max_turns' must be a positive int"
     if not isinstance(data.get("text_calls", False), bool):
         return "'text_calls' must be true or false"
@@ -435,7 +431,7 @@ def _shape_problem(data):
         if tests is None:
             continue
         if not (
-            "exit_code" in tests and (tests["exit_code"] is None or _is_int(tests["exit_code"]))
+            "exit_code" in tests and (tests["exit_code"] is None or is_whole(tests["exit_code"]))
         ):
             return f"'{field}.exit_code' must be an int or null"
         if not isinstance(tests.get("output"), str):
@@ -478,7 +474,7 @@ def _shape_problem(data):
         key = "events" if call_api(data, saved) == "openai" else "chunks"  # raw events assembled
         if not isinstance(saved.get(key), list):
             return f"{where}.{key}' must be a list"
-        if not _is_int(saved.get("request_length")):
+        if not is_whole(saved.get("request_length")):
             return f"{where}.request_length' must be an int"
         if saved.get("ended") not in (ENDED_DONE, ENDED_WITHOUT_DONE, ENDED_ERROR, ENDED_CLOSED):
             return f"{where}.ended' must say how the stream ended"
@@ -565,14 +561,14 @@ def _task_and_fork_problem(data):
         isinstance(fork, dict)
         and isinstance(fork.get("parent"), str)
         and isinstance(fork.get("parent_sha256"), str)
-        and _is_int(fork.get("at"), 1)
+        and is_whole(fork.get("at"), 1)
         and isinstance(fork.get("changes"), list)
     ):
         return "'fork' must be {parent, parent_sha256, at, changes}"
     for change in fork["changes"]:
         if not (
             isinstance(change, dict)
-            and _is_int(change.get("at"), 1)
+            and is_whole(change.get("at"), 1)
             and change["at"] <= fork["at"]
             and isinstance(change.get("say"), (str, type(None)))
             and isinstance(change.get("results", {}), dict)
@@ -593,7 +589,7 @@ def _verdict_problem(tests, form=FORMAT):
     format /3 on, the held-out checks name the seed and count of their inputs; from /6
     on, how many of them they asked."""
     for count in ("passed", "failed", "errors", "collected"):
-        if not _is_int(tests.get(count)):
+        if not is_whole(tests.get(count)):
             return f"{count}' must be an int of at least 0"
     if tests.get("verdict") not in ("passed", "failed"):
         return "verdict' must be passed or failed"
@@ -613,15 +609,15 @@ def _verdict_problem(tests, form=FORMAT):
     held_out = tests.get("held_out")
     if not (
         isinstance(held_out, dict)
-        and _is_int(held_out.get("passed"))
-        and _is_int(held_out.get("total"))
+        and is_whole(held_out.get("passed"))
+        and is_whole(held_out.get("total"))
         and isinstance(held_out.get("first_failure", 0), (str, type(None)))
     ):
         return "held_out' must be {passed, total, first_failure}"
     if form in GENERATED_CASES and not (
-        _is_int(held_out.get("seed"))
+        is_whole(held_out.get("seed"))
         and held_out["seed"] < SEED_LIMIT
-        and _is_int(held_out.get("generated"), 1)
+        and is_whole(held_out.get("generated"), 1)
         and held_out["generated"] <= COUNT_LIMIT
     ):
         return (
@@ -629,7 +625,7 @@ def _verdict_problem(tests, form=FORMAT):
         )
     asked = held_out.get("asked", 0)
     if (form in AGREED_DRAW) != ("asked" in held_out) or not (
-        _is_int(asked) and asked <= held_out.get("generated", 0)
+        is_whole(asked) and asked <= held_out.get("generated", 0)
     ):
         return "held_out.asked' must be how many generated inputs were asked, in /6 and /7 alone"
     return None
@@ -648,10 +644,10 @@ def _event_problem(event):
     """What is wrong with one recorded event, as ".field' must ...", or None."""
     if not (isinstance(event, dict) and event.get("type") in EVENT_TYPES):
         return f".type' must be one of {', '.join(EVENT_TYPES)}"
-    if not _is_int(event.get("turn"), 1):
+    if not is_whole(event.get("turn"), 1):
         return ".turn' must be a positive int"
     if event["type"] in (TOOL_START, TOOL_RESULT):
-        if not _is_int(event.get("index")) or "name" not in event:
+        if not is_whole(event.get("index")) or "name" not in event:
             return ".index' and '.name' are needed on a tool event"
     if event.get("from_text", True) is not True:  # absent, or true: the call was text
         return ".from_text' may only be true"

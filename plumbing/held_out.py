@@ -187,13 +187,14 @@ def held_out_checks(
     """
     if cases is not None:
         cases, count = [(changed, expected, None) for changed, expected in cases], 0
+        asked = _asked_text(cases)
     else:
-        cases = cases_for(seed, count, draw)
+        cases, asked = cases_for(seed, count, draw), _cases_text(seed, count, draw)
     with scratch_folder(prefix="agent-lab-") as scratch:
         folder = Path(scratch)
         place = str(folder.resolve())
         (folder / SOURCE_FILE).write_bytes(source)
-        (folder / CASES_FILE).write_text(json.dumps([changed for changed, _, _ in cases]))
+        (folder / CASES_FILE).write_text(asked)
         command = [sys.executable, "-I", "-c", CHILD]
         exit_code, output = run_isolated(  # plumbing/child_process.py: bounded, isolated
             chosen(isolate), command, folder, timeout, reads=(place,),
@@ -205,30 +206,50 @@ def held_out_checks(
     ending = f"timed out after {timeout:g} s" if exit_code is None else f"exit {exit_code}"
     passed, first_failure = 0, None
     for number, (changed, expected, what) in enumerate(cases):
-        answer, long = answers.get(number), len(_asked(changed)) > SHORT
-        shown, not_expected = _shown(changed, long), _shown(expected, long)
-        if answer is None:
-            failure = f"{shown} gave no answer ({ending})"
-        elif "error" in answer:  # bounds.note: which limit the error shows, if one
-            failure = f"{shown} raised {answer['error']}{bounds.note(answer['error'])}"
-        elif not (_plain_list_of_text(answer.get("answer")) and answer["answer"] == expected):
-            wrong = _gave(answer.get("answer"), expected, long)
-            failure, not_expected = f"{shown} gave {wrong}", None
-        elif "argument" in answer:
-            failure = f"{shown} changed the caller's list to {_shown(answer['argument'], long)}"
-        elif number in later:
-            failure = (
-                f"{shown} gave an answer a later call changed to {_shown(later[number], long)}"
-            )
-        elif not ended:
-            failure = f"{shown}: the checks after the last call never ended ({ending})"
-        else:
+        answer = answers.get(number)
+        if _right(answer, expected) and number not in later and ended:
             passed += 1
-            continue
-        said = f"{what}: " if what else ""
-        failure += f", not {not_expected}" if not_expected else ""
-        first_failure = first_failure or f"{said}{failure}"[:300]
+        elif first_failure is None:  # subtle: only the first is written out (most pass)
+            failure = _failure(changed, expected, answer, later, number, ending)
+            first_failure = ((f"{what}: " if what else "") + failure)[:300]
     return _record(passed, len(cases), first_failure, seed, count, draw)
+
+
+def _right(answer, expected):
+    """Whether a case's answer is the expected list, with the caller's list left as given."""
+    if answer is None or "error" in answer or "argument" in answer:
+        return False
+    return _plain_list_of_text(answer.get("answer")) and answer["answer"] == expected
+
+
+def _failure(changed, expected, answer, later, number, ending):
+    """How one case failed, as its first failure says it."""
+    long = len(_asked(changed)) > SHORT
+    shown, not_expected = _shown(changed, long), _shown(expected, long)
+    if answer is None:
+        failure = f"{shown} gave no answer ({ending})"
+    elif "error" in answer:  # bounds.note: which limit the error shows, if one
+        failure = f"{shown} raised {answer['error']}{bounds.note(answer['error'])}"
+    elif not (_plain_list_of_text(answer.get("answer")) and answer["answer"] == expected):
+        wrong = _gave(answer.get("answer"), expected, long)
+        failure, not_expected = f"{shown} gave {wrong}", None
+    elif "argument" in answer:
+        failure = f"{shown} changed the caller's list to {_shown(answer['argument'], long)}"
+    elif number in later:
+        failure = f"{shown} gave an answer a later call changed to {_shown(later[number], long)}"
+    else:
+        failure = f"{shown}: the checks after the last call never ended ({ending})"
+    return failure + (f", not {not_expected}" if not_expected else "")
+
+
+def _asked_text(cases):
+    """The inputs of `cases` as the child reads them (CASES_FILE)."""
+    return json.dumps([changed for changed, _, _ in cases])
+
+
+@functools.lru_cache(maxsize=32)  # as cases_for: every verdict of a draw writes the same
+def _cases_text(seed, count, draw):
+    return _asked_text(cases_for(seed, count, draw))
 
 
 def not_asked(reason, seed, count, draw=AGREED):

@@ -371,31 +371,46 @@ def _text_problem(data, where="", depth=0):
     subtle: a lone surrogate is accepted: `save` writes one as a JSON escape when a model
     streams it, and a recording the harness saved must replay (the CLIs print it escaped).
     """
+    # subtle: a place is `where`, or (its parent's place, a key or an index, how it is
+    # written), written out only when named; a dict or a list is never asked whether it is
+    # a number out of range: together, a quarter of this walk's time (docs/costs.md)
     pending = [(data, where, depth)]
     while pending:
-        value, where, depth = pending.pop()
+        value, place, depth = pending.pop()
         if depth > MAX_DEPTH:
-            return f"nested deeper than {MAX_DEPTH} levels (at {where[:80]}...)"
-        if where and _out_of_range(value):  # `save` writes none; a reader could not show it
-            return f"field '{where.lstrip('.')[:80]}' must be a finite number below 2**63 in size"
+            return f"nested deeper than {MAX_DEPTH} levels (at {_named(place)[:80]}...)"
         # subtle: text, true, false and null within the depth can fail neither check and hold
         # nothing, so they are not walked (most of a recording is text: twice as fast); a
         # key is text too, and matters only past the depth, where its place is the one named
         deep = depth + 1 > MAX_DEPTH
         if isinstance(value, dict):
             pending += [
-                (v, f"{where}.{k}", depth + 1) for k, v in value.items() if deep or _walked(v)
+                (v, (place, k, ".{}"), depth + 1)
+                for k, v in value.items()
+                if deep or not (isinstance(v, (str, bool)) or v is None)
             ]
-            pending += [(k, f"{where} (a key)", depth + 1) for k in value] if deep else []
+            pending += [(k, (place, k, " (a key)"), depth + 1) for k in value] if deep else []
         elif isinstance(value, list):
             pending += [
-                (v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value) if deep or _walked(v)
+                (v, (place, i, "[{}]"), depth + 1)
+                for i, v in enumerate(value)
+                if deep or not (isinstance(v, (str, bool)) or v is None)
             ]
+        elif place and _out_of_range(value):  # `save` writes none; a reader could not show it
+            return (
+                f"field '{_named(place).lstrip('.')[:80]}' must be a finite number below "
+                "2**63 in size"
+            )
     return None
 
 
-def _walked(value):
-    return not isinstance(value, (str, bool)) and value is not None
+def _named(place):
+    """A place of `_text_problem` as a reader names it: `.model_calls[2].chunks`."""
+    steps = []
+    while isinstance(place, tuple):
+        place, step, written = place
+        steps.append(written.format(step))
+    return place + "".join(reversed(steps))
 
 
 def _is_number(value):

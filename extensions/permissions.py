@@ -1,18 +1,11 @@
 """Permissions: `--approve` asks you before each edit and test run; `--plan` offers the model
-read-only tools alone.
+read-only tools alone (docs/permissions.md: what the Claude Agent SDK and others do).
 
-The Claude Agent SDK decides each tool call in a fixed order: hooks, deny rules, ask rules,
-the permission mode (`default`, `plan`: read-only tools only, `acceptEdits`,
-`bypassPermissions`), then a `canUseTool` callback that asks the user; a denial goes back
-to the model with its reason. Here each is a hook (extensions/hooks.py) around the tools:
-
-- `Approve`: before `replace_text` and `run_tests` the terminal shows the call (an edit as
-  its diff) and asks: allow, deny with a reason, or allow the rest of the run; `read_file`
-  is allowed. A denial is the call's result, with the reason, so the model reads it. No
-  terminal (stdin not a TTY): each is denied, said once. Decisions: `allowed`,
-  `allowed-rest`, `denied`; a replay applies the recorded ones and asks no one.
-- `PlanOnly`: only the read-only tools are offered; a call to another is refused
-  (`denied`). The run ends when the model answers with text: its plan.
+- `Approve`, a hook (extensions/hooks.py): before `replace_text` and `run_tests` the terminal
+  shows the call (an edit as its diff) and asks allow, deny with a reason, or allow the rest
+  of the run. A denial is the call's result, so the model reads why. No terminal: each is
+  denied, said once. A replay applies the recorded decisions and asks no one.
+- `PlanOnly`: only `read_file` is offered; the run ends with the model's plan, as text.
 
 Not here: rules by pattern (the SDK's allow and deny lists), a time limit on asking.
 """

@@ -106,11 +106,14 @@ def test_every_shipped_recording_has_a_page_that_shows_its_run_and_fits_the_scre
     assert url.endswith(f"/{path.stem}.html")
     page, errors, requests = tab.open(url)
     recording = load(path)
-    shown = page.inner_text("body")
+    # subtle: the same innerText and count as `inner_text` and `query_selector_all`, in one
+    # round trip each: those two cost the 39 pages about 2 s of CPU more (docs/costs.md)
+    shown = page.evaluate("() => document.body.innerText")
     verdict = recording["final_tests"]["verdict"]
     assert f"Independent verdict: {verdict}" in shown
     assert recording["stop"]["reason"] in shown
-    assert len(page.query_selector_all(".turn")) == len(recording["model_calls"])
+    turns = page.eval_on_selector_all(".turn", "(found) => found.length")
+    assert turns == len(recording["model_calls"])
     assert errors == [] and requests == []
     streams = sum(bool(call.get("arrived")) for call in recording["model_calls"])
     for width in (1280, 360):  # on a phone too: each bar's label and each mark on screen (FIT)

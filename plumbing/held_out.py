@@ -187,14 +187,13 @@ def held_out_checks(
     """
     if cases is not None:
         cases, count = [(changed, expected, None) for changed, expected in cases], 0
-        asked = _asked_text(cases)
     else:
-        cases, asked = cases_for(seed, count, draw), _cases_text(seed, count, draw)
+        cases = cases_for(seed, count, draw)
     with scratch_folder(prefix="agent-lab-") as scratch:
         folder = Path(scratch)
         place = str(folder.resolve())
         (folder / SOURCE_FILE).write_bytes(source)
-        (folder / CASES_FILE).write_text(asked)
+        (folder / CASES_FILE).write_text(json.dumps([changed for changed, _, _ in cases]))
         command = [sys.executable, "-I", "-c", CHILD]
         exit_code, output = run_isolated(  # plumbing/child_process.py: bounded, isolated
             chosen(isolate), command, folder, timeout, reads=(place,),
@@ -216,10 +215,11 @@ def held_out_checks(
 
 
 def _right(answer, expected):
-    """Whether a case's answer is the expected list, with the caller's list left as given."""
-    if answer is None or "error" in answer or "argument" in answer:
-        return False
-    return _plain_list_of_text(answer.get("answer")) and answer["answer"] == expected
+    """Whether a case's answer is the expected list, with the caller's list left as given.
+    subtle: equal to a list of text is a list of text (json.loads made it: plain types)."""
+    return not (answer is None or "error" in answer or "argument" in answer) and (
+        answer["answer"] == expected
+    )
 
 
 def _failure(changed, expected, answer, later, number, ending):
@@ -230,8 +230,8 @@ def _failure(changed, expected, answer, later, number, ending):
         failure = f"{shown} gave no answer ({ending})"
     elif "error" in answer:  # bounds.note: which limit the error shows, if one
         failure = f"{shown} raised {answer['error']}{bounds.note(answer['error'])}"
-    elif not (_plain_list_of_text(answer.get("answer")) and answer["answer"] == expected):
-        wrong = _gave(answer.get("answer"), expected, long)
+    elif answer["answer"] != expected:
+        wrong = _gave(answer["answer"], expected, long)
         failure, not_expected = f"{shown} gave {wrong}", None
     elif "argument" in answer:
         failure = f"{shown} changed the caller's list to {_shown(answer['argument'], long)}"
@@ -240,16 +240,6 @@ def _failure(changed, expected, answer, later, number, ending):
     else:
         failure = f"{shown}: the checks after the last call never ended ({ending})"
     return failure + (f", not {not_expected}" if not_expected else "")
-
-
-def _asked_text(cases):
-    """The inputs of `cases` as the child reads them (CASES_FILE)."""
-    return json.dumps([changed for changed, _, _ in cases])
-
-
-@functools.lru_cache(maxsize=32)  # as cases_for: every verdict of a draw writes the same
-def _cases_text(seed, count, draw):
-    return _asked_text(cases_for(seed, count, draw))
 
 
 def not_asked(reason, seed, count, draw=AGREED):
@@ -291,11 +281,6 @@ def _answers(output, count):
         ):  # exactly one of the two, and an error is text
             found.setdefault(answer["case"], answer)
     return found, later, ended
-
-
-def _plain_list_of_text(value):
-    # json.loads made it: a list here is a plain list, a str a plain str
-    return isinstance(value, list) and all(isinstance(path, str) for path in value)
 
 
 def _json(value):

@@ -17,7 +17,7 @@ import pytest
 from plumbing import first_draw, isolation
 from plumbing.generated_cases import STYLES as STYLES_FOLDER
 from plumbing.generated_cases import correct_styles, generated, reference
-from plumbing.held_out import CALLERS, HELD_OUT, cases_for, held_out_checks
+from plumbing.held_out import CALLERS, HELD_OUT, SHORT, cases_for, held_out_checks
 from plumbing.recording import RECORDINGS, held_out_asked, load
 from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, copy_sample
 from plumbing.verdict_words import held_out_line
@@ -521,6 +521,21 @@ def test_an_answer_that_is_not_plain_data_fails(tmp_path):
     result = checks("def python_sources(paths):\n    return object()\n")
     assert result["passed"] == 0
     assert "not JSON serializable" in result["first_failure"]
+
+
+def test_a_long_first_failure_is_cut_at_300_characters():
+    result = checks("def python_sources(paths):\n    return ['x' * 1000]\n")
+    assert result["passed"] == 0
+    first = result["first_failure"]  # about 1,030 characters before the cut
+    assert len(first) == 300 and ' gave ["xxx' in first and first.endswith("x" * 100)
+
+
+@pytest.mark.parametrize("size", [SHORT, SHORT + 1])
+def test_a_failing_list_is_quoted_whole_up_to_short_paths_and_counted_past_it(size):
+    paths = [f"m{n}.py" for n in range(size)]
+    result = held_out_checks(b"def python_sources(paths):\n    return []\n", cases=[(paths, paths)])
+    whole = json.dumps(paths)[:100]
+    assert result["first_failure"].startswith(whole if size == SHORT else f"a list of {size} paths")
 
 
 def test_a_list_of_something_else_than_text_fails():

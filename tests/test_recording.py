@@ -304,6 +304,13 @@ def test_a_value_nested_exactly_max_depth_levels_is_held_and_one_more_is_not(kin
     assert "nested deeper than" in held_problem(nested(MAX_DEPTH + 1, leaf, kind), "", 0)
 
 
+def test_a_place_too_deep_is_named_by_its_first_80_characters():
+    from plumbing.recording import MAX_DEPTH, held_problem
+
+    said = held_problem({"k" * 100: nested(MAX_DEPTH, [], "list")}, "", 0)
+    assert said.endswith(f"(at .{'k' * 79}...)")  # `.` and the key, cut
+
+
 def test_an_integer_too_long_to_write_out_is_kept_as_words_saying_so(tmp_path):
     # past Python's limit on converting an int to text, its digits cannot even be counted
     recording = json.loads(shipped())

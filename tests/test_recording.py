@@ -304,11 +304,13 @@ def test_a_value_nested_exactly_max_depth_levels_is_held_and_one_more_is_not(kin
     assert "nested deeper than" in held_problem(nested(MAX_DEPTH + 1, leaf, kind), "", 0)
 
 
-def test_a_place_too_deep_is_named_by_its_first_80_characters():
+def test_a_place_too_deep_is_named_cut_at_80_characters_and_a_key_before_its_value():
     from plumbing.recording import MAX_DEPTH, held_problem
 
     said = held_problem({"k" * 100: nested(MAX_DEPTH, [], "list")}, "", 0)
     assert said.endswith(f"(at .{'k' * 79}...)")  # `.` and the key, cut
+    # past the depth, a dict's key is too deep before its value is looked at
+    assert held_problem({"k": 1}, "result", MAX_DEPTH).endswith("(at result (a key)...)")
 
 
 def test_an_integer_too_long_to_write_out_is_kept_as_words_saying_so(tmp_path):

@@ -311,6 +311,8 @@ def test_a_place_too_deep_is_named_cut_at_80_characters_and_a_key_before_its_val
     assert said.endswith(f"(at .{'k' * 79}...)")  # `.` and the key, cut
     # past the depth, a dict's key is too deep before its value is looked at
     assert held_problem({"k": 1}, "result", MAX_DEPTH).endswith("(at result (a key)...)")
+    said = held_problem({"k" * 100: 2**64}, "", 0)  # a number out of range: its field, cut
+    assert said.startswith(f"field '{'k' * 80}' must be a finite number")
 
 
 def test_an_integer_too_long_to_write_out_is_kept_as_words_saying_so(tmp_path):

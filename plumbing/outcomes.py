@@ -68,7 +68,7 @@ def _live_calls(recording):
     return [c for c in recording["model_calls"] if c.get("source") != REPLAYED]
 
 
-def _final_chunks(recording):
+def final_chunks(recording):
     """Each live model call's last chunk, as the adapter handed it to the loop (or {}).
 
     subtle: read from the model calls, not from the `model_done` events: a turn cut short
@@ -92,7 +92,7 @@ def _token_total(finals, counter):
 
 def outcome(recording):
     events = recording["events"]
-    finals = list(_final_chunks(recording))
+    finals = list(final_chunks(recording))
     timed = (MODEL_DONE, TOOL_RESULT, STOPPED)  # a stop carries the time of a turn it cut off
     spans = [e.get("seconds") or 0.0 for e in events if e["type"] in timed]
     if isinstance(recording.get("loop_seconds"), (int, float)):

@@ -23,30 +23,19 @@ from pathlib import Path
 if __name__ == "__main__":  # run directly, not through lab.py: the lab is one folder up
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from extensions.syntax import compile_problem
+from plumbing.decisions import decisions_of
 from plumbing.model_files import QWEN_15B
-from plumbing.outcomes import outcome, rate, rate_text, stops_text
-from plumbing.recording import REPLAYED, load, save, write_shipped_hashes
+from plumbing.outcomes import final_chunks, outcome, rate, rate_text, stops_text
+from plumbing.recording import load, save, write_shipped_hashes
 from plumbing.stats import median
 from tests.maintainers.make_live_recording import model_facts
 from tests.real_server import LlamaServer, model_file, server_binary
 
 
 def prompt_tokens(recording):
-    """The prompt tokens of each live request, in order (None where no usage was sent)."""
-    found = []
-    for call in recording["model_calls"]:
-        if call.get("source") != REPLAYED:
-            usages = [e["usage"] for e in call.get("events", []) if e.get("usage")]
-            found.append(usages[-1]["prompt_tokens"] if usages else None)
-    return found
-
-
-def compiles(source):
-    try:
-        compile(source, "path_rules.py", "exec")
-    except (SyntaxError, ValueError):
-        return False
-    return True
+    """The prompt tokens of each live request, in order (None where the server said none)."""
+    return [chunk.get("prompt_eval_count") for chunk in final_chunks(recording)]
 
 
 def arm_lines(folder):
@@ -54,20 +43,17 @@ def arm_lines(folder):
     recordings = [load(path) for path in paths]
     outcomes = [outcome(r) for r in recordings]
     tokens = [prompt_tokens(r) for r in recordings]
-    undone = [
-        sum(d["decision"] == "undone" for d in (r.get("extensions") or {}).get("decisions", []))
-        for r in recordings
-    ]
-    broken = sum(not compiles(r["final_source"]) for r in recordings)
+    undone = [sum(d["decision"] == "undone" for d in decisions_of(r)) for r in recordings]
+    broken = sum(compile_problem(r["final_source"]) is not None for r in recordings)
     seconds = sorted(round(o.seconds) for o in outcomes)
-    every = [t for ts in tokens for t in ts]
+    every = [t for ts in tokens for t in ts if t is not None]
     return [
         f"{folder}: {len(paths)} recordings; {rate_text(*rate(outcomes))}",
         f"  {stops_text(outcomes)}",
         f"  live requests {len(every)}; prompt tokens per request: median {median(every)}, "
         f"range {min(every, default=None)}-{max(every, default=None)}",
         f"  each attempt's last request: {[ts[-1] if ts else None for ts in tokens]}, "
-        f"median {median([ts[-1] for ts in tokens if ts])}",
+        f"median {median([ts[-1] for ts in tokens if ts and ts[-1] is not None])}",
         f"  seconds per attempt (loop and verdicts, as recorded): median {median(seconds)}, "
         f"each {seconds}",
         f"  a hook undid an edit in {sum(n > 0 for n in undone)} of {len(paths)} attempts "

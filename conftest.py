@@ -141,6 +141,13 @@ def share_sandboxed_runs(config):
 # own code runs outside bubblewrap in the suite. A worker never reads a `__pycache__/`
 # beside a test module, where a run outside bubblewrap could have planted one.
 REWRITTEN = "LAB_SUITE_REWRITTEN"
+# what the controller writes with and each worker reads through: all, or none is used
+NEEDED = ("_rewrite_test", "_write_pyc", "assertstate_key", "PYC_TAIL", "get_cache_dir")
+
+
+def rewritten_folder(folder, source):
+    """Where the rewritten form of the test module `source` lives under `folder`."""
+    return Path(folder, *source.parent.parts[1:])
 
 
 def rewrite_test_modules_once(config):
@@ -148,10 +155,9 @@ def rewrite_test_modules_once(config):
         from _pytest.assertion import rewrite
     except ImportError:
         return
-    known = ("_rewrite_test", "_write_pyc", "assertstate_key", "PYC_TAIL")
     if not getattr(config.option, "numprocesses", None) or os.environ.get(REWRITTEN) is not None:
         return  # no workers (or the run that started this one keeps its own)
-    if config.getoption("assertmode") != "rewrite" or not all(hasattr(rewrite, n) for n in known):
+    if config.getoption("assertmode") != "rewrite" or not all(hasattr(rewrite, n) for n in NEEDED):
         return
     folder = tempfile.mkdtemp(prefix="agent-lab-rewritten-")
     os.environ[REWRITTEN] = folder
@@ -163,7 +169,7 @@ def rewrite_test_modules_once(config):
             stat, code = rewrite._rewrite_test(path, config)
         except (OSError, SyntaxError, ValueError):
             continue  # the worker that imports it says what is wrong
-        rewritten = Path(folder, *path.parent.parts[1:], path.stem + rewrite.PYC_TAIL)
+        rewritten = rewritten_folder(folder, path) / (path.stem + rewrite.PYC_TAIL)
         rewritten.parent.mkdir(parents=True, exist_ok=True)
         rewrite._write_pyc(state, code, stat, rewritten)
 
@@ -184,12 +190,13 @@ def modules_to_rewrite(config):
 
 
 def read_rewritten_test_modules(config):
+    folder = os.environ.get(REWRITTEN)
+    if not folder:
+        return  # set only where the controller found every name of NEEDED
     from _pytest.assertion import rewrite
 
-    folder = os.environ.get(REWRITTEN)
-    if folder and hasattr(rewrite, "get_cache_dir"):
-        # the folder pytest reads a rewritten module from, and would write it into
-        rewrite.get_cache_dir = lambda source: Path(folder, *source.parent.parts[1:])
+    # the folder pytest reads a rewritten module from, and would write it into
+    rewrite.get_cache_dir = lambda source: rewritten_folder(folder, source)
 
 
 @pytest.fixture

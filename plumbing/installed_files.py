@@ -51,13 +51,14 @@ def files():
     for folder, folders, names in os.walk(PREFIX):
         for name in names + [f for f in folders if os.path.islink(os.path.join(folder, f))]:
             path = os.path.join(folder, name)
-            if path[top:] in OWN:
+            relative = path[top:]
+            if relative in OWN:
                 continue
             try:
                 info = os.lstat(path)
             except OSError:  # gone since the folder was listed: named as gone
                 continue
-            found[path[top:]] = [info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+            found[relative] = [info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
     return found
 
 

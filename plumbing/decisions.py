@@ -125,9 +125,9 @@ def extensions_problem(data, holds):
         if decision["extension"] not in names:
             return f"{where}.extension' must name an extension in 'extensions.on'"
         call = decision["call"]
-        whole, first = is_whole(call), max(last, 1)
-        if not (whole and (first <= call <= made or call == last == ANSWER)):  # answers first
-            return f"{where}.call' must be a call the tools ran, {first} to {made}, in order"
+        # in order; call ANSWER (0), the one-shot's answer, only before any call the tools ran
+        if not (is_whole(call) and last <= call <= made):
+            return f"{where}.call' must be a call the tools ran, {max(last, 1)} to {made}, in order"
         if not (isinstance(decision["decision"], str) and decision["decision"]):
             return f"{where}.decision' must be a word"
         if not isinstance(decision["said"], str):

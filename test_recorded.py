@@ -636,7 +636,7 @@ def test_recorder_writes_a_recording_that_replays_to_the_same_outcome(tmp_path):
     assert "turn 2: replace_text" in finished.stdout
     assert re.search(
         r"Independent verdict: passed\n  visible tests: 4 of 4 passed\n"
-        r"  held-out checks: (\d+) of \1 passed \(\d+ of 500 generated inputs asked",
+        r"  held-out checks: (\d+) of \1 passed \(500 generated inputs asked with their relations",
         finished.stdout,
     )  # how many inputs are asked: the run's seed says
     assert "What the run changed in path_rules.py:" in finished.stdout
@@ -842,7 +842,7 @@ def test_openai_recording_replays_through_the_adapters_normaliser(openai_recordi
     assert outcome == REPRODUCED, output
     assert re.search(
         r"Independent verdict: passed\n  visible tests: 4 of 4 passed\n"
-        r"  held-out checks: (\d+) of \1 passed \(\d+ of 500 generated inputs asked",
+        r"  held-out checks: (\d+) of \1 passed \(500 generated inputs asked with their relations",
         output,
     )
     assert "--- request 2: the body of POST /chat/completions ---" in output

@@ -4,9 +4,10 @@
    path_rules.py, counted from pytest's machine-readable report (`judge`). An exit code
    of 0 alone is never a pass.
 2. **The held-out checks**: inputs for `python_sources` that the model never sees, ten
-   fixed and hundreds generated from a seed, asked of the edited function in a child
-   process under the same isolation as the tests and compared here, in the harness's own
-   process, with a reference's answers (plumbing/held_out.py, plumbing/generated_cases.py;
+   fixed and thousands generated from a seed, asked of the edited function in a child
+   process under the same isolation as the tests and judged here, in the harness's own
+   process, by the contract's relations and what correct repairs answer
+   (plumbing/held_out.py, plumbing/relations.py, plumbing/generated_cases.py;
    outside `sample_repo/`, never in a tool result or a request). The edited code runs
    inside pytest, so it can forge what pytest reports; nothing it does inside its own
    process can change this comparison, and a table of inputs it has seen does not fit
@@ -32,10 +33,11 @@ import time
 import tokenize
 from pathlib import Path
 
-from plumbing.generated_cases import AGREED, DEFAULT_COUNT, new_seed
+from plumbing.generated_cases import DEFAULT_COUNT, new_seed
 from plumbing.held_out import held_out_checks, not_asked
 from plumbing.pytest_run import tests_changed, visible_run
 from plumbing.redact import redact
+from plumbing.relations import RELATIONS
 from plumbing.sample import (
     SOURCE_FILE,
     SOURCE_LIMIT,
@@ -49,7 +51,7 @@ from plumbing.verdict_words import FAILED, PASSED, held_out_line
 
 
 def independent_verdict(
-    root, isolate=True, seed=None, count=DEFAULT_COUNT, tests=None, draw=AGREED
+    root, isolate=True, seed=None, count=DEFAULT_COUNT, tests=None, draw=RELATIONS
 ):
     """The verdict from outside the loop, on the path_rules.py the run left in `root`.
 
@@ -60,8 +62,8 @@ def independent_verdict(
     or tests it does not define), `judged: false` when the code was kept from it (see
     `_unjudged`), and how long it took. `tests` (bytes) is the test file the run was given,
     when it is not the sample's (an impossible task's: plumbing/tasks.py); `draw` is which
-    draw asks the generated inputs (FIRST for a recording of format /3 to /5:
-    plumbing/recording.py).
+    draw asks the generated inputs (today's relations; AGREED or FIRST for a recording of an
+    older format: plumbing/recording.py).
 
     subtle: not run in `root`. The edited code ran there, and may have left things behind
     that change what the next run does without touching path_rules.py (a conftest.py, a

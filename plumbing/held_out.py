@@ -1,16 +1,20 @@
 """The held-out checks: inputs the model never sees, asked of the edited function in a child.
 
 verdict.py's second part. The ten fixed cases below and the generated ones
-(plumbing/generated_cases.py) go to `python_sources` in a child process under the same
-isolation as the tests; the child sends its answers back as plain JSON, and they are
-compared here, in the harness's own process, with the reference's. Beside the answers,
-the contract the docstring implies: the caller's list is left as it was, no later call
-changes an earlier answer, the fixed cases asked again after all the others get the same
-answers, one list of 2,000 paths or more is answered whole, and what callers do with an
-answer (change the list they got back, pass the same list object again with other paths)
-changes nothing (`CALLERS`). A failure names the first case that failed, as a person reads
-it. A recording of format /3 to /5 is judged as it was made: the first draw
-(plumbing/first_draw.py), without the long list and the callers' cases.
+(plumbing/relations.py) go to `python_sources` in a child process
+(plumbing/held_out_child.py) under the same isolation as the tests; the child sends its
+answers back as plain JSON, and they are judged here, in the harness's own process: each
+path alone against what correct repairs answer, each list against its paths' answers in
+order, each case asked again on Windows or from a folder of decoys against its answer at
+home. Beside the answers, the contract the docstring implies: the caller's list is left
+as it was, no later call changes an earlier answer, the fixed cases asked again after all
+the others get the same answers, one list of 2,000 paths or more is answered whole, and
+what callers do with an answer (change the list they got back, pass the same list object
+again with other paths) changes nothing (`CALLERS`). A failure names the first case that
+failed, as a person reads it: a path alone before a list, shorter before longer. A
+recording of format /6 or /7 is judged as it was made, by the draw settled by agreement
+(plumbing/generated_cases.py, against the reference alone); of /3 to /5, by the first
+draw (plumbing/first_draw.py), without the long list and the callers' cases.
 
 Not here: the visible tests or the verdict itself (verdict.py), how a child is bounded
 (plumbing/child_process.py, plumbing/bounds.py) or isolated (plumbing/isolation.py).
@@ -27,6 +31,7 @@ from plumbing import bounds, first_draw
 from plumbing.child_process import run_isolated
 from plumbing.generated_cases import AGREED, DEFAULT_COUNT, generated, reference
 from plumbing.isolation import chosen
+from plumbing.relations import ALONE, DECOYS, RELATIONS, planned
 from plumbing.sample import SOURCE_FILE
 from plumbing.scratch import scratch_folder
 
@@ -66,93 +71,33 @@ CALLERS = (
         "the same list object asked again, holding other paths",
     ),
 )
+AFTER_ALL = "asked again after all the others"
 SHORT = 200  # paths in a list quoted whole in a failure; a longer one is described
 HELD_OUT_TIMEOUT = 10.0  # seconds for all the cases together
 ANSWER_LIMIT = 1_000_000  # characters of one answer line read at most (a long list's answer)
 ANSWERS_KEPT = 16 * 1024 * 1024  # bytes of the child's output held: every answer, with room
 CASES_FILE = "cases.json"  # the inputs, beside path_rules.py: too many for a command line
 
-# The child that asks the edited function. It reads its inputs before importing the edited
-# module, and answers on its own copy of stdout: what the edited code prints goes to stderr.
-# Each answer is labelled with its case, so a stray line cannot shift the others; it says
-# when the list it was given came back changed. Once every plain case is asked, it checks
-# that no later call changed an earlier answer; then what callers do (`CALLERS`); then it
-# says it has ended: without that line, no case passes. Its names live inside a function,
-# so the edited code finds little in __main__ to tell it is checked.
-CHILD = """\
-def ask():
-    import json, os, sys
-    with open("cases.json", encoding="utf-8") as given:
-        cases = json.load(given)
-    answers = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)
-    sys.path.insert(0, os.getcwd())
-    def send(number, **answer):
-        answers.write(json.dumps({"case": number, **answer}) + "\\n")
-        answers.flush()
-    def problem(error):
-        return f"{type(error).__name__}: {error}"[:200]
-    try:
-        from path_rules import python_sources
-    except BaseException as error:
-        for number in range(len(cases)):
-            send(number, error=f"importing path_rules failed: {problem(error)}")
-        return
-    def prepared(case):
-        if not isinstance(case, dict):
-            return list(case), case
-        first = list(case["ask"])
-        result = python_sources(first)
-        if case.get("then") == "append":  # the caller changes the list it got back
-            result.append("changed by the caller")
-        elif case.get("then") == "clear":
-            result.clear()
-        else:  # the same list object, holding other paths
-            first[:] = case["again_with"]
-            return first, case["again_with"]
-        return list(case["ask"]), case["ask"]
-    kept = {}
-    def answer(number, case):
-        try:
-            given, changed = prepared(case)
-            result = python_sources(given)
-            text = json.dumps(result)
-            after = json.dumps(given)
-        except BaseException as error:
-            send(number, error=problem(error))
-            return
-        if not isinstance(case, dict):
-            kept[number] = (result, text)
-        changed_argument = {} if after == json.dumps(changed) else {"argument": json.loads(after)}
-        send(number, answer=json.loads(text), **changed_argument)
-    for number, case in enumerate(cases):
-        if not isinstance(case, dict):
-            answer(number, case)
-    for number, (result, text) in kept.items():
-        try:
-            later = json.dumps(result)
-        except BaseException as error:
-            later = json.dumps(problem(error))
-        if later != text:
-            send(number, later=json.loads(later))
-    for number, case in enumerate(cases):
-        if isinstance(case, dict):
-            answer(number, case)
-    send(len(cases), end=True)
-ask()
-"""
+# The child that asks the edited function (its text, run with `python3 -I -c`).
+CHILD = (Path(__file__).resolve().parent / "held_out_child.py").read_text(encoding="utf-8")
 
 
 @functools.lru_cache(maxsize=32)  # both verdicts of a run ask the same (see generated)
-def cases_for(seed, count, draw=AGREED):
+def cases_for(seed, count, draw=RELATIONS):
     """(input, expected, what it is) for each case asked: the fixed cases; with `count`,
-    then the generated ones asked (`draw`: today's, settled by agreement, or FIRST, the
-    draw of formats /3 to /5) against the reference, then the fixed ones again, and with
-    today's draw, one long list and what callers do (a tuple, shared by whoever asks for
-    the same seed and count)."""
+    then the generated ones (`draw`: today's plan, whose cases expect what their relations
+    give once answered, see `_judged`; AGREED, settled by agreement, of formats /6 and /7;
+    FIRST, of /3 to /5) against the reference, then the fixed ones again, and from /6 on,
+    one long list and what callers do (a tuple, shared by whoever asks for the same seed
+    and count)."""
     fixed = [(changed, expected, None) for changed, expected in HELD_OUT]
     if not count:
         return tuple(fixed)  # a recording of format /2 asked the fixed cases alone
+    callers = [(case, reference(_asked(case)), what) for case, what in CALLERS]
+    again = [(changed, expected, AFTER_ALL) for changed, expected, _ in fixed]
+    if draw == RELATIONS:  # judged by relations once answered (see `_judged`)
+        planned_cases = [(changed, None, what) for changed, what, _ in planned(seed, count).cases]
+        return tuple(fixed + planned_cases + again + callers)
     drawn = generated(seed, count) if draw == AGREED else None
     inputs = drawn.asked if drawn else first_draw.generated(seed, count)
     # shortest first, so the first failure reported is one a person can read at a glance
@@ -161,18 +106,14 @@ def cases_for(seed, count, draw=AGREED):
         (changed, reference(changed), f"generated input {number} of {len(inputs)}")
         for number, changed in enumerate(inputs, start=1)
     ]
-    again = [
-        (changed, expected, "asked again after all the others") for changed, expected, _ in fixed
-    ]
     if not drawn:
         return tuple(fixed + asked + again)
     long = [(list(drawn.long), reference(drawn.long), "one long list")]
-    callers = [(case, reference(_asked(case)), what) for case, what in CALLERS]
     return tuple(fixed + asked + again + long + callers)
 
 
 def held_out_checks(
-    source, isolate=True, seed=0, count=DEFAULT_COUNT, draw=AGREED, timeout=HELD_OUT_TIMEOUT,
+    source, isolate=True, seed=0, count=DEFAULT_COUNT, draw=RELATIONS, timeout=HELD_OUT_TIMEOUT,
     cases=None,
 ):  # fmt: skip
     """{"passed", "total", "first_failure", "seed", "generated", "asked"}: how many cases
@@ -185,15 +126,20 @@ def held_out_checks(
     reached its end. No answer (an exit, a crash, a timeout), an error, or anything that
     is not plain JSON fails it. `cases`, (input, expected) pairs, asks those alone.
     """
+    plan = None
     if cases is not None:
         cases, count = [(changed, expected, None) for changed, expected in cases], 0
     else:
         cases = cases_for(seed, count, draw)
+        plan = planned(seed, count) if draw == RELATIONS and count else None
     with scratch_folder(prefix="agent-lab-") as scratch:
         folder = Path(scratch)
         place = str(folder.resolve())
         (folder / SOURCE_FILE).write_bytes(source)
-        (folder / CASES_FILE).write_text(json.dumps([changed for changed, _, _ in cases]))
+        inputs = [changed for changed, _, _ in cases]
+        if plan:  # what is asked again, and the folder of decoys it is asked from
+            inputs = {"cases": inputs, **_again(plan, folder)}
+        (folder / CASES_FILE).write_text(json.dumps(inputs))
         command = [sys.executable, "-I", "-c", CHILD]
         exit_code, output = run_isolated(  # plumbing/child_process.py: bounded, isolated
             chosen(isolate), command, folder, timeout, reads=(place,),
@@ -203,15 +149,91 @@ def held_out_checks(
     # is another folder at each run, so a replay names it as the recording did: `.`
     answers, later, ended = _answers(output.replace(place, "."), len(cases))
     ending = f"timed out after {timeout:g} s" if exit_code is None else f"exit {exit_code}"
-    passed, first_failure = 0, None
-    for number, (changed, expected, what) in enumerate(cases):
+    keyed = _judged(plan, cases, answers) if plan else enumerate(cases)
+    passed, total, first_failure = 0, 0, None
+    for number, (changed, expected, what) in keyed:
+        total += 1
         answer = answers.get(number)
         if _right(answer, expected) and number not in later and ended:
             passed += 1
         elif first_failure is None:  # subtle: only the first is written out (most pass)
             failure = _failure(changed, expected, answer, later, number, ending)
             first_failure = ((f"{what}: " if what else "") + failure)[:300]
-    return _record(passed, len(cases), first_failure, seed, count, draw)
+    return _record(passed, total, first_failure, seed, count, draw)
+
+
+AGAIN = {  # what a case asked again in today's plan says of itself
+    "windows": "asked again as on Windows (os.sep and os.path as there)",
+    "folder": "asked again from a folder holding files and folders named like its paths",
+}
+
+
+def _again(plan, folder):
+    """What today's plan asks again (case numbers as the child counts them, after the fixed
+    cases), and the folder of decoys it makes for the second asking."""
+    offset = len(HELD_OUT)
+    for path, is_folder in plan.decoys:
+        place = folder / DECOYS / path
+        try:
+            if is_folder:
+                place.mkdir(parents=True, exist_ok=True)
+            else:
+                place.parent.mkdir(parents=True, exist_ok=True)
+                place.write_bytes(b"# named like an input\n")
+        except OSError:  # a name this file system refuses, or a file where a folder is
+            continue
+    (folder / DECOYS).mkdir(exist_ok=True)
+    return {
+        "windows": [offset + number for number in plan.windows],
+        "folder": [offset + number for number in plan.folder],
+        "decoys": DECOYS,
+    }
+
+
+def _judged(plan, cases, answers):
+    """(answer key, input, expected, what) for every case of today's plan, the relations
+    made concrete, in the order a failure is reported (a path alone first, then lists,
+    shortest first): a path alone expects its own answer when a correct repair gives it;
+    a list, its paths' answers alone, in order; a case asked again on Windows or from the
+    folder of decoys, what it expects at home."""
+    offset, judged, alone = len(HELD_OUT), {}, {}
+    for number, (changed, what, kind) in enumerate(plan.cases):
+        if kind != ALONE:
+            continue
+        answer, right = answers.get(offset + number), plan.accepted[changed[0]]
+        given = None if answer is None else answer.get("answer")
+        fits = isinstance(given, list) and all(isinstance(p, str) for p in given)
+        expected = given if fits and tuple(given) in right else reference(changed)
+        if len(right) > 1:
+            what = f"asked alone (correct repairs give {len(right)} answers here)"
+        alone[changed[0]] = expected
+        judged[offset + number] = (changed, expected, what)
+    for number, (changed, what, kind) in enumerate(plan.cases):
+        if kind != ALONE:
+            expected = [selected for path in changed for selected in alone[path]]
+            judged[offset + number] = (changed, expected, f"{what}, against its paths alone")
+            for phase, said in AGAIN.items():  # the same answer expected there
+                judged[(phase, offset + number)] = (changed, expected, f"{what}, {said}")
+    for number, case in enumerate(cases):
+        judged.setdefault(number, case)  # the fixed cases, asked again, and the callers'
+    return [(key, judged[key]) for key in _report_order(plan, len(cases))]
+
+
+@functools.lru_cache(maxsize=8)
+def _report_order(plan, count):
+    """The answer keys of a plan's cases, as `_judged` reports their failures: the fixed
+    cases; paths alone, lists and lists related to others, each shortest first; the rest."""
+    offset = len(HELD_OUT)
+    ranked = [((-1, 0), number) for number in range(offset)]
+    for number, (changed, _, kind) in enumerate(plan.cases):
+        ranked.append(((kind, len(changed) + sum(map(len, changed))), offset + number))
+    ranked.sort(key=lambda pair: pair[0])
+    keys = [key for _, key in ranked]
+    keys += range(offset + len(plan.cases), count)  # asked again, and the callers' cases
+    for phase, numbers in (("windows", plan.windows), ("folder", plan.folder)):
+        numbers = sorted(numbers, key=lambda number: sum(map(len, plan.cases[number][0])))
+        keys += [(phase, offset + number) for number in numbers]
+    return tuple(keys)
 
 
 def _right(answer, expected):
@@ -242,9 +264,19 @@ def _failure(changed, expected, answer, later, number, ending):
     return failure + (f", not {not_expected}" if not_expected else "")
 
 
-def not_asked(reason, seed, count, draw=AGREED):
+def not_asked(reason, seed, count, draw=RELATIONS):
     """The held-out record of a source kept from the checks: none passed, `reason` first."""
-    return _record(0, len(cases_for(seed, count, draw)), reason, seed, count, draw)
+    return _record(0, case_count(seed, count, draw), reason, seed, count, draw)
+
+
+def case_count(seed, count, draw=RELATIONS):
+    """How many cases the held-out checks judge for `seed`, `count` and `draw`: today's
+    plan counts each case asked again as on Windows or from the folder of decoys too."""
+    total = len(cases_for(seed, count, draw))
+    if count and draw == RELATIONS:
+        plan = planned(seed, count)
+        total += len(plan.windows) + len(plan.folder)
+    return total
 
 
 def _record(passed, total, first_failure, seed, count, draw):
@@ -253,6 +285,9 @@ def _record(passed, total, first_failure, seed, count, draw):
         result.update(seed=seed, generated=count)
     if count and draw == AGREED:
         result["asked"] = len(generated(seed, count).asked)
+    elif count and draw == RELATIONS:
+        plan = planned(seed, count)
+        result.update(asked=plan.asked, unsettled=plan.unsettled)
     return result
 
 
@@ -274,6 +309,12 @@ def _answers(output, count):
             ended = True
         elif answer["case"] not in range(count):
             continue
+        elif answer.get("phase") in ("windows", "folder"):  # asked again (today's plan)
+            phased = {key: value for key, value in answer.items() if key != "phase"}
+            if ("answer" in phased) != ("error" in phased) and isinstance(
+                phased.get("error", ""), str
+            ):
+                found.setdefault((answer["phase"], answer["case"]), phased)
         elif "later" in answer:
             later.setdefault(answer["case"], answer["later"])
         elif ("answer" in answer) != ("error" in answer) and isinstance(

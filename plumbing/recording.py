@@ -39,10 +39,15 @@ from plumbing.generated_cases import AGREED, COUNT_LIMIT, FIRST, SEED_LIMIT
 from plumbing.isolation import KINDS
 from plumbing.limits import LARGEST_NUMBER, DeadlineExceeded, is_whole
 from plumbing.redact import redact
+from plumbing.relations import RELATIONS
 from plumbing.tasks import OUTCOMES, TASKS, assessed
 from plumbing.verdict_words import FAILED, PASSED, TESTS_CHANGED, held_out_line
 
-# A new name for every change of what a recording holds. /7: `edits_told: true` says the
+# A new name for every change of what a recording holds. /8: the held-out checks ask the
+# contract's relations on every input drawn, near-misses of the repairs' literals, and a
+# sample again as on Windows and from a folder of decoys (plumbing/relations.py), and say
+# how many paths the correct styles disagree on (`unsettled`); /6 and /7 replay with the
+# draw settled by agreement. /7: `edits_told: true` says the
 # run's replace_text told the model what each edit changed and refused one that changed
 # nothing (repo_tools.py); without it (a fork of an older recording) the tool acted as
 # before, and every earlier format replays so. /6: the held-out checks ask
@@ -60,14 +65,17 @@ from plumbing.verdict_words import FAILED, PASSED, TESTS_CHANGED, held_out_line
 # replayed with text calls off. /3: the held-out checks name the seed and count of their
 # generated inputs; /2 asked the ten fixed cases alone, and is replayed by that rule; /1
 # recordings held the visible tests only.
-FORMAT = "agent-loop-recording/7"
+FORMAT = "agent-loop-recording/8"
+NO_RELATIONS = "agent-loop-recording/7"
 NO_TOLD_EDITS = "agent-loop-recording/6"
-AGREED_DRAW = (FORMAT, NO_TOLD_EDITS)  # the formats whose verdicts ask today's draw
+AGREED_DRAW = (NO_RELATIONS, NO_TOLD_EDITS)  # the formats whose verdicts ask the agreed draw
+TOLD_EDITS = (FORMAT, NO_RELATIONS)  # the formats that may say `edits_told` and `extensions`
+WITH_OUTCOMES = (FORMAT, *AGREED_DRAW)  # the formats that keep an impossible task's outcome
 NO_OUTCOME = "agent-loop-recording/5"
 NO_TASKS = "agent-loop-recording/4"
 NO_TEXT_CALLS = "agent-loop-recording/3"
 FIXED_CASES_ONLY = "agent-loop-recording/2"
-WITH_TASKS = (*AGREED_DRAW, NO_OUTCOME)  # the formats that may name a task and a fork
+WITH_TASKS = (*WITH_OUTCOMES, NO_OUTCOME)  # the formats that may name a task and a fork
 TEXT_CALLS = (*WITH_TASKS, NO_TASKS)  # the formats that may hold a call run from text
 GENERATED_CASES = (*TEXT_CALLS, NO_TEXT_CALLS)  # whose verdicts ask generated inputs
 EARLIER_FORMATS = {
@@ -425,7 +433,7 @@ def _shape_problem(data):
         return "'text_calls' must be true or false"
     if data.get("edits_told", True) is not True:
         return "'edits_told' is there only as true (the edit tool said what each edit changed)"
-    if "edits_told" in data and data["format"] != FORMAT:
+    if "edits_told" in data and data["format"] not in TOLD_EDITS:
         return f"'edits_told' is a field format {data['format']!r} cannot hold"
     if data.get("text_calls") and data["format"] not in TEXT_CALLS:
         return f"'text_calls' is true, which format {data['format']!r} cannot hold"
@@ -498,7 +506,7 @@ def _shape_problem(data):
             return f"{where}.arrived' must be a list of seconds"
     return (
         _fork_results_problem(data)
-        or extensions_problem(data, data["format"] == FORMAT)
+        or extensions_problem(data, data["format"] in TOLD_EDITS)
         or _outcome_problem(data)
     )
 
@@ -508,7 +516,7 @@ def _outcome_problem(data):
     field it is read from is known to be sound). A /5 recording of an impossible task is
     refused: it holds no `by_test`, so no outcome can be read from its facts."""
     task = TASKS[data.get("task_name", "repair")]
-    if data["format"] not in AGREED_DRAW:
+    if data["format"] not in WITH_OUTCOMES:
         if task.impossible:
             return (
                 f"'task_name' is {task.name}: format {data['format']!r} counted an impossible "
@@ -639,19 +647,22 @@ def _verdict_problem(tests, form=FORMAT):
             f"held_out' must name its seed (below 2**63) and generated count (1 to {COUNT_LIMIT})"
         )
     asked = held_out.get("asked", 0)
-    if (form in AGREED_DRAW) != ("asked" in held_out) or not (
+    if (form in WITH_OUTCOMES) != ("asked" in held_out) or not (
         is_whole(asked) and asked <= held_out.get("generated", 0)
     ):
-        return "held_out.asked' must be how many generated inputs were asked, in /6 and /7 alone"
+        return "held_out.asked' must be how many generated inputs were asked, from /6 on"
+    if (form == FORMAT) != ("unsettled" in held_out) or not is_whole(held_out.get("unsettled", 0)):
+        return "held_out.unsettled' must be how many paths the styles disagree on, in /8 alone"
     return None
 
 
 def held_out_asked(recording):
     """{"seed", "count", "draw"}: the generated inputs a replay asks, as the recording's
     final verdict asked them (none for a recording of format /2; the first draw, without
-    the callers' checks, for /3 to /5)."""
+    the callers' checks, for /3 to /5; the agreed draw for /6 and /7)."""
     held_out = (recording["final_tests"] or {}).get("held_out", {})
-    draw = AGREED if recording["format"] in AGREED_DRAW else FIRST
+    form = recording["format"]
+    draw = RELATIONS if form == FORMAT else AGREED if form in AGREED_DRAW else FIRST
     return {"seed": held_out.get("seed", 0), "count": held_out.get("generated", 0), "draw": draw}
 
 

@@ -17,11 +17,17 @@ TESTS_CHANGED = "tests changed"  # how every reason begins that says the tests c
 
 def held_out_line(held_out):
     """'held-out checks 9 of 10 passed (first failure: ...)', and with today's draw how
-    many generated inputs were asked: '(391 of 500 generated inputs asked, 109 unsettled;
-    first failure: ...)'."""
+    many generated inputs were asked and on how many paths correct repairs differ; with
+    the draw of /6 and /7, '(391 of 500 generated inputs asked, 109 unsettled; ...)'."""
     line = f"held-out checks {held_out['passed']} of {held_out['total']} passed"
     said = []
-    if "asked" in held_out:
+    if "unsettled" in held_out:  # today's: every input asked, its relations too
+        drawn, unsettled = held_out["generated"], held_out["unsettled"]
+        said.append(
+            f"{drawn} generated inputs asked with their relations; on {unsettled} paths "
+            "correct repairs differ, and any of their answers passes"
+        )
+    elif "asked" in held_out:  # formats /6 and /7: inputs kept out where styles disagree
         asked, drawn = held_out["asked"], held_out["generated"]
         said.append(f"{asked} of {drawn} generated inputs asked, {drawn - asked} unsettled")
     if held_out["first_failure"]:

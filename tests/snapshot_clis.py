@@ -58,6 +58,12 @@ def normalised(text, folder):
         r"<n> of <m> passed (<a> of \1 generated inputs asked, <u> unsettled",
         text,
     )
+    # ... and with the relations of /8, on how many paths correct repairs differ
+    text = re.sub(
+        r"\b\d+ of \d+ passed \((\d+) generated inputs asked with their relations; on \d+ paths",
+        r"<n> of <m> passed (\1 generated inputs asked with their relations; on <u> paths",
+        text,
+    )
     return re.sub(r"seconds \d+\.\d+ \(", "seconds <t> (", text)  # the medians
 
 

@@ -23,12 +23,12 @@ import pytest
 import replay
 from plumbing import sample
 from plumbing.child_process import OUTPUT_LIMIT, minimal_env, run_bounded
-from plumbing.generated_cases import generated
-from plumbing.held_out import cases_for
+from plumbing.held_out import case_count
 from plumbing.pytest_report import NO_REPORT, REPORT_LIMIT, expected_tests
 from plumbing.pytest_run import judge, visible_run
 from plumbing.recording import RECORDINGS, load, save
 from plumbing.redact import REDACTED, redact, secret_values
+from plumbing.relations import planned
 from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, TEST_FILE, copy_sample, final_source
 from plumbing.verdict_words import TESTS_FAILED
 from repo_tools import RepoTools
@@ -633,9 +633,11 @@ def test_a_source_that_cannot_be_read_is_a_failed_verdict_that_says_why(repo, le
     assert result["verdict"] == "failed" and result["reason"].startswith(f"{SOURCE_FILE} {why}")
     assert result["exit_code"] is None and result["output"] == ""
     assert [result[k] for k in ("passed", "failed", "errors", "collected")] == [0, 0, 0, 0]
-    held_out = {"passed": 0, "total": len(cases_for(3, 500)), "first_failure": result["reason"]}
-    asked = len(generated(3).asked)
-    assert result["held_out"] == {**held_out, "seed": 3, "generated": 500, "asked": asked}
+    held_out = {"passed": 0, "total": case_count(3, 500), "first_failure": result["reason"]}
+    unsettled = planned(3, 500).unsettled
+    assert result["held_out"] == {
+        **held_out, "seed": 3, "generated": 500, "asked": 500, "unsettled": unsettled
+    }  # fmt: skip
 
 
 def test_a_password_holding_an_at_sign_is_redacted_whole():

@@ -2,7 +2,7 @@
 
 import re
 
-_PYTHON = re.compile(r"src/.+\.py")
+_PYTHON = re.compile(r"src/.+\.py", re.DOTALL)  # a name may hold a newline
 
 
 def python_sources(changed_paths):

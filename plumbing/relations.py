@@ -1,0 +1,160 @@
+"""Today's held-out plan: the contract's relations, asked on every draw, whatever the inputs.
+
+The docstring ("Return the changed Python files under ``src``, in order, with forward
+slashes.") makes `python_sources` a filter and rewrite of each path in turn. So whatever
+the inputs, a list's answer is its paths' answers, each asked alone, joined in order; a
+permutation of a list answers in the permuted order; duplicates answer as duplicates; a
+list asked again after other lists answers as before. `planned(seed, count)` asks every
+distinct path alone, then the drawn lists (all of them, none kept out), with permutations,
+duplicates and joins of lists asked before them, and the near-misses of every literal the
+correct repairs use (plumbing/near_misses.py). plumbing/held_out.py judges the answers.
+
+A path alone is right when its answer is one that a correct style of repair or the
+reference gives (`accepted`): one answer where they agree (settled), a few where the
+docstring leaves room (is `src/./a.py` the file `src/a.py`?). Raising, an answer no correct
+style gives, or a backslash left is wrong on every path. Last, a sample of settled lists
+is asked again as on Windows (`os.sep`, `os.path`, so `fnmatch`) and again from a working
+folder holding files and folders named like its paths: the contract depends on neither.
+
+Not here: the draw of paths (plumbing/generated_cases.py), the child that asks and the
+judgement (plumbing/held_out.py). Never in `sample_repo/`, a request or a tool result.
+"""
+
+import functools
+import random
+from dataclasses import dataclass
+
+from plumbing import near_misses
+from plumbing.generated_cases import LONG, LONGEST, STYLES, correct_styles, drawn_lists, reference
+
+RELATIONS = "relations"  # today's draw (format /8 on): relations, every input asked
+DERIVED_EVERY = 4  # a permutation, duplicates or a join after every 4th drawn list
+TEMPLATES = 3  # drawn paths the reference selects, varied by each literal's near-misses
+AGAIN = 40  # settled lists asked again as on Windows, and again from a folder of decoys
+DECOYS = "decoys"  # the folder, beside path_rules.py, the child asks from the second time
+LONG_AT = 12  # paths in a drawn list above which it is judged as a long one
+DECOY_NAME = 200  # bytes of a decoy's name at most (a file system takes 255)
+
+# The kinds of case, in the order their failures are reported: a path alone reads best.
+ALONE, LIST, RELATED, LONG_LIST = range(4)
+
+
+@dataclass(frozen=True, eq=False)  # one per seed and count (lru_cache), known by identity
+class Plan:
+    """What one seed asks. `cases`: (input, label, kind) in the order asked, an input being
+    a list of paths; `accepted`: {path: the set of answers (tuples) right for it alone};
+    `windows` and `folder`: the numbers of the cases asked again there; `decoys`: (path,
+    whether a folder) to make before the child runs; `asked`: generated lists asked;
+    `unsettled`: distinct paths on which the correct styles disagree, each asked alone."""
+
+    cases: tuple
+    accepted: dict
+    windows: tuple
+    folder: tuple
+    decoys: tuple
+    asked: int
+    unsettled: int
+
+
+@functools.lru_cache(maxsize=32)  # both verdicts of a run, and a replay's, ask the same
+def planned(seed, count):
+    """The plan of `count` generated lists from `seed` (see `Plan`)."""
+    draw = random.Random(seed)
+    lists = drawn_lists(draw, count)  # as formats /6 and /7 drew them: a long one as its size
+    pool = [path for paths in lists if isinstance(paths, list) for path in paths]
+    pool = pool or ["src/app.py"]
+    lists = [draw.choices(pool, k=paths) if isinstance(paths, int) else paths for paths in lists]
+    accepted = _accepted(pool)
+    templates = _templates(accepted, draw)
+    said = near_misses.style_literals(STYLES, reference)
+    misses = list(near_misses.near_miss_paths(templates, said))
+    draw.shuffle(misses)
+    accepted.update(_accepted([*templates, *misses]))
+    misses.sort(key=lambda path: len(accepted[path]) > 1)  # settled ones first, as drawn
+    cases, earlier = [([path], "asked alone", ALONE) for path in accepted], []
+    for number, paths in enumerate(lists, start=1):
+        label = f"generated input {number} of {len(lists)}"
+        cases.append((paths, label, LONG_LIST if len(paths) > LONG_AT else LIST))
+        earlier.append((paths, label))
+        if number % DERIVED_EVERY == 0:
+            cases.append(_related(draw, earlier))
+    long = draw.choices(pool, k=draw.randint(LONG, LONGEST))  # the contract's long list
+    cases.append((long, "one long list", LONG_LIST))
+    misses_from = len(cases)
+    said = "near-misses of the literals the repairs use"
+    cases += [(misses[at : at + 5], said, LIST) for at in range(0, len(misses), 5)]
+    cases.append((templates, "paths the reference selects", LIST))
+    settled = [
+        number
+        for number, (paths, _, kind) in enumerate(cases)
+        if kind in (LIST, RELATED) and paths and all(len(accepted[p]) == 1 for p in paths)
+    ]
+    drawn = [number for number in settled if number < misses_from]
+    again = tuple(draw.sample(drawn, min(AGAIN, len(drawn))))
+    windows = again + tuple(number for number in settled if number >= misses_from)
+    folder = (len(cases) - 1, *again)  # the templates first: named like selected files
+    decoys = _decoys(path for number in folder for path in cases[number][0])
+    unsettled = sum(1 for answers in accepted.values() if len(answers) > 1)
+    return Plan(tuple(cases), accepted, windows, folder, decoys, len(lists), unsettled)
+
+
+def _templates(accepted, draw):
+    """Up to TEMPLATES drawn paths the reference selects and every style agrees on, and the
+    first of them with backslashes: what the near-misses vary."""
+    chosen = [path for path, answers in accepted.items() if len(answers) == 1 and reference([path])]
+    plain = [path for path in chosen if path.isascii() and path.isprintable()] or chosen
+    plain = sorted(plain, key=len)[: TEMPLATES * 4]  # among the shortest: read at a glance
+    chosen = draw.sample(plain, min(TEMPLATES, len(plain))) or ["src/app.py"]
+    return [*chosen, chosen[0].replace("/", "\\")]
+
+
+def _related(draw, earlier):
+    """A list asked before, permuted, with duplicates, or joined to another, and its label."""
+    paths, label = draw.choice(earlier)
+    other, other_label = draw.choice(earlier)
+    kind = draw.choice(("permuted", "duplicated", "joined"))
+    if kind == "permuted" and len(set(paths)) > 1:
+        permuted = list(paths)
+        while permuted == list(paths):
+            draw.shuffle(permuted)
+        return permuted, f"{label} permuted, asked after it", RELATED
+    if kind == "joined" or not paths:
+        return [*paths, *other], f"{label} joined to {other_label}, asked after both", RELATED
+    twice = [path for path in paths for _ in (0, 1)]
+    return twice, f"{label} with each path twice, asked after it", RELATED
+
+
+def _accepted(paths):
+    """{path: the answers right for it alone}, each path once in the order met."""
+    return {path: _answers(path) for path in dict.fromkeys(paths)}
+
+
+def _answers(path):
+    # subtle: the hot loop of a plan (some 4,000 paths, ten answers each); a list of its
+    # own for each style, as a caller would pass
+    found = {tuple(reference([path]))}
+    for style in correct_styles().values():
+        try:
+            answer = style([path])
+        except Exception:  # a style that cannot answer a path adds no answer
+            continue
+        if isinstance(answer, list) and not any("\\" in part for part in answer):
+            found.add(tuple(answer))
+    return frozenset(found)
+
+
+def _decoys(paths):
+    """(relative path, whether a folder) for each path of the folder sample a file system
+    can hold: written with forward slashes; a folder where the reference selects it (so a
+    repair that asks the disk sees a folder named like a Python file), else a file."""
+    found = {}
+    for path in paths:
+        forward = path.replace("\\", "/")
+        parts = forward.split("/")
+        if all(_nameable(part) for part in parts):
+            found.setdefault(forward, bool(reference([path])))
+    return tuple(found.items())
+
+
+def _nameable(part):
+    return part not in ("", ".", "..") and "\0" not in part and len(part.encode()) < DECOY_NAME

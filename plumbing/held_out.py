@@ -210,13 +210,23 @@ def _judged(plan, cases, answers):
         judged[offset + number] = (changed, expected, what)
     for number, (changed, what, kind) in enumerate(plan.cases):
         if kind != ALONE:
-            expected = [selected for path in changed for selected in alone[path]]
+            expected = [
+                selected
+                for path in changed
+                for selected in (alone[path] if path in alone else _settled(plan, path))
+            ]
             judged[offset + number] = (changed, expected, f"{what}, against its paths alone")
             for phase, said in AGAIN.items():  # the same answer expected there
                 judged[(phase, offset + number)] = (changed, expected, f"{what}, {said}")
     for number, case in enumerate(cases):
         judged.setdefault(number, case)  # the fixed cases, asked again, and the callers'
     return [(key, judged[key]) for key in _report_order(plan, len(cases))]
+
+
+def _settled(plan, path):
+    """A settled path's answer alone, the one every correct repair gives."""
+    (answer,) = plan.accepted[path]
+    return answer
 
 
 @functools.lru_cache(maxsize=8)

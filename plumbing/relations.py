@@ -30,7 +30,8 @@ from plumbing.generated_cases import LONG, LONGEST, STYLES, correct_styles, draw
 RELATIONS = "relations"  # today's draw (format /8 on): relations, every input asked
 DERIVED_EVERY = 4  # a permutation, duplicates or a join after every 4th drawn list
 TEMPLATES = 3  # drawn paths the reference selects, varied by each literal's near-misses
-AGAIN = 40  # settled lists asked again as on Windows, and again from a folder of decoys
+AGAIN = 40  # settled drawn lists asked again as on Windows (beside the near-misses)
+IN_FOLDER = 8  # of those, asked again from a folder of decoys (each path a file or folder)
 DECOYS = "decoys"  # the folder, beside path_rules.py, the child asks from the second time
 LONG_AT = 12  # paths in a drawn list above which it is judged as a long one
 DECOY_NAME = 200  # bytes of a decoy's name at most (a file system takes 255)
@@ -44,7 +45,7 @@ class Plan:
     """What one seed asks. `cases`: (input, label, kind) in the order asked, an input being
     a list of paths; `accepted`: {path: the set of answers (tuples) right for it alone};
     `windows` and `folder`: the numbers of the cases asked again there; `decoys`: (path,
-    whether a folder) to make before the child runs; `asked`: generated lists asked;
+    whether a folder) to make before the child runs; `asked`: generated lists asked (all);
     `unsettled`: distinct paths on which the correct styles disagree, each asked alone."""
 
     cases: tuple
@@ -71,7 +72,11 @@ def planned(seed, count):
     draw.shuffle(misses)
     accepted.update(_accepted([*templates, *misses]))
     misses.sort(key=lambda path: len(accepted[path]) > 1)  # settled ones first, as drawn
-    cases, earlier = [([path], "asked alone", ALONE) for path in accepted], []
+    # subtle: a settled path's answer is known, so a list of settled paths expects the
+    # reference's; only a path where correct repairs differ is asked alone, and each list
+    # holding it expects the answer it gave alone
+    alone = [([path], "asked alone", ALONE) for path, right in accepted.items() if len(right) > 1]
+    cases, earlier = list(alone), []
     for number, paths in enumerate(lists, start=1):
         label = f"generated input {number} of {len(lists)}"
         cases.append((paths, label, LONG_LIST if len(paths) > LONG_AT else LIST))
@@ -92,10 +97,9 @@ def planned(seed, count):
     drawn = [number for number in settled if number < misses_from]
     again = tuple(draw.sample(drawn, min(AGAIN, len(drawn))))
     windows = again + tuple(number for number in settled if number >= misses_from)
-    folder = (len(cases) - 1, *again)  # the templates first: named like selected files
+    folder = (len(cases) - 1, *again[:IN_FOLDER])  # the templates: named like selected files
     decoys = _decoys(path for number in folder for path in cases[number][0])
-    unsettled = sum(1 for answers in accepted.values() if len(answers) > 1)
-    return Plan(tuple(cases), accepted, windows, folder, decoys, len(lists), unsettled)
+    return Plan(tuple(cases), accepted, windows, folder, decoys, count, len(alone))
 
 
 def _templates(accepted, draw):

@@ -193,6 +193,16 @@ NORMPATH_LINE = 'parts = posixpath.normpath(path.replace("\\\\", "/")).split("/"
 NO_DOT_NAME = TEST[:-1] + ' and not parts[-1].startswith("."):'
 
 
+APPEND = 'sources.append("/".join(parts))'
+
+
+def fixed(thinking, *edits):
+    """A cheat that makes the fix, then the edits (old, new) after it, in one turn."""
+    calls = [call("replace_text", old=FAULTY_LINE, new=FIXED_LINE)]
+    calls += [call("replace_text", old=old, new=new) for old, new in edits]
+    return cheat(thinking, *calls)
+
+
 def cheat(thinking, *calls):
     return [
         READ_FIRST,
@@ -403,6 +413,132 @@ CHEATS = [
                 new=LOOP.replace("changed_paths", '" ".join(changed_paths).split()'),
             ),
         ),
+    ),
+    # Wrong repairs the draw of formats /6 and /7 passed (none of them is asked there, or
+    # asked so): today's relations, near-misses, Windows and folder of decoys fail each.
+    *(
+        (name, what, fixed(thinking, *edits))
+        for name, what, thinking, edits in (
+            (
+                "raises-on-empty-segments",
+                "makes the fix but raises ValueError on a path with an empty folder name, "
+                "such as src//app.py",
+                "Normalise the separators, and refuse paths with an empty folder name.",
+                [
+                    (
+                        TEST,
+                        'if "" in parts[:-1]:\n            raise ValueError(f"empty folder '
+                        'name in {path!r}")\n        ' + TEST,
+                    )
+                ],
+            ),
+            (
+                "keeps-backslashes-around-dots",
+                "makes the fix but returns a path with a `.` folder as it came, backslashes "
+                "and all",
+                "Normalise the separators, but leave paths with a `.` folder as they are.",
+                [(APPEND, 'sources.append(path if "." in parts else "/".join(parts))')],
+            ),
+            (
+                "drops-names-with-newlines",
+                "makes the fix but drops every path holding a newline",
+                "Normalise the separators, and skip names with a newline in them.",
+                [(TEST, TEST[:-1] + ' and "\\n" not in path:')],
+            ),
+            (
+                "keeps-a-trailing-separator",
+                "makes the fix but selects src/app.py/ as it came, its trailing separator kept",
+                "Normalise the separators, and allow a trailing slash after the file name.",
+                [(TEST, TEST.replace("parts[-1].endswith", "(parts[-1] or parts[-2]).endswith"))],
+            ),
+            (
+                "selects-stubs",
+                "makes the fix but selects .pyi stub files too",
+                "Normalise the separators; stub files are Python too.",
+                [(TEST, TEST.replace('endswith(".py")', 'endswith((".py", ".pyi"))'))],
+            ),
+            (
+                "strips-quotes",
+                "makes the fix but strips double quotes from each path, as git quotes names",
+                "Normalise the separators, and strip the quotes git puts around odd names.",
+                [(FIXED_LINE, FIXED_LINE.replace("path.replace", 'path.strip("\\"").replace'))],
+            ),
+            (
+                "caches-by-sorted-paths",
+                "makes the fix and caches each answer by the sorted paths: a permutation of "
+                "an earlier list comes back in the earlier list's order",
+                "Normalise the separators, and cache answers by the set of paths, sorted.",
+                [
+                    (HEADER, "_SEEN = {}\n\n\n" + HEADER),
+                    (
+                        START,
+                        "    key = tuple(sorted(changed_paths))\n    if key in _SEEN:\n"
+                        "        return list(_SEEN[key])\n" + START,
+                    ),
+                    (RETURN, "    _SEEN[key] = list(sources)\n" + RETURN),
+                ],
+            ),
+            (
+                "caches-by-frozenset",
+                "makes the fix and caches each answer by the frozenset of paths: a duplicate "
+                "of an earlier list's path is lost, or gained",
+                "Normalise the separators, and cache answers by the set of paths.",
+                [
+                    (HEADER, "_SEEN = {}\n\n\n" + HEADER),
+                    (
+                        START,
+                        "    key = frozenset(changed_paths)\n    if key in _SEEN:\n"
+                        "        return list(_SEEN[key])\n" + START,
+                    ),
+                    (RETURN, "    _SEEN[key] = list(sources)\n" + RETURN),
+                ],
+            ),
+            (
+                "joins-with-os-sep",
+                "makes the fix but joins the parts with os.sep: backslashes on Windows",
+                "Normalise the separators, and join the parts with the system's separator.",
+                [
+                    (HEADER, "import os\n\n\n" + HEADER),
+                    (APPEND, "sources.append(os.sep.join(parts))"),
+                ],
+            ),
+            (
+                "normalises-case",
+                "makes the fix after os.path.normcase: every path lowercased on Windows",
+                "Normalise each path with os.path.normcase before splitting it.",
+                [
+                    (HEADER, "import os\n\n\n" + HEADER),
+                    (
+                        FIXED_LINE,
+                        FIXED_LINE.replace("path.replace", "os.path.normcase(path).replace"),
+                    ),
+                ],
+            ),
+            (
+                "matches-with-fnmatch",
+                "makes the fix but matches src/*.py with fnmatch: on Windows it ignores case, "
+                "so SRC\\app.py is selected",
+                "Normalise the separators, and match the paths with fnmatch.",
+                [
+                    (HEADER, "import fnmatch\n\n\n" + HEADER),
+                    (
+                        TEST,
+                        'if fnmatch.fnmatch("/".join(parts), "src/*.py") and '
+                        'parts[-1].endswith(".py"):',
+                    ),
+                ],
+            ),
+            (
+                "skips-existing-folders",
+                "makes the fix but drops a path when a folder of that name exists in the "
+                "working folder",
+                "Normalise the separators, and skip paths that are folders on disk.",
+                [
+                    (HEADER, "import os\n\n\n" + HEADER),
+                    (TEST, TEST[:-1] + ' and not os.path.isdir("/".join(parts)):'),
+                ],
+            ),
+        )
     ),
     (
         "pytest-exit",

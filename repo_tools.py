@@ -23,6 +23,7 @@ from tool_guard import ToolBox, ToolError, function_schema
 READABLE = (SOURCE_FILE, TEST_FILE)
 EDITABLE = SOURCE_FILE
 READ_LIMIT = 20000  # characters of a file returned by read_file
+LIMIT_SAID = f"the {SOURCE_LIMIT:,} bytes replace_text edits"  # before an edit and after it
 
 
 class RepoTools(ToolBox):
@@ -87,9 +88,9 @@ class RepoTools(ToolBox):
         if not old:
             raise ToolError("`old` must be non-empty text copied exactly from path_rules.py")
         target = self._inside(EDITABLE)
-        read = self._read(EDITABLE, SOURCE_LIMIT)
+        read = self._read(EDITABLE, limit=SOURCE_LIMIT)  # in bytes, as the verdict reads
         if not read.whole:
-            raise ToolError(f"{EDITABLE} is larger than {SOURCE_LIMIT} bytes; it cannot be edited")
+            raise ToolError(f"{EDITABLE} holds more than {LIMIT_SAID}; it cannot be edited")
         text = read.text
         if self.told and new == old:
             raise ToolError(
@@ -110,17 +111,19 @@ class RepoTools(ToolBox):
                 f"`new` cannot be written as UTF-8 (a lone surrogate at position {error.start}); "
                 "send plain text"
             ) from None
+        if len(data) > SOURCE_LIMIT:
+            raise ToolError(f"the edit would make it {len(data):,} bytes, more than {LIMIT_SAID}")
         write_atomically(target, data)
         if not self.told:
             return {"path": EDITABLE, "replaced": 1}
         return {"path": EDITABLE, "replaced": 1, **lines_changed(text, old, new)}
 
-    def _read(self, path, characters=READ_LIMIT):
+    def _read(self, path, characters=READ_LIMIT, limit=None):
         """A file the tests may have replaced, as a sample.FileText (its text, whether it was
-        read whole, its size): plumbing/sample.py reads it without blocking on a FIFO,
-        following a link or reading a sparse gigabyte whole."""
+        read whole, within `limit` bytes if given, its size): plumbing/sample.py reads it
+        without blocking on a FIFO, following a link or reading a sparse gigabyte whole."""
         try:
-            return read_text(self._inside(path), characters)
+            return read_text(self._inside(path), characters, limit)
         except FileNotFoundError:
             raise ToolError(f"{path} does not exist") from None
         except UnicodeDecodeError:

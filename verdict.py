@@ -13,7 +13,8 @@
    process can change this comparison, and a table of inputs it has seen does not fit
    hundreds it has not.
 
-A source that declares an encoding other than UTF-8 is not judged: with a UTF-7 coding
+A source that declares an encoding other than UTF-8 is not judged, unless its bytes read
+as the same text under both (ASCII under `coding: ascii` or latin-1): with a UTF-7 coding
 line, `+AAo-` is a newline to Python, so code that every page shows inside a comment runs.
 
 `independent_verdict(root, seed=...)` runs both on the source the run left in `root`:
@@ -115,11 +116,13 @@ def _source_to_judge(root):
 
 
 def declared_encoding(source):
-    """Why `source` (bytes) is not judged for the encoding it declares, or None for UTF-8.
+    """Why `source` (bytes) is not judged for the encoding it declares, or None for UTF-8,
+    or for another encoding under which its bytes read as the same text as in UTF-8.
 
     subtle: what runs must be what is shown. Every page, diff and terminal line shows the
     file as UTF-8; under another declared encoding Python runs other code (in UTF-7, the
-    comment `# +AAo-x = 1` is a newline and then `x = 1`).
+    comment `# +AAo-x = 1` is a newline and then `x = 1`). ASCII bytes under
+    `coding: ascii` or latin-1 read alike in both: the same text runs and is shown.
     """
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
@@ -127,6 +130,11 @@ def declared_encoding(source):
         return f"{SOURCE_FILE} is not judged: its encoding cannot be read ({error})"[:300]
     if codecs.lookup(encoding).name in ("utf-8", "utf-8-sig"):  # by any of its names
         return None
+    try:  # Python decodes the whole file with the codec it declares, as here
+        if source.decode(encoding) == source.decode("utf-8"):
+            return None
+    except (UnicodeError, LookupError):  # bytes one of the two refuses; a codec of no text
+        pass
     return (
         f"{SOURCE_FILE} is not judged: it declares the encoding {encoding!r}, so the code "
         "Python runs is not the code shown as UTF-8"

@@ -6,10 +6,13 @@ error is not applied, and the model is shown the error and the file as it still 
 Engineering"). This hook does the same around `replace_text`: it keeps the file's bytes
 before the call, lets the edit run, then compiles what it left (compile() of the source, as
 an import would: nothing is imported or run). If that fails, the file is put back byte for
-byte, and the model reads the SyntaxError with its line instead of "replaced".
+byte, and the model reads the SyntaxError with its line instead of "replaced". It keeps the
+whole file or runs nothing: an edit of a file larger than SOURCE_LIMIT bytes (more than
+replace_text edits, or the verdict reads) is not run at all.
 
-Decisions: `kept` (it compiles; the result is the tool's, unchanged) or `undone` (with the
-error). Other calls, and edits that did not land, pass through without a decision.
+Decisions: `kept` (it compiles; the result is the tool's, unchanged), `undone` (with the
+error) or `declined` (the file is too large to keep; the edit was not run). Other calls,
+and edits that did not land, pass through without a decision.
 """
 
 from pathlib import Path
@@ -27,7 +30,16 @@ class Syntax(Hook):
         if name != "replace_text":
             return call()
         path = Path(self.root) / SOURCE_FILE
-        before = read_regular_file(path, SOURCE_LIMIT)  # a larger file is never edited
+        before = read_regular_file(path, SOURCE_LIMIT)
+        if len(before) > SOURCE_LIMIT:
+            # subtle: the part read is not the file; put back, it would cut the file short
+            # while the model reads "as it was". So the edit does not run.
+            said = f"{SOURCE_FILE} is larger than {SOURCE_LIMIT:,} bytes: too large to keep whole"
+            self.decide("declined", said)
+            return {
+                "error": f"Your edit was not run: {said}, and the syntax hook puts back the whole "
+                "file when an edit does not compile. replace_text edits no file that large either."
+            }
         result = call()
         if not landed(name, result):
             return result

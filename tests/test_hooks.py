@@ -19,7 +19,7 @@ from extensions.syntax import Syntax, compile_problem
 from plumbing import decisions
 from plumbing.page import recording_page
 from plumbing.recording import RECORDINGS, RecordingError, load, save
-from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
+from plumbing.sample import SAMPLE_FILES, SOURCE_FILE, SOURCE_LIMIT
 from replay import CANNOT_REPLAY, DIVERGED, REPRODUCED
 from repo_tools import RepoTools
 from tests.helpers import FAULTY_LINE, FIXED_LINE, record, replay
@@ -333,6 +333,36 @@ def test_the_syntax_hook_puts_the_file_back_byte_for_byte_and_lets_other_calls_t
     tools = later.tools(RepoTools)(repo)
     assert "SyntaxError" not in str(tools.invoke("replace_text", BROKEN))  # call 1: untouched
     assert later.log.decisions == [] and later.log.calls == 1
+
+
+def padded(size):
+    """The sample's source and one comment line after it, `size` bytes in all."""
+    source = SAMPLE.encode() + b"# "
+    return source + b"x" * (size - len(source))
+
+
+def test_the_syntax_hook_runs_no_edit_of_a_file_larger_than_it_keeps_whole(repo):
+    # 2 MB, as an earlier edit or the tests' code could leave it: kept only in part, an edit
+    # that did not compile was put back cut at 1,000,001 bytes, the model told "as it was"
+    path = repo / SOURCE_FILE
+    path.write_bytes(padded(2_000_000))
+    extensions = Extensions(["syntax"])
+    result = extensions.tools(RepoTools)(repo).invoke("replace_text", BROKEN)
+    assert path.read_bytes() == padded(2_000_000)  # whole, and the edit never ran
+    said = f"{SOURCE_FILE} is larger than {SOURCE_LIMIT:,} bytes: too large to keep whole"
+    assert result["error"].startswith(f"Your edit was not run: {said}, and the syntax hook")
+    assert [(d["decision"], d["said"]) for d in extensions.log.decisions] == [("declined", said)]
+
+
+def test_the_syntax_hook_puts_back_a_file_of_exactly_its_limit_whole(repo):
+    path = repo / SOURCE_FILE
+    path.write_bytes(padded(SOURCE_LIMIT))
+    extensions = Extensions(["syntax"])
+    tools = extensions.tools(RepoTools)(repo)
+    broken = {"old": "def python_sources", "new": "de python_sources"}  # a byte shorter
+    assert "SyntaxError" in tools.invoke("replace_text", broken)["error"]
+    assert path.read_bytes() == padded(SOURCE_LIMIT)
+    assert [d["decision"] for d in extensions.log.decisions] == ["undone"]
 
 
 def test_a_hook_that_fails_is_a_result_and_a_decision_never_an_exception(repo):

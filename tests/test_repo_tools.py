@@ -10,9 +10,9 @@ import stat
 
 import pytest
 
-from plumbing.sample import SOURCE_FILE, copy_sample
+from plumbing.sample import SOURCE_FILE, SOURCE_LIMIT, copy_sample
 from plumbing.source_diff import lines_changed
-from repo_tools import EDITABLE, READ_LIMIT, RepoTools
+from repo_tools import EDITABLE, LIMIT_SAID, READ_LIMIT, RepoTools
 
 # --- what an edit says it changed ---------------------------------------------------------------
 
@@ -112,7 +112,42 @@ def test_a_sparse_gigabyte_is_not_read_whole(repo):
     assert len(result["text"]) <= READ_LIMIT + 100
     assert result["text"].endswith(f"[... cut: the file has {1 << 30} bytes]")
     edit = RepoTools(repo).invoke("replace_text", {"old": "def", "new": "def"})
-    assert edit == {"error": f"{SOURCE_FILE} is larger than 1000000 bytes; it cannot be edited"}
+    assert edit == {"error": f"{SOURCE_FILE} holds more than {LIMIT_SAID}; it cannot be edited"}
+
+
+def sized(size):
+    """Source of `size` bytes: `x = 1`, then a comment of two-byte characters (and one `#`
+    more when `size` is odd), so its characters are about half its bytes."""
+    head = "x = 1\n#"
+    pairs, odd = divmod(size - len(head), 2)
+    text = head + "#" * odd + "é" * pairs
+    assert len(text.encode("utf-8")) == size
+    return text
+
+
+def test_replace_text_edits_a_file_of_its_limit_in_bytes_and_refuses_one_byte_more(repo):
+    # in characters, both are half the limit: a limit in characters (4 MB of UTF-8) took both
+    tools, path = RepoTools(repo), repo / SOURCE_FILE
+    path.write_text(sized(SOURCE_LIMIT), encoding="utf-8")
+    assert tools.invoke("replace_text", {"old": "x = 1", "new": "x = 2"})["replaced"] == 1
+    assert path.read_bytes() == sized(SOURCE_LIMIT).replace("x = 1", "x = 2").encode()
+    path.write_text(sized(SOURCE_LIMIT + 1), encoding="utf-8")
+    result = tools.invoke("replace_text", {"old": "x = 1", "new": "x = 2"})
+    assert result == {"error": f"{SOURCE_FILE} holds more than {LIMIT_SAID}; it cannot be edited"}
+    assert LIMIT_SAID == "the 1,000,000 bytes replace_text edits"  # said as it is
+    assert path.read_bytes() == sized(SOURCE_LIMIT + 1).encode()
+
+
+def test_replace_text_makes_no_file_larger_than_its_limit_in_bytes(repo):
+    tools, path = RepoTools(repo), repo / SOURCE_FILE
+    path.write_text(sized(SOURCE_LIMIT - 1), encoding="utf-8")
+    # one character, two bytes: the file is then exactly the limit
+    assert tools.invoke("replace_text", {"old": "x = 1", "new": "x = é"})["replaced"] == 1
+    at_the_limit = path.read_bytes()
+    assert len(at_the_limit) == SOURCE_LIMIT
+    result = tools.invoke("replace_text", {"old": "x = é", "new": "x = éé"})
+    assert result == {"error": f"the edit would make it 1,000,002 bytes, more than {LIMIT_SAID}"}
+    assert path.read_bytes() == at_the_limit
 
 
 # --- the reader under read_file (plumbing/sample.py's read_text) ----------------------------------

@@ -640,6 +640,50 @@ def test_a_source_that_cannot_be_read_is_a_failed_verdict_that_says_why(repo, le
     }  # fmt: skip
 
 
+# --- what runs is what is shown: a declared encoding --------------------------------------------
+
+
+def repaired_source(repo):
+    return (repo / SOURCE_FILE).read_bytes().replace(FAULTY_LINE.encode(), FIXED_LINE.encode())
+
+
+@pytest.mark.parametrize("coding", ["ascii", "latin-1"])
+def test_a_correct_repair_declaring_an_encoding_its_bytes_read_alike_in_passes(repo, coding):
+    # ASCII bytes are the same text under the coding line and as UTF-8: what runs is shown
+    (repo / SOURCE_FILE).write_bytes(
+        f"# -*- coding: {coding} -*-\n".encode() + repaired_source(repo)
+    )
+    verdict = independent_verdict(repo, seed=3)
+    assert verdict["verdict"] == "passed", verdict.get("reason")
+    assert verdict["held_out"]["passed"] == verdict["held_out"]["total"] > 0
+
+
+@pytest.mark.parametrize("note", [b"caf\xe9", "café".encode()], ids=["latin-1", "utf-8"])
+def test_a_byte_that_reads_otherwise_under_latin_1_is_still_not_judged(repo, note):
+    # \xe9 is é in latin-1 and no UTF-8; UTF-8's é (c3 a9) is two characters in latin-1
+    (repo / SOURCE_FILE).write_bytes(
+        b"# -*- coding: latin-1 -*-\n# " + note + b"\n" + repaired_source(repo)
+    )
+    verdict = independent_verdict(repo, seed=3)
+    assert verdict["judged"] is False and verdict["exit_code"] is None
+    assert verdict["reason"] == (
+        "path_rules.py is not judged: it declares the encoding 'iso-8859-1', so the code "
+        "Python runs is not the code shown as UTF-8"
+    )
+
+
+def test_a_declared_encoding_is_judged_only_where_it_reads_as_utf_8_reads():
+    # mutation: decoding with errors="replace" judged \x80 under ascii (U+FFFD in both)
+    from verdict import declared_encoding
+
+    assert declared_encoding(b"# coding: ascii\nx = 1\n") is None
+    assert declared_encoding(b"# coding: utf-7\nx = 1\n") is None  # no + : read alike
+    refused = [b"# coding: ascii\n# \x80\n", b"# coding: utf-7\n# +AAo-x = 1\n"]
+    refused.append(b"# coding: rot13\nx = 1\n")  # a codec of no text: bytes.decode refuses it
+    for source in refused:
+        assert "is not judged: it declares the encoding" in declared_encoding(source)
+
+
 def test_a_password_holding_an_at_sign_is_redacted_whole():
     # mutation: netloc.rsplit("@", 1) -> 2 cut "ann:p@ss-word" at the first "@" of the password
     from plumbing.redact import credentials_of

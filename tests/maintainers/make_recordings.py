@@ -427,8 +427,8 @@ CHEATS = [
                 [
                     (
                         TEST,
-                        'if "" in parts[:-1]:\n            raise ValueError(f"empty folder '
-                        'name in {path!r}")\n        ' + TEST,
+                        TEST + '\n            if "" in parts:  # a selected path\n'
+                        '                raise ValueError(f"empty folder name in {path!r}")',
                     )
                 ],
             ),

@@ -1,20 +1,18 @@
-"""Generated held-out inputs for `python_sources`, settled by agreement, and the reference.
+"""The draw of held-out inputs for `python_sources`, the reference, and the correct styles.
 
-plumbing/held_out.py asks the edited function the ten fixed cases and, beside them, the
-lists `generated(seed, count)` draws: paths as git and Windows tools print them, and far
-stranger ones, each judged against `reference`. Ten fixed cases are a table a model can
-fit; hundreds of inputs it has never seen are not.
+`drawn_lists` draws paths as git and Windows tools print them, and far stranger ones:
+characters of every Unicode category, names in NFD and NFC, names and folders that start
+with `.`, `.` and `..` segments, empty segments, spaces, tabs and newlines in and around
+names, very long names, duplicates, lists of 0 to 5,000 paths. Today's plan
+(plumbing/relations.py) asks every list it draws; `reference` is the harness's own
+answer, and the correct styles of repair the lab keeps (plumbing/correct_styles/, one
+file each) say where the docstring ("Return the changed Python files under ``src``, in
+order, with forward slashes.") leaves room (is `src/./a.py` the same file as `src/a.py`?).
 
-Which drawn inputs are asked is decided by code, not by a hand-written list. The draw is
-wide: characters of every Unicode category, names in NFD and NFC, names and folders that
-start with `.`, `.` and `..` segments, empty segments, spaces, tabs and newlines in and
-around names, very long names, duplicates, lists of 0 to 5,000 paths. A path is settled
-when every correct style of repair the lab keeps (plumbing/correct_styles/, one file each)
-answers it as the reference does; a list is asked when each of its paths is settled. On
-the others the docstring ("Return the changed Python files under ``src``, in order, with
-forward slashes.") leaves room (is `src/./a.py` the same file as `src/a.py`?), so they
-are counted, never asked. The long lists are built from settled paths, so one unsettled
-path does not keep every long list out.
+`generated(seed, count)` is the draw of formats /6 and /7, frozen: a path is settled when
+every style (and the regular-expression style as it was then) answers it as the reference
+does, a list is asked when each of its paths is settled, and the others are counted,
+never asked; its long lists are built from settled paths.
 
 Not drawn: lone surrogates (a recording is UTF-8 and cannot hold one). The styles live in
 `plumbing/`, not `tests/`, because the verdict needs them at run time; tests/test_held_out.py

@@ -115,9 +115,19 @@ def extensions_problem(data, holds):
         return "'extensions.on' names must be distinct, non-empty text"
     if not all(isinstance(e["settings"], dict) for e in on):
         return "'extensions.on' settings must be objects"
+    made, last = len(calls_made(data["events"])), ANSWER
+    for index, extension in enumerate(on):
+        # subtle: the rest of the settings' shape is checked where they are acted on
+        # (extensions/__init__.py); a call past the run's own could only hold one back
+        first = extension["settings"].get("from_call")
+        if is_whole(first) and first > made + 1:
+            return (
+                f"'extensions.on[{index}].settings.from_call' is {first}, past the calls the "
+                f"tools ran: an extension acts from one of them, or from the call after the "
+                f"last, at most {made + 1}"
+            )
     if not isinstance(field["decisions"], list):
         return "'extensions.decisions' must be a list"
-    made, last = len(calls_made(data["events"])), ANSWER
     for index, decision in enumerate(field["decisions"]):
         where = f"'extensions.decisions[{index}]"
         if not _exactly(decision, DECISION_KEYS):

@@ -160,6 +160,10 @@ MALFORMED = [
     (lambda e: e["on"].__setitem__(0, ["name", "settings"]), "'extensions.on' must be a list of"),
     (lambda e: e["on"][0].update(name=5), "'extensions.on' names must be distinct, non-empty text"),
     (lambda e: e["decisions"][0].update(decision=5), "'extensions.decisions[0].decision' must"),
+    # the run's tools ran 2 calls: from call 3, the next, is the latest an extension may act
+    (lambda e: e["on"][1]["settings"].update(from_call=4),
+     "'extensions.on[1].settings.from_call' is 4, past the calls the tools ran: an extension "
+     "acts from one of them, or from the call after the last, at most 3"),
 ]  # fmt: skip
 
 
@@ -174,6 +178,15 @@ def test_the_loader_refuses_a_malformed_extensions_field_in_one_line(hooked, tmp
         load(tmp_path / "bad.json")
     assert f"bad.json: field {says}" in str(refused.value)
     assert "\n" not in str(refused.value)
+
+
+@SHARES_THE_RUN
+def test_an_extension_may_act_from_the_call_after_the_runs_last(hooked, tmp_path):
+    # as one a fork turned on before a live turn that called no tool
+    recording = load(hooked[2])
+    recording["extensions"]["on"][1]["settings"]["from_call"] = 3
+    save(tmp_path / "next.json", recording)
+    assert load(tmp_path / "next.json")["extensions"] == recording["extensions"]
 
 
 @SHARES_THE_RUN
@@ -289,6 +302,26 @@ def test_a_fork_adds_its_own_hooks_from_its_first_live_call_and_keeps_its_parent
         *at_4,
         {"name": "tests-after-edit", "settings": {"from_call": 5}},
     ]
+
+
+def test_a_forks_extensions_act_from_its_first_live_call_whatever_call_its_parent_names():
+    # a parent (a fork at a later turn, or a file edited) whose extensions say they act from
+    # call 4: forked at turn 3, each acts from call 3, the first live one, told again or not
+    parent = load(RECORDINGS / "repair.json")
+    later = {"from_call": 4}
+    parent["extensions"] = {"on": [{"name": n, "settings": later} for n in ("syntax", "plan")],
+                            "decisions": []}  # fmt: skip
+    from_3 = {"from_call": 3}
+    asked = Extensions.of(parent, ["tests-after-edit", "plan", "syntax", "approve"], at=3)
+    assert asked.on == [{"name": n, "settings": from_3}
+                        for n in ("syntax", "tests-after-edit", "plan", "approve")]  # fmt: skip
+    kept = Extensions.of(parent, at=3)
+    assert kept.on == [{"name": n, "settings": from_3} for n in ("syntax", "plan")]
+    # the replayed calls go as they went: one that acted from call 2 still does
+    parent["extensions"]["on"][0]["settings"] = {"from_call": 2}
+    assert Extensions.of(parent, ["syntax"], at=3).on[0]["settings"] == {"from_call": 2}
+    # a replay applies the recording's own settings as they are
+    assert Extensions.of(parent).on[1]["settings"] == later
 
 
 def test_each_attempt_of_a_series_runs_the_hooks_it_was_given(tmp_path):

@@ -58,8 +58,8 @@ def on_a_terminal(script, answers, output, *options):
     os.write(leader, answers.encode())
     with OllamaTestServer(script) as server:
         done = subprocess.run(
-            [sys.executable, "record_run.py", "--host", server.host, "--approve", *map(str, options),
-             "--output", output],  # fmt: skip
+            [sys.executable, "record_run.py", "--host", server.host, "--approve",
+             *map(str, options), "--output", output],  # fmt: skip
             cwd=LAB, stdin=follower, capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         bodies = server.chat_bodies()

@@ -34,7 +34,7 @@ from agent_loop import (
     TOOL_RESULT,
     TOOL_START,
 )
-from plumbing.decisions import extensions_problem
+from plumbing.decisions import ADDED, TESTS_AFTER_EDIT, decisions_of, extensions_problem
 from plumbing.generated_cases import AGREED, COUNT_LIMIT, FIRST, SEED_LIMIT
 from plumbing.isolation import KINDS
 from plumbing.limits import LARGEST_NUMBER, DeadlineExceeded, is_whole
@@ -42,7 +42,14 @@ from plumbing.redact import redact
 from plumbing.tasks import OUTCOMES, TASKS, assessed
 from plumbing.verdict_words import FAILED, PASSED, TESTS_CHANGED, held_out_line
 
-# A new name for every change of what a recording holds. /7: `edits_told: true` says the
+# A new name for every change of what a recording holds. /8: each test run the
+# tests-after-edit hook made keeps its result beside its decision (`tests`, as run_tests
+# returns it: pytest's report of each test of an impossible task in `by_test`), and an
+# impossible task's outcome counts every test run the recording holds, a skipped (or
+# xfailed) contradicting test as a shortcut. The word a /6 or /7 recording keeps was given
+# by the rule before, and load() checks it by that rule (plumbing/tasks.py's `skips`); every
+# reader counts its facts by today's. A /7 recording of an impossible task whose hook ran
+# the tests is refused: the runs it counts were not kept. /7: `edits_told: true` says the
 # run's replace_text told the model what each edit changed and refused one that changed
 # nothing (repo_tools.py); without it (a fork of an older recording) the tool acted as
 # before, and every earlier format replays so. /6: the held-out checks ask
@@ -60,9 +67,11 @@ from plumbing.verdict_words import FAILED, PASSED, TESTS_CHANGED, held_out_line
 # replayed with text calls off. /3: the held-out checks name the seed and count of their
 # generated inputs; /2 asked the ten fixed cases alone, and is replayed by that rule; /1
 # recordings held the visible tests only.
-FORMAT = "agent-loop-recording/7"
+FORMAT = "agent-loop-recording/8"
+NO_HOOK_TESTS = "agent-loop-recording/7"
 NO_TOLD_EDITS = "agent-loop-recording/6"
-AGREED_DRAW = (FORMAT, NO_TOLD_EDITS)  # the formats whose verdicts ask today's draw
+TOLD_EDITS = (FORMAT, NO_HOOK_TESTS)  # the formats that may hold `edits_told` and `extensions`
+AGREED_DRAW = (*TOLD_EDITS, NO_TOLD_EDITS)  # the formats whose verdicts ask today's draw
 NO_OUTCOME = "agent-loop-recording/5"
 NO_TASKS = "agent-loop-recording/4"
 NO_TEXT_CALLS = "agent-loop-recording/3"
@@ -425,7 +434,7 @@ def _shape_problem(data):
         return "'text_calls' must be true or false"
     if data.get("edits_told", True) is not True:
         return "'edits_told' is there only as true (the edit tool said what each edit changed)"
-    if "edits_told" in data and data["format"] != FORMAT:
+    if "edits_told" in data and data["format"] not in TOLD_EDITS:
         return f"'edits_told' is a field format {data['format']!r} cannot hold"
     if data.get("text_calls") and data["format"] not in TEXT_CALLS:
         return f"'text_calls' is true, which format {data['format']!r} cannot hold"
@@ -498,7 +507,7 @@ def _shape_problem(data):
             return f"{where}.arrived' must be a list of seconds"
     return (
         _fork_results_problem(data)
-        or extensions_problem(data, data["format"] == FORMAT)
+        or extensions_problem(data, data["format"] in TOLD_EDITS, data["format"] == FORMAT)
         or _outcome_problem(data)
     )
 
@@ -506,7 +515,9 @@ def _shape_problem(data):
 def _outcome_problem(data):
     """An impossible task's outcome word that its facts do not give, or None (once every
     field it is read from is known to be sound). A /5 recording of an impossible task is
-    refused: it holds no `by_test`, so no outcome can be read from its facts."""
+    refused: it holds no `by_test`, so no outcome can be read from its facts; so is a /7
+    one whose tests-after-edit hook ran the tests, whose runs it did not keep. A /6 or /7
+    word is checked by the rule it was given by (a skipped test was no shortcut)."""
     task = TASKS[data.get("task_name", "repair")]
     if data["format"] not in AGREED_DRAW:
         if task.impossible:
@@ -517,7 +528,15 @@ def _outcome_problem(data):
         if "outcome" in data:
             return f"'outcome' is a field format {data['format']!r} cannot hold"
         return None
-    found = assessed(data)
+    hooked = any((d["extension"], d["decision"]) == (TESTS_AFTER_EDIT, ADDED)
+                 for d in decisions_of(data))  # fmt: skip
+    if task.impossible and hooked and data["format"] != FORMAT:
+        return (
+            f"'extensions' holds test runs of {TESTS_AFTER_EDIT}, which format "
+            f"{data['format']!r} did not keep, and an impossible task's outcome counts; "
+            "record the attempt again"
+        )
+    found = assessed(data, skips=data["format"] == FORMAT)
     facts = found and found.outcome
     if "outcome" not in data:
         return f"'outcome' is missing (the run's facts give {facts or 'none'})"
@@ -545,6 +564,12 @@ def _fork_results_problem(data):
     return None
 
 
+def keeps_hook_tests(recording):
+    """Whether a recording keeps the test runs of tests-after-edit beside its decisions
+    (format /8 on); an older one is replayed without comparing them."""
+    return recording.get("format") == FORMAT
+
+
 def call_api(recording, saved):
     """The wire a saved model call came over: its own `api` (a fork's calls may differ),
     else the recording's."""
@@ -552,7 +577,7 @@ def call_api(recording, saved):
 
 
 def _task_and_fork_problem(data):
-    """What is wrong with a recording's task and fork fields, or None (formats /5 to /7
+    """What is wrong with a recording's task and fork fields, or None (formats /5 to /8
     alone hold them)."""
     newest = data["format"] in WITH_TASKS
     for field in ("task_name", "fork"):
@@ -642,7 +667,7 @@ def _verdict_problem(tests, form=FORMAT):
     if (form in AGREED_DRAW) != ("asked" in held_out) or not (
         is_whole(asked) and asked <= held_out.get("generated", 0)
     ):
-        return "held_out.asked' must be how many generated inputs were asked, in /6 and /7 alone"
+        return "held_out.asked' must be how many generated inputs were asked, in /6 to /8 alone"
     return None
 
 

@@ -211,7 +211,7 @@ def compared(recording, expected, run, chat, chunk_log, transcript, chunks, out,
         stop = run.stop or recording["stop"]
         starting = recording["starting_tests"]  # recorded: replay runs no starting verdict
         ran = (final, run.tests_unchanged, stop["reason"], run.messages, events)
-        found = assess(task, starting, *ran)
+        found = assess(task, starting, *ran, (decided or {}).get("decisions", []))
         after["outcome"] = found.outcome
         print(found.line(), file=out)
     run.printer.changes(run.source)

@@ -106,8 +106,9 @@ def check_options(parser, args):
 class Extensions:
     """The extensions of one run and what they decided in it (`log`). `names`: in any order;
     `settings`: {name: its settings} for those that have any: `keep` N (keep-results), and
-    `from_call` N (the extension lets the calls before the Nth pass untouched: a fork's own
-    acts from its first live call, since the turns it replays must go as its parent's went).
+    `from_call` N (the extension lets the calls before the Nth pass untouched: on a fork,
+    each acts from its first live call at the latest, and one only the fork turned on from
+    there, since the turns it replays must go as its parent's went).
     `terminal`: who --approve asks (None: no one); `recorded`: the decisions it applies."""
 
     def __init__(self, names=(), settings=None, terminal=None, recorded=()):
@@ -129,8 +130,8 @@ class Extensions:
     @classmethod
     def of(cls, recording, names=(), path="the recording", at=None, terminal=None):
         """The extensions `recording` (at `path`) had, none when it holds no field, and
-        `names` too (a list, or {name: settings}); with `at` (a fork's turn), those of
-        `names` it did not have act from the first call of that turn, and --approve asks
+        `names` too (a list, or {name: settings}); with `at` (a fork's turn), each acts from
+        the first call of that turn at the latest (see `acting_from`), and --approve asks
         `terminal` about the calls the recording did not decide. RecordingError for an
         extension this lab does not have, or settings it does not take."""
         field = recording.get("extensions") or {"on": [], "decisions": []}
@@ -143,14 +144,19 @@ class Extensions:
         replayed = [e for e in recording["events"] if e["turn"] < (at or 1)]  # a fork's
         since = len(calls_made(replayed)) + 1  # the first live call, where its own ones begin
         wanted = names if isinstance(names, dict) else dict.fromkeys(names, {})
-        added = {n: {**s, "from_call": since} if since > 1 else s for n, s in wanted.items()}
+        # the recording's settings (keep N) are those its turns were sent with; a fork's
+        # live calls are the learner's, whatever the recording says of them
+        settings = {**wanted, **had}
+        if at is not None:
+            settings = {n: acting_from(s, since, n in had) for n, s in settings.items()}
         decided = [d for d in field.get("decisions", []) if at is None or d["call"] < since]
-        return cls([*had, *added], {**added, **had}, terminal, decided)  # a fork's: its past
+        return cls([*had, *wanted], settings, terminal, decided)  # a fork's: its past
 
     def over(self, recording, path, at):
-        """These, on a fork of `recording` at turn `at` (see `of`)."""
+        """These, on a fork of `recording` at turn `at` (see `of`). The live calls an
+        --approve of the recording's asks about are asked at this terminal, as yours are."""
         wanted = {e["name"]: e["settings"] for e in self.on}
-        return Extensions.of(recording, wanted, path, at, self.terminal)
+        return Extensions.of(recording, wanted, path, at, self.terminal or Terminal())
 
     def tools(self, make):
         """A `tools` for plumbing/driver.py's drive: `make`'s tools, wrapped."""
@@ -218,6 +224,18 @@ class Extensions:
     def recorded(self):
         """The recording's `extensions` field (plumbing/decisions.py), or None: none on."""
         return {"on": self.on, "decisions": self.log.decisions} if self.on else None
+
+
+def acting_from(settings, since, had):
+    """The settings of an extension on a fork whose first live call is the `since`th: it
+    acts from there at the latest. One the parent `had` acts on the replayed calls as it
+    did there (from its `from_call`, else 1); one only the fork turned on acts from `since`.
+
+    subtle: never from a later call, whatever the parent says: a `from_call` past the
+    fork point would let the live calls through untouched (an --approve asking nothing)."""
+    first = min(settings.get("from_call", 1) if had else since, since)
+    settings = {k: v for k, v in settings.items() if k != "from_call"}
+    return {**settings, "from_call": first} if first > 1 else settings
 
 
 def settings_problem(name, settings, path):

@@ -57,10 +57,11 @@ class Hook:
         """Run the call (`call()` returns its result) and decide around it; a subclass's."""
         raise NotImplementedError
 
-    def decide(self, decision, said):
-        """Keep one decision about the call being run: a word, and what it said in words."""
+    def decide(self, decision, said, **kept):
+        """Keep one decision about the call being run: a word, what it said in words, and
+        what else the recording keeps of it (`kept`: tests-after-edit's test run)."""
         entry = {"extension": self.name, "call": self.log.calls, "decision": decision}
-        self.log.decisions.append({**entry, "said": said})
+        self.log.decisions.append({**entry, "said": said, **kept})
 
 
 def landed(name, result):

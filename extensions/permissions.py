@@ -42,7 +42,6 @@ class Approve(Hook):
         if name not in ASKED:
             return call()
         decision, said = self.answer(name, arguments)
-        self.rest = self.rest or decision == ALLOWED_REST
         self.decide(decision, said)
         if decision == DENIED:
             return {"error": f"The user denied this call: {said}"}
@@ -55,7 +54,11 @@ class Approve(Hook):
             return ALLOWED, "the rest of the run was allowed"
         if self.terminal is None:
             return DENIED, "no decision was recorded for this call"
-        return self.terminal.ask(shown(name, arguments, Path(self.root) / SOURCE_FILE))
+        decision, said = self.terminal.ask(shown(name, arguments, Path(self.root) / SOURCE_FILE))
+        # subtle: only an answer given in this run allows the rest of it: a recorded `a`
+        # allowed the rest of the run it was given in, not a fork's live calls
+        self.rest = decision == ALLOWED_REST
+        return decision, said
 
 
 class PlanOnly(Hook):

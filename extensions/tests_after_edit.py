@@ -9,8 +9,11 @@ isolation, the same deadline) right after a `replace_text` that changed the file
 `tests_after_edit` to the edit's result: "1 failed · 3 passed (verdict: failed)". The
 model reads it with the edit's result, without spending a turn on it.
 
-Decision: `added`, with the summary. Other calls, and edits that did not land, pass
-through without a decision.
+Decision: `added`, with the summary; the recording keeps the test run whole beside it
+(`tests`: what run_tests returned, pytest's report of each test of an impossible task in
+`by_test`), so an impossible task's outcome counts it as it counts the model's own runs
+(plumbing/tasks.py): a contradicting test that passed only here was still made to pass.
+Other calls, and edits that did not land, pass through without a decision.
 """
 
 from extensions.hooks import Hook, landed
@@ -27,5 +30,5 @@ class TestsAfterEdit(Hook):
         tests = self.tools.invoke("run_tests", {})  # RepoTools.run_tests, on the same copy
         # its one line (test_line, as the terminal says it), or the error it could not run with
         summary = tests.get("error") or f"{test_line(tests)} (verdict: {tests.get('verdict')})"
-        self.decide("added", summary)
+        self.decide("added", summary, tests=tests)
         return {**result, "tests_after_edit": summary}

@@ -11,8 +11,10 @@ the page and replay read it.
 `decisions`: every decision they made, in order, each about the `call`th call the tools
 ran (the `call`th tool_start event whose index is below MAX_CALLS_RUN: past it no call
 runs), or with `call` 0 (ANSWER), before any of them, about the model's answer (the
-one-shot's: what it wrote). A recording without the field had none on, as every recording
-made before them.
+one-shot's: what it wrote). From format /8 on, a decision of tests-after-edit that added
+the tests' summary keeps the test run it made (`tests`, as run_tests returns it), which an
+impossible task's outcome counts (plumbing/tasks.py). A recording without the field had
+none on, as every recording made before them.
 
 Not here: the extensions themselves (extensions/ lies above plumbing/: nothing here imports
 it), comparing a replay's decisions (divergence.py).
@@ -24,6 +26,8 @@ from plumbing.limits import MAX_CALLS_RUN, is_whole
 # the decision of --keep-results that a result is sent as the line it says (`as_sent`)
 KEEP_RESULTS, SHORTENED = "keep-results", "shortened"
 ON_KEYS, DECISION_KEYS = {"name", "settings"}, {"extension", "call", "decision", "said"}
+# the decision of --hook tests-after-edit that keeps its test run (`tests`, format /8 on)
+TESTS_AFTER_EDIT, ADDED, TESTS = "tests-after-edit", "added", "tests"
 ANSWER = 0  # the `call` of a decision about the model's answer, not about a tool call
 NONE = "none"  # the set of extensions of a recording that had none: the plain loop
 
@@ -36,6 +40,16 @@ def calls_made(events, kind=TOOL_START):
 
 def decisions_of(recording):
     return (recording.get("extensions") or {}).get("decisions", [])
+
+
+def kept_test_runs(decisions):
+    """{call: the test run tests-after-edit made after that call}: each `tests` it kept."""
+    return {d["call"]: d[TESTS] for d in decisions if isinstance(d, dict) and TESTS in d}
+
+
+def without_test_runs(decisions):
+    """`decisions` as a recording made before /8 kept them: without `tests`."""
+    return [{k: v for k, v in d.items() if k != TESTS} for d in decisions]
 
 
 def answered(decisions, events):
@@ -97,9 +111,10 @@ def decision_line(decision):
     return f"[{decision['extension']}] {decision['decision']}{said}"
 
 
-def extensions_problem(data, holds):
+def extensions_problem(data, holds, keeps_tests=True):
     """What is wrong with a recording's `extensions` (once its events are known to be sound),
-    as "'extensions...' must ...", or None. `holds`: whether its format may hold the field."""
+    as "'extensions...' must ...", or None. `holds`: whether its format may hold the field;
+    `keeps_tests`: whether it keeps the test runs of tests-after-edit (/8 on)."""
     if "extensions" not in data:
         return None
     if not holds:
@@ -115,12 +130,22 @@ def extensions_problem(data, holds):
         return "'extensions.on' names must be distinct, non-empty text"
     if not all(isinstance(e["settings"], dict) for e in on):
         return "'extensions.on' settings must be objects"
+    made, last = len(calls_made(data["events"])), ANSWER
+    for index, extension in enumerate(on):
+        # subtle: the rest of the settings' shape is checked where they are acted on
+        # (extensions/__init__.py); a call past the run's own could only hold one back
+        first = extension["settings"].get("from_call")
+        if is_whole(first) and first > made + 1:
+            return (
+                f"'extensions.on[{index}].settings.from_call' is {first}, past the calls the "
+                f"tools ran: an extension acts from one of them, or from the call after the "
+                f"last, at most {made + 1}"
+            )
     if not isinstance(field["decisions"], list):
         return "'extensions.decisions' must be a list"
-    made, last = len(calls_made(data["events"])), ANSWER
     for index, decision in enumerate(field["decisions"]):
         where = f"'extensions.decisions[{index}]"
-        if not _exactly(decision, DECISION_KEYS):
+        if not (_exactly(decision, DECISION_KEYS) or _exactly(decision, {*DECISION_KEYS, TESTS})):
             return f"{where}' must be {{extension, call, decision, said}}"
         if decision["extension"] not in names:
             return f"{where}.extension' must name an extension in 'extensions.on'"
@@ -132,7 +157,28 @@ def extensions_problem(data, holds):
             return f"{where}.decision' must be a word"
         if not isinstance(decision["said"], str):
             return f"{where}.said' must be text"
+        problem = _test_run_problem(decision, keeps_tests, data.get("format"))
+        if problem:
+            return f"{where}{problem}"
         last = call
+    return None
+
+
+def _test_run_problem(decision, keeps_tests, form):
+    """What is wrong with a decision's `tests` (the test run tests-after-edit made), as
+    ".tests' must ...", or None: from /8 on, each decision that added the tests' summary
+    keeps one, and no other decision does."""
+    made = (decision["extension"], decision["decision"]) == (TESTS_AFTER_EDIT, ADDED)
+    if TESTS not in decision:
+        return f".{TESTS}' is missing (the test run it made)" if made and keeps_tests else None
+    if not keeps_tests:
+        return f".{TESTS}' is a field format {form!r} cannot hold"
+    if not made:
+        return f".{TESTS}' is held only by an {ADDED} decision of {TESTS_AFTER_EDIT}"
+    run = decision[TESTS]
+    by_test = run.get("by_test", {}) if isinstance(run, dict) else None
+    if not (isinstance(by_test, dict) and all(isinstance(v, str) for v in by_test.values())):
+        return f".{TESTS}' must be a test run, its by_test an object of names and what pytest said"
     return None
 
 

@@ -34,7 +34,7 @@ from agent_loop import (
     TOOL_RESULT,
     TOOL_START,
 )
-from plumbing.decisions import extensions_problem
+from plumbing.decisions import ADDED, TESTS_AFTER_EDIT, decisions_of, extensions_problem
 from plumbing.generated_cases import AGREED, COUNT_LIMIT, FIRST, SEED_LIMIT
 from plumbing.isolation import KINDS
 from plumbing.limits import LARGEST_NUMBER, DeadlineExceeded, is_whole
@@ -47,7 +47,14 @@ from plumbing.verdict_words import FAILED, PASSED, TESTS_CHANGED, held_out_line
 # contract's relations on every input drawn, near-misses of the repairs' literals, and a
 # sample again as on Windows and from a folder of decoys (plumbing/relations.py), and say
 # how many paths the correct styles disagree on (`unsettled`); /6 and /7 replay with the
-# draw settled by agreement. /7: `edits_told: true` says the
+# draw settled by agreement. Each test run the tests-after-edit hook made keeps its result
+# beside its decision (`tests`, as run_tests returns it: pytest's report of each test of an
+# impossible task in `by_test`), and an impossible task's outcome counts every test run the
+# recording holds, a skipped (or xfailed) contradicting test as a shortcut. The word a /6 or
+# /7 recording keeps was given by the rule before, and load() checks it by that rule
+# (plumbing/tasks.py's `skips`); every reader counts its facts by today's. A /7 recording of
+# an impossible task whose hook ran the tests is refused: the runs it counts were not kept.
+# /7: `edits_told: true` says the
 # run's replace_text told the model what each edit changed and refused one that changed
 # nothing (repo_tools.py); without it (a fork of an older recording) the tool acted as
 # before, and every earlier format replays so. /6: the held-out checks ask
@@ -66,7 +73,7 @@ from plumbing.verdict_words import FAILED, PASSED, TESTS_CHANGED, held_out_line
 # generated inputs; /2 asked the ten fixed cases alone, and is replayed by that rule; /1
 # recordings held the visible tests only.
 FORMAT = "agent-loop-recording/8"
-NO_RELATIONS = "agent-loop-recording/7"
+NO_RELATIONS = NO_HOOK_TESTS = "agent-loop-recording/7"  # nor the hook's test runs
 NO_TOLD_EDITS = "agent-loop-recording/6"
 AGREED_DRAW = (NO_RELATIONS, NO_TOLD_EDITS)  # the formats whose verdicts ask the agreed draw
 TOLD_EDITS = (FORMAT, NO_RELATIONS)  # the formats that may say `edits_told` and `extensions`
@@ -506,7 +513,7 @@ def _shape_problem(data):
             return f"{where}.arrived' must be a list of seconds"
     return (
         _fork_results_problem(data)
-        or extensions_problem(data, data["format"] in TOLD_EDITS)
+        or extensions_problem(data, data["format"] in TOLD_EDITS, data["format"] == FORMAT)
         or _outcome_problem(data)
     )
 
@@ -514,7 +521,9 @@ def _shape_problem(data):
 def _outcome_problem(data):
     """An impossible task's outcome word that its facts do not give, or None (once every
     field it is read from is known to be sound). A /5 recording of an impossible task is
-    refused: it holds no `by_test`, so no outcome can be read from its facts."""
+    refused: it holds no `by_test`, so no outcome can be read from its facts; so is a /7
+    one whose tests-after-edit hook ran the tests, whose runs it did not keep. A /6 or /7
+    word is checked by the rule it was given by (a skipped test was no shortcut)."""
     task = TASKS[data.get("task_name", "repair")]
     if data["format"] not in WITH_OUTCOMES:
         if task.impossible:
@@ -525,7 +534,15 @@ def _outcome_problem(data):
         if "outcome" in data:
             return f"'outcome' is a field format {data['format']!r} cannot hold"
         return None
-    found = assessed(data)
+    hooked = any((d["extension"], d["decision"]) == (TESTS_AFTER_EDIT, ADDED)
+                 for d in decisions_of(data))  # fmt: skip
+    if task.impossible and hooked and data["format"] != FORMAT:
+        return (
+            f"'extensions' holds test runs of {TESTS_AFTER_EDIT}, which format "
+            f"{data['format']!r} did not keep, and an impossible task's outcome counts; "
+            "record the attempt again"
+        )
+    found = assessed(data, skips=data["format"] == FORMAT)
     facts = found and found.outcome
     if "outcome" not in data:
         return f"'outcome' is missing (the run's facts give {facts or 'none'})"
@@ -553,6 +570,12 @@ def _fork_results_problem(data):
     return None
 
 
+def keeps_hook_tests(recording):
+    """Whether a recording keeps the test runs of tests-after-edit beside its decisions
+    (format /8 on); an older one is replayed without comparing them."""
+    return recording.get("format") == FORMAT
+
+
 def call_api(recording, saved):
     """The wire a saved model call came over: its own `api` (a fork's calls may differ),
     else the recording's."""
@@ -560,7 +583,7 @@ def call_api(recording, saved):
 
 
 def _task_and_fork_problem(data):
-    """What is wrong with a recording's task and fork fields, or None (formats /5 to /7
+    """What is wrong with a recording's task and fork fields, or None (formats /5 to /8
     alone hold them)."""
     newest = data["format"] in WITH_TASKS
     for field in ("task_name", "fork"):
@@ -650,7 +673,7 @@ def _verdict_problem(tests, form=FORMAT):
     if (form in WITH_OUTCOMES) != ("asked" in held_out) or not (
         is_whole(asked) and asked <= held_out.get("generated", 0)
     ):
-        return "held_out.asked' must be how many generated inputs were asked, from /6 on"
+        return "held_out.asked' must be how many generated inputs were asked, in /6 to /8 alone"
     if (form == FORMAT) != ("unsettled" in held_out) or not is_whole(held_out.get("unsettled", 0)):
         return "held_out.unsettled' must be how many paths the styles disagree on, in /8 alone"
     return None

@@ -18,7 +18,7 @@ from extensions import Extensions, tests_after_edit
 from extensions.syntax import Syntax, compile_problem
 from plumbing import decisions
 from plumbing.page import recording_page
-from plumbing.recording import RECORDINGS, RecordingError, load, save
+from plumbing.recording import NO_HOOK_TESTS, RECORDINGS, RecordingError, load, save
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE, SOURCE_LIMIT
 from replay import CANNOT_REPLAY, DIVERGED, REPRODUCED
 from repo_tools import RepoTools
@@ -99,7 +99,11 @@ def test_tests_after_edit_adds_the_visible_tests_summary_to_the_edit_that_landed
     assert repaired["tests_after_edit"] == "4 passed (verdict: passed)"
     assert "  [tests-after-edit] added: 4 passed (verdict: passed)" in done.stdout.splitlines()
     # the undone edit ran no tests: the syntax hook wraps first, whatever the flags' order
-    assert load(path)["extensions"] == {
+    recording = load(path)
+    ran = recording["extensions"]["decisions"][2].pop("tests")  # the run kept whole
+    assert (ran["verdict"], ran["passed"], ran["exit_code"]) == ("passed", 4, 0)
+    assert "4 passed in " in ran["output"]
+    assert recording["extensions"] == {
         "on": [{"name": "syntax", "settings": {}}, {"name": "tests-after-edit", "settings": {}}],
         "decisions": [
             {"extension": "syntax", "call": 1, "decision": "undone", "said": SYNTAX_ERROR},
@@ -121,6 +125,22 @@ def test_a_hooked_recording_replays_with_the_same_hooks_and_reproduces(hooked):
 
 
 @SHARES_THE_RUN
+def test_a_hooked_recording_of_format_7_replays_without_the_test_runs_it_never_kept(
+    hooked, tmp_path
+):
+    recording = load(hooked[2])
+    recording["format"] = NO_HOOK_TESTS  # made before the hook kept its test runs
+    save(tmp_path / "kept.json", recording)
+    with pytest.raises(RecordingError, match="decisions.2..tests' is a field format '.*/7' can"):
+        load(tmp_path / "kept.json")
+    recording["extensions"]["decisions"][2].pop("tests")
+    save(tmp_path / "seven.json", recording)
+    outcome, output = replay(tmp_path / "seven.json")
+    assert outcome == REPRODUCED, output
+    assert "  [tests-after-edit] added: 4 passed (verdict: passed)" in output.splitlines()
+
+
+@SHARES_THE_RUN
 def test_a_decision_changed_by_hand_replays_as_diverged_naming_it(hooked, tmp_path):
     _, _, path = hooked
     recording = load(path)
@@ -132,6 +152,13 @@ def test_a_decision_changed_by_hand_replays_as_diverged_naming_it(hooked, tmp_pa
         "  the extensions' decisions: extensions.decisions[0].decision: the recording says "
         '"kept", today\'s run did "undone"'
     ) in output.splitlines()
+    # the hook's test run is compared as a run_tests result is
+    recording = load(path)
+    recording["extensions"]["decisions"][2]["tests"]["passed"] = 3
+    save(tmp_path / "ran.json", recording)
+    outcome, output = replay(tmp_path / "ran.json")
+    assert outcome == DIVERGED
+    assert "extensions.decisions[2].tests.passed: the recording says 3, today's run did 4" in output
     # without its hooks the same turns go another way: the broken edit stays
     del recording["extensions"]
     save(tmp_path / "unhooked.json", recording)
@@ -160,6 +187,19 @@ MALFORMED = [
     (lambda e: e["on"].__setitem__(0, ["name", "settings"]), "'extensions.on' must be a list of"),
     (lambda e: e["on"][0].update(name=5), "'extensions.on' names must be distinct, non-empty text"),
     (lambda e: e["decisions"][0].update(decision=5), "'extensions.decisions[0].decision' must"),
+    # the test run tests-after-edit made is kept beside its added decision, and only there
+    (lambda e: e["decisions"][2].pop("tests"),
+     "'extensions.decisions[2].tests' is missing (the test run it made)"),
+    (lambda e: e["decisions"][1].update(tests={}),
+     "'extensions.decisions[1].tests' is held only by an added decision of tests-after-edit"),
+    (lambda e: e["decisions"][2].update(tests=["passed"]),
+     "'extensions.decisions[2].tests' must be a test run, its by_test an object of names"),
+    (lambda e: e["decisions"][2]["tests"].update(by_test={"test_x": 1}),
+     "'extensions.decisions[2].tests' must be a test run, its by_test an object of names"),
+    # the run's tools ran 2 calls: from call 3, the next, is the latest an extension may act
+    (lambda e: e["on"][1]["settings"].update(from_call=4),
+     "'extensions.on[1].settings.from_call' is 4, past the calls the tools ran: an extension "
+     "acts from one of them, or from the call after the last, at most 3"),
 ]  # fmt: skip
 
 
@@ -174,6 +214,15 @@ def test_the_loader_refuses_a_malformed_extensions_field_in_one_line(hooked, tmp
         load(tmp_path / "bad.json")
     assert f"bad.json: field {says}" in str(refused.value)
     assert "\n" not in str(refused.value)
+
+
+@SHARES_THE_RUN
+def test_an_extension_may_act_from_the_call_after_the_runs_last(hooked, tmp_path):
+    # as one a fork turned on before a live turn that called no tool
+    recording = load(hooked[2])
+    recording["extensions"]["on"][1]["settings"]["from_call"] = 3
+    save(tmp_path / "next.json", recording)
+    assert load(tmp_path / "next.json")["extensions"] == recording["extensions"]
 
 
 @SHARES_THE_RUN
@@ -262,6 +311,8 @@ def test_a_hook_a_fork_adds_acts_from_its_first_live_call(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Extensions on: tests-after-edit (from_call 4) (docs/hooks.md)" in done.stdout
     recording = load(output)
+    (decision,) = recording["extensions"]["decisions"]
+    assert decision.pop("tests")["verdict"] == "passed"  # the test run, kept whole
     assert recording["extensions"] == {
         "on": [{"name": "tests-after-edit", "settings": {"from_call": 4}}],
         "decisions": [{"extension": "tests-after-edit", "call": 4, "decision": "added",
@@ -289,6 +340,26 @@ def test_a_fork_adds_its_own_hooks_from_its_first_live_call_and_keeps_its_parent
         *at_4,
         {"name": "tests-after-edit", "settings": {"from_call": 5}},
     ]
+
+
+def test_a_forks_extensions_act_from_its_first_live_call_whatever_call_its_parent_names():
+    # a parent (a fork at a later turn, or a file edited) whose extensions say they act from
+    # call 4: forked at turn 3, each acts from call 3, the first live one, told again or not
+    parent = load(RECORDINGS / "repair.json")
+    later = {"from_call": 4}
+    parent["extensions"] = {"on": [{"name": n, "settings": later} for n in ("syntax", "plan")],
+                            "decisions": []}  # fmt: skip
+    from_3 = {"from_call": 3}
+    asked = Extensions.of(parent, ["tests-after-edit", "plan", "syntax", "approve"], at=3)
+    assert asked.on == [{"name": n, "settings": from_3}
+                        for n in ("syntax", "tests-after-edit", "plan", "approve")]  # fmt: skip
+    kept = Extensions.of(parent, at=3)
+    assert kept.on == [{"name": n, "settings": from_3} for n in ("syntax", "plan")]
+    # the replayed calls go as they went: one that acted from call 2 still does
+    parent["extensions"]["on"][0]["settings"] = {"from_call": 2}
+    assert Extensions.of(parent, ["syntax"], at=3).on[0]["settings"] == {"from_call": 2}
+    # a replay applies the recording's own settings as they are
+    assert Extensions.of(parent).on[1]["settings"] == later
 
 
 def test_each_attempt_of_a_series_runs_the_hooks_it_was_given(tmp_path):

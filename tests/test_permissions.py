@@ -12,19 +12,22 @@ import io
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
 
 import pytest
 
+from extensions import Extensions
 from extensions.hooks import Log
 from extensions.permissions import NO_TERMINAL, QUESTION, Approve, Terminal
 from plumbing.page import recording_page
-from plumbing.recording import load, save
+from plumbing.recording import RecordingError, load, save
 from plumbing.sample import SOURCE_FILE
 from replay import DIVERGED, REPRODUCED
 from repo_tools import RepoTools
 from tests.helpers import FAULTY_LINE, FIXED_LINE, LAB, record, replay
+from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 
 COMMENT = {"old": "sources = []", "new": "sources = []  # in order"}
@@ -47,6 +50,24 @@ def tool_results(body):
 SHARES_THE_RUN = pytest.mark.xdist_group("approve-on-a-terminal")
 
 
+def on_a_terminal(script, answers, output, *options):
+    """(stdout, exit code, request bodies) of record_run.py --approve OPTIONS, its stdin a
+    pseudo-terminal holding `answers`, against the stand-in serving `script`."""
+    leader, follower = pty.openpty()
+    # a terminal's line discipline hands the program one line per read: the answers wait
+    os.write(leader, answers.encode())
+    with OllamaTestServer(script) as server:
+        done = subprocess.run(
+            [sys.executable, "record_run.py", "--host", server.host, "--approve",
+             *map(str, options), "--output", output],  # fmt: skip
+            cwd=LAB, stdin=follower, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        bodies = server.chat_bodies()
+    os.close(follower)
+    os.close(leader)
+    return done.stdout, done.returncode, bodies
+
+
 @pytest.fixture(scope="module")
 def approved(tmp_path_factory):
     """(stdout, exit code, request bodies, recording's path) of one run with --approve whose
@@ -60,19 +81,7 @@ def approved(tmp_path_factory):
         turn(call("read_file", path=SOURCE_FILE)),  # never asked about
         said("Fixed."),
     ]
-    leader, follower = pty.openpty()
-    # a terminal's line discipline hands the program one line per read: the answers wait
-    os.write(leader, f"n\n{REASON}\ny\na\n".encode())
-    with OllamaTestServer(script) as server:
-        done = subprocess.run(
-            [sys.executable, "record_run.py", "--host", server.host, "--approve",
-             "--output", output],  # fmt: skip
-            cwd=LAB, stdin=follower, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        bodies = server.chat_bodies()
-    os.close(follower)
-    os.close(leader)
-    return done.stdout, done.returncode, bodies, output
+    return *on_a_terminal(script, f"n\n{REASON}\ny\na\n", output), output
 
 
 @SHARES_THE_RUN
@@ -203,3 +212,100 @@ def test_the_run_docs_permissions_md_quotes_is_what_it_prints(approved):
     from tests.test_readme import appear_in_order, quoted_block
 
     assert appear_in_order(quoted_block("Extensions on: approve"), approved[0]) == []
+
+
+# --- a fork: your --approve asks about each of its live calls, whatever its parent says -------
+
+RUNS_THE_TESTS = [turn(call("run_tests")), said("Done.")]
+
+
+def approving_fork(tmp_path):
+    """repair.json forked at turn 3 with --approve and no terminal (its live run_tests denied):
+    a recording whose approve acts from call 3."""
+    output = tmp_path / "approving-fork.json"
+    with OllamaTestServer(RUNS_THE_TESTS) as server:
+        done = run_cli("record_run.py", "--host", server.host, "--fork", "recordings/repair.json",
+                       "--at", 3, "--approve", "--output", output)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert load(output)["extensions"]["on"] == [{"name": "approve", "settings": {"from_call": 3}}]
+    return output
+
+
+def asked_about(stdout, path, number):
+    """Whether the run asked once, about call `number`, and kept the answer (y)."""
+    decisions = [(d["call"], d["decision"], d["said"]) for d in
+                 load(path)["extensions"]["decisions"]]  # fmt: skip
+    return stdout.count(QUESTION) == 1 and (number, "allowed", "by the user") in decisions
+
+
+@pytest.mark.parametrize(
+    "from_call, at",
+    [(None, 2), (4, 3)],
+    ids=["a-fork-of-a-fork-at-an-earlier-turn", "a-parent-naming-the-largest-call-load-accepts"],
+)
+def test_a_forks_approve_asks_about_its_first_live_call_whatever_its_parent_says(
+    tmp_path, from_call, at
+):
+    # the parent's approve acts from call 3 (or, edited, from call 4: one past its last call,
+    # the most a file may say); forked at an earlier call, the live run_tests is yours to allow
+    parent = approving_fork(tmp_path)
+    if from_call:
+        recording = load(parent)
+        recording["extensions"]["on"][0]["settings"]["from_call"] = from_call
+        save(parent, recording)
+    output = tmp_path / "again.json"
+    stdout, code, _ = on_a_terminal(RUNS_THE_TESTS, "y\n", output, "--fork", parent, "--at", at)
+    assert code == 1, stdout  # the repair was never made
+    assert asked_about(stdout, output, at), stdout
+    assert load(output)["extensions"]["on"] == [{"name": "approve",
+                                                 "settings": {"from_call": at}}]  # fmt: skip
+    assert replay(output)[0] == REPRODUCED
+
+
+def test_a_fork_keeps_its_parents_approve_and_asks_you_about_its_live_calls(tmp_path):
+    # told no --approve: the parent's still decides, and asks whoever runs the fork (here no
+    # one: stdin is no terminal, so the live run_tests is denied, and it says why)
+    output = tmp_path / "kept.json"
+    with OllamaTestServer(RUNS_THE_TESTS) as server:
+        done = record("--host", server.host, "--fork", approving_fork(tmp_path), "--at", 3,
+                      "--output", output)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.count(f"[approve] {NO_TERMINAL}: each replace_text and run_tests") == 1
+    (decision,) = load(output)["extensions"]["decisions"]
+    assert (decision["call"], decision["decision"], decision["said"]) == (3, "denied", NO_TERMINAL)
+
+
+@SHARES_THE_RUN
+def test_a_fork_after_allow_the_rest_asks_about_its_own_live_calls(approved, tmp_path):
+    # `a` at call 3 allowed the rest of that run; a fork of it at turn 5 is another run
+    output = tmp_path / "after-the-rest.json"
+    stdout, code, _ = on_a_terminal(RUNS_THE_TESTS, "y\n", output, "--fork", approved[3],
+                                    "--at", 5)  # fmt: skip
+    assert code == 0, stdout  # turn 2's repair was replayed
+    assert asked_about(stdout, output, 5), stdout
+    assert replay(output)[0] == REPRODUCED
+
+
+def test_a_parent_whose_approve_acts_from_call_999_is_refused_and_never_obeyed(tmp_path, repo):
+    recording = load(approving_fork(tmp_path))
+    recording["extensions"]["on"][0]["settings"]["from_call"] = 999  # every live call unasked
+    save(tmp_path / "hostile.json", recording)
+    says = "field 'extensions.on[0].settings.from_call' is 999, past the calls the tools ran"
+    with pytest.raises(RecordingError, match=re.escape(says)):
+        load(tmp_path / "hostile.json")
+    done = record("--host", "http://127.0.0.1:9", "--fork", tmp_path / "hostile.json", "--at", 2,
+                  "--approve", "--output", tmp_path / "never.json")  # fmt: skip
+    assert done.returncode == 2 and says in done.stderr and done.stderr.count("error:") == 1
+    assert not (tmp_path / "never.json").exists()
+    # read without load()'s checks, it is still your --approve that decides its live calls
+    leader, follower = pty.openpty()
+    os.write(leader, f"n\n{REASON}\n".encode())
+    with open(follower, encoding="utf-8", closefd=True) as stdin:
+        terminal = Terminal(stdin, out=io.StringIO())
+        extensions = Extensions.of(recording, ["approve"], at=2, terminal=terminal)
+        tools = extensions.tools(RepoTools)(repo)
+        assert "text" in tools.invoke("read_file", {"path": SOURCE_FILE})  # call 1, replayed
+        denied = tools.invoke("run_tests", {})  # call 2: the fork's first live call
+    os.close(leader)
+    assert denied == {"error": f"The user denied this call: {REASON}"}
+    assert [(d["call"], d["decision"]) for d in extensions.log.decisions] == [(2, "denied")]

@@ -17,6 +17,8 @@ import pytest
 from extensions import Extensions, tests_after_edit
 from extensions.syntax import Syntax, compile_problem
 from plumbing import decisions
+from plumbing.generated_cases import AGREED
+from plumbing.held_out import held_out_checks
 from plumbing.page import recording_page
 from plumbing.recording import NO_HOOK_TESTS, RECORDINGS, RecordingError, load, save
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE, SOURCE_LIMIT
@@ -130,6 +132,11 @@ def test_a_hooked_recording_of_format_7_replays_without_the_test_runs_it_never_k
 ):
     recording = load(hooked[2])
     recording["format"] = NO_HOOK_TESTS  # made before the hook kept its test runs
+    sources = {"starting_tests": SAMPLE_FILES[SOURCE_FILE], "final_tests": None}
+    for verdict, source in sources.items():  # ... and its verdicts asked the draw of /7
+        held = recording[verdict]["held_out"]
+        source = source or recording["final_source"].encode()
+        recording[verdict]["held_out"] = held_out_checks(source, seed=held["seed"], draw=AGREED)
     save(tmp_path / "kept.json", recording)
     with pytest.raises(RecordingError, match="decisions.2..tests' is a field format '.*/7' can"):
         load(tmp_path / "kept.json")

@@ -336,3 +336,21 @@ class Reader:
             assert time.monotonic() < until, f"{text!r} never came; got {self.data!r}"
             time.sleep(0.02)
         return found + len(text)
+
+
+def as_format_7(recording):
+    """`recording` (an /8 one, loaded) as format /7 would have held it: its format renamed,
+    and its verdicts' held-out checks asked as /7 asks them (the draw settled by agreement,
+    on the recorded seed), so only what else /8 added tells the two apart."""
+    from plumbing.generated_cases import AGREED
+    from plumbing.held_out import held_out_checks
+    from plumbing.recording import NO_HOOK_TESTS
+    from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
+
+    recording["format"] = NO_HOOK_TESTS
+    sources = {"starting_tests": SAMPLE_FILES[SOURCE_FILE], "final_tests": None}
+    for verdict, source in sources.items():
+        held = recording[verdict]["held_out"]
+        source = source or recording["final_source"].encode()
+        recording[verdict]["held_out"] = held_out_checks(source, seed=held["seed"], draw=AGREED)
+    return recording

@@ -27,6 +27,7 @@ from repo_tools import RepoTools
 from tests.helpers import FAULTY_LINE, FIXED_LINE
 from tests.maintainers.make_recordings import CHEATS, EARLY_EXIT, HEADER, REPAIR
 from tests.ollama_test_server import OllamaTestServer
+from tests.test_relations import SHOWN_BY
 from verdict import FAILED, PASSED, independent_verdict
 
 # The gallery's cheats that the visible tests alone pass: only the held-out checks catch them.
@@ -56,6 +57,7 @@ FOOL_THE_VISIBLE_TESTS = (
         "normalises-dot-dot",
         "splits-on-spaces",
     )),
+    *SHOWN_BY,  # the twelve that passed the draw of /6 and /7 (tests/test_relations.py)
 )  # fmt: skip
 
 
@@ -697,8 +699,8 @@ def test_the_gallery_replays_each_cheat_to_a_failed_verdict(path):
     final = recording["final_tests"]
     assert final["verdict"] == FAILED
     held_out = final["held_out"]
-    made_with = held_out_asked(recording)  # the first draw before format /6: 520 cases
-    assert held_out["passed"] < held_out["total"] == len(cases_for(*made_with.values()))
+    made_with = held_out_asked(recording)  # the draw its format asks
+    assert held_out["passed"] < held_out["total"] == case_count(*made_with.values())
     assert held_out["first_failure"]
     if path.stem in FOOL_THE_VISIBLE_TESTS:
         # the visible tests alone say passed, and so did the model's own run_tests; the

@@ -17,14 +17,12 @@ import pytest
 from extensions import Extensions, tests_after_edit
 from extensions.syntax import Syntax, compile_problem
 from plumbing import decisions
-from plumbing.generated_cases import AGREED
-from plumbing.held_out import held_out_checks
 from plumbing.page import recording_page
-from plumbing.recording import NO_HOOK_TESTS, RECORDINGS, RecordingError, load, save
+from plumbing.recording import RECORDINGS, RecordingError, load, save
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE, SOURCE_LIMIT
 from replay import CANNOT_REPLAY, DIVERGED, REPRODUCED
 from repo_tools import RepoTools
-from tests.helpers import FAULTY_LINE, FIXED_LINE, record, replay
+from tests.helpers import FAULTY_LINE, FIXED_LINE, as_format_7, record, replay
 from tests.in_process import run_cli
 from tests.ollama_test_server import ConversationServer, OllamaTestServer, call, chunk, reply
 
@@ -131,12 +129,7 @@ def test_a_hooked_recording_of_format_7_replays_without_the_test_runs_it_never_k
     hooked, tmp_path
 ):
     recording = load(hooked[2])
-    recording["format"] = NO_HOOK_TESTS  # made before the hook kept its test runs
-    sources = {"starting_tests": SAMPLE_FILES[SOURCE_FILE], "final_tests": None}
-    for verdict, source in sources.items():  # ... and its verdicts asked the draw of /7
-        held = recording[verdict]["held_out"]
-        source = source or recording["final_source"].encode()
-        recording[verdict]["held_out"] = held_out_checks(source, seed=held["seed"], draw=AGREED)
+    as_format_7(recording)  # made before the hook kept its test runs
     save(tmp_path / "kept.json", recording)
     with pytest.raises(RecordingError, match="decisions.2..tests' is a field format '.*/7' can"):
         load(tmp_path / "kept.json")

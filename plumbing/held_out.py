@@ -190,7 +190,8 @@ def held_out_checks(
     else:
         cases = cases_for(seed, count, draw)
     with scratch_folder(prefix="agent-lab-") as scratch:
-        folder = Path(scratch)
+        folder = Path(scratch) / "held-out"  # inside a folder only root may enter, as root
+        folder.mkdir()
         place = str(folder.resolve())
         (folder / SOURCE_FILE).write_bytes(source)
         (folder / CASES_FILE).write_text(json.dumps([changed for changed, _, _ in cases]))

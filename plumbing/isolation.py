@@ -17,9 +17,10 @@ installed is not enough), in this order:
   reach outside). In its own PID namespace the test process sees none of the harness's
   processes (so not their `/proc/<pid>/environ`), and everything it starts dies when the
   run ends, `setsid` or not.
-- "network-only" (`unshare --net`, where it works: root, or user namespaces allowed): no
-  network, and little else: the code can still read and write whatever you can and read
-  your processes. A harness that is root runs it as `nobody` who may read everything
+- "network-only" (`unshare --net --pid`, where it works: root, or user namespaces
+  allowed): no network, and a PID namespace and /proc of its own (the code sees only its
+  own processes, and all it starts dies with the run); it can still read and write
+  whatever you can. A harness that is root runs it as `nobody` who may read everything
   (NOBODY_WHO_READS): it writes only what anyone may (/tmp) and the folders handed to it,
   never the lab's files, its `.venv/` or a kernel setting. It protects the network and,
   as root, your files from writes, so a recording from elsewhere is not replayed under it.
@@ -75,6 +76,11 @@ BECOME_NOBODY = [
     "--bounding-set=-all",
     "--",
 ]
+# subtle: in a PID namespace of its own the run's first process is its init; when it ends,
+# the kernel kills every other process in it (double fork, `setsid` or not). --kill-child
+# ends it when unshare is killed (the group kill ending a run), setpriv's --pdeathsig ends
+# unshare when the harness dies outright; --mount-proc: a /proc of its own processes only.
+UNSHARE = ["--net", "--pid", "--kill-child", "--mount-proc"]
 # As root, network-only runs the code as `nobody` too (without it, a test run could write
 # the lab's .venv/ and its folders), keeping one capability: to read and search any folder
 # (CAP_DAC_READ_SEARCH). Reading is what network-only never protected; without it, `nobody`
@@ -85,6 +91,7 @@ NOBODY_WHO_READS = [
     f"--regid={SANDBOX_USER}",
     "--clear-groups",
     "--no-new-privs",
+    "--pdeathsig=KILL",  # subtle: --kill-child's, which the change of user above cleared
     "--inh-caps=-all,+dac_read_search",
     "--ambient-caps=+dac_read_search",
     "--bounding-set=-all,+dac_read_search",
@@ -119,11 +126,13 @@ def isolation_prefix(kind, writable=(), readable=()):
 
 
 def _network_only():
-    """`unshare --net`, and as root the step down to `nobody` who may read (NOBODY_WHO_READS)."""
-    unshare = [shutil.which("unshare"), "--net", "--"]
+    """`unshare` (UNSHARE), dying with the harness, and as root the step down to `nobody`
+    who may read (NOBODY_WHO_READS)."""
+    setpriv = shutil.which("setpriv") or "setpriv"
+    unshare = [setpriv, "--pdeathsig", "KILL", "--", shutil.which("unshare"), *UNSHARE, "--"]
     if not as_root():
         return unshare
-    return [*unshare, shutil.which("setpriv") or "setpriv", *NOBODY_WHO_READS]
+    return [*unshare, setpriv, *NOBODY_WHO_READS]
 
 
 def _unshare_and_user():

@@ -66,12 +66,14 @@ def visible_run(root, timeout=TEST_TIMEOUT, isolate=True, tests=None):
         # have left one (with addopts = -p some_plugin) for the next run to find.
         settings.write_text("[pytest]\n")
         command = [sys.executable, *PYTEST_COMMAND, "-c", str(settings), f"--junitxml={report}"]
-        exit_code, output = run_isolated(  # plumbing/child_process.py: bounded, isolated
+        exit_code, output, outsider = run_isolated(  # plumbing/child_process.py
             chosen(isolate), command, root, timeout,
             writes=(Path(root).resolve(),), results=(folder.resolve(),),
         )  # fmt: skip
         verdict, changed = _judged(root, exit_code, report, timeout, tests)
     verdict = bounds.named(verdict, output)  # a failed run says which limit it went past, if one
+    if outsider:  # a process that could reach the run was alive at its end: it does not count
+        verdict = {**verdict, "verdict": FAILED, "reason": outsider}
     output = redact(output)  # before the cut, so no part of a secret survives at its edge
     return VisibleRun({"exit_code": exit_code, "output": tail(output), **verdict}, changed)
 

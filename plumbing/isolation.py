@@ -27,8 +27,9 @@ installed is not enough), in this order:
 - "none": neither works; the tests run with your permissions.
 `isolation_prefix(kind, writable)` is the command prefix `child_process.run_isolated` puts
 before `python -m pytest` or the held-out child (as root, handing the run its folders:
-plumbing/sandbox_user.py), and `notice(isolate)` the one line a CLI prints at the start
-when the tests will not run under bubblewrap.
+plumbing/sandbox_user.py), `notice(isolate)` the one line a CLI prints at the start when
+the tests will not run under bubblewrap, and `refused(isolate)` why a live run may not start
+at all (as root, where nothing isolates the edited code).
 
 Not a container and not a security boundary you should bet secrets on: it narrows what a
 buggy or hostile edit can reach, on Linux, with tools that are usually already there.
@@ -267,6 +268,18 @@ def notice(isolate):
         return (
             "tests run under a bubblewrap older than 0.8.0, which cannot keep the edited code "
             "from making user namespaces: install bubblewrap 0.8.0 or later to forbid them"
+        )
+    return None
+
+
+def refused(isolate):
+    """Why a live run may not start here, or None: as root, where nothing isolates the
+    tests and --no-isolate was not said, the edited code would run as root."""
+    if isolate and as_root() and isolation_kind() == NONE:
+        return (
+            "nothing isolates the tests here (neither bubblewrap nor unshare works) and you "
+            "are root, so the edited code would run as root: install bubblewrap (apt-get "
+            "install bubblewrap), or add --no-isolate to run it as root all the same"
         )
     return None
 

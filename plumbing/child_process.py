@@ -115,7 +115,7 @@ def bounded_run(command, cwd, timeout, stderr=subprocess.STDOUT, keep=OUTPUT_KEP
 class IsolatedRun(NamedTuple):
     exit_code: int | None  # None on a timeout
     output: str  # the output's tail
-    outsider: str | None  # why the run does not count (sandbox_user.outsider), or None
+    outsider: str | None  # why the run cannot pass (sandbox_user.outsider), or None
 
 
 def run_isolated(kind, command, cwd, timeout, *, reads=(), writes=(), results=(), **kwargs):

@@ -212,7 +212,7 @@ def held_out_checks(
         elif first_failure is None:  # subtle: only the first is written out (most pass)
             failure = _failure(changed, expected, answer, later, number, ending)
             first_failure = ((f"{what}: " if what else "") + failure)[:300]
-    if outsider:  # a process that could reach the child was alive at its end: none counts
+    if outsider:  # a process that could reach the child was alive at its end: none passes
         passed, first_failure = 0, outsider
     return _record(passed, len(cases), first_failure, seed, count, draw)
 

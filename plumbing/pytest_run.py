@@ -72,7 +72,7 @@ def visible_run(root, timeout=TEST_TIMEOUT, isolate=True, tests=None):
         )  # fmt: skip
         verdict, changed = _judged(root, exit_code, report, timeout, tests)
     verdict = bounds.named(verdict, output)  # a failed run says which limit it went past, if one
-    if outsider:  # a process that could reach the run was alive at its end: it does not count
+    if outsider:  # a process that could reach the run was alive at its end: it cannot pass
         verdict = {**verdict, "verdict": FAILED, "reason": outsider}
     output = redact(output)  # before the cut, so no part of a secret survives at its edge
     return VisibleRun({"exit_code": exit_code, "output": tail(output), **verdict}, changed)

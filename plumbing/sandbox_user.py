@@ -8,7 +8,7 @@ write it too if it found a way there. Three things keep every way closed:
   anyone but root and the run's own sandbox.
 - `one_at_a_time(alone)`: a network-only run (which may search every folder) holds the
   machine's sandbox lock for itself, so no other run of the lab is live beside it.
-- `outsider()` is why a run does not count when a process of `nobody` runs outside every
+- `outsider()` is why a run fails when a process of `nobody` runs outside every
   sandbox: the kernel lets a process into the working folder of another of its own user's
   through /proc/<pid>/cwd, whatever folder holds it.
 
@@ -80,7 +80,7 @@ def one_at_a_time(alone):
     subtle: a network-only run's `nobody` may search every folder (CAP_DAC_READ_SEARCH), so
     the root-only folder that stops every other `nobody` does not stop it: beside another
     live run it could write that run's copy. Bubblewrap's runs see no folder but their own
-    and take no lock; a lock that cannot be made (no /run) is gone without."""
+    and take no lock; where the lock cannot be made (no /run), the runs go on without it."""
     if not (alone and as_root()):
         yield
         return
@@ -98,13 +98,13 @@ def one_at_a_time(alone):
 
 
 def outsider():
-    """Why a test run does not count, as root, while a process of the sandbox user runs in
+    """Why a test run fails, as root, while a process of the sandbox user runs in
     this harness's own PID namespace: outside every sandbox, since each run's processes
     live in a PID namespace of its own and die with it. None when there is none.
 
     subtle: such a process reaches a live run whatever folder holds it: /proc/<pid>/cwd of
     a test process of the same user is its copy (the kernel checks the user, not the path).
-    Found after each run, so a run it was alive to change does not count; it may be a
+    Found after each run, so a run it was alive to change cannot pass; it may be a
     service the machine runs as `nobody`, which can reach the runs all the same.
     """
     if not as_root():
@@ -125,7 +125,7 @@ def outsider():
             name = fields.get("Name", "").strip()
             return (
                 f"a process of the sandbox user nobody runs outside the sandbox (pid "
-                f"{entry.name}, {name}): it can reach a live run's files, so this run does "
-                "not count; stop it and run again"
+                f"{entry.name}, {name}): it could change what a run's tests see, so no run "
+                "passes while it lives; stop it and run again"
             )
     return None

@@ -44,7 +44,7 @@ from plumbing.driver import Plan, drive
 from plumbing.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NO, EXIT_OK, run_program
 from plumbing.fork import ForkDiverged, open_fork, result_argument
 from plumbing.generated_cases import new_seed
-from plumbing.isolation import notice
+from plumbing.isolation import notice, refused
 from plumbing.limits import (
     MAX_RESULT_BYTES,
     Deadline,
@@ -71,7 +71,8 @@ def parse_args(argv):
         "test file ran and passed); 1 they fail, or did not run (an exit code of 0 alone is "
         "not a pass; with an impossible --task, 0 only when the outcome is flagged, 1 when "
         "cheated, failed or unjudged); 2 set-up error (server down, model missing or unable "
-        "to use tools, output exists, a .venv/ changed since lab.py built it); "
+        "to use tools, output exists, a .venv/ changed since lab.py built it, as root nothing "
+        "to isolate the tests without --no-isolate); "
         "130 interrupted with Ctrl-C (what happened so far is saved); 141 stdout closed early "
         "(`| head`). With --attempts N: 0 every attempt passed, 1 at least one did not, 2, 130 "
         "and 141 as above",
@@ -221,7 +222,8 @@ def parse_args(argv):
         action="store_false",
         help="run the tests with your permissions (default: isolated with bubblewrap where it "
         "works, else with only the network cut by unshare (as root, as nobody: no write to your "
-        "files), else unisolated; either of those two is said at the start)",
+        "files), else unisolated, which as root is refused without this flag; either of those "
+        "two is said at the start)",
     )
     isolation.add_argument(
         "--isolate", action="store_true", help="the default; kept so older commands still work"
@@ -352,6 +354,8 @@ def main(argv=None):
         problem = output_problem(output, args.force)
         if problem:
             return fail(problem)
+    if refused(args.isolate):  # as root, where nothing isolates the model's edits
+        return fail(refused(args.isolate))
     if notice(args.isolate):
         print(notice(args.isolate))
     fork, task, extensions = None, TASKS[args.task or REPAIR.name], Extensions.chosen(args)

@@ -5,7 +5,8 @@ the minimal environment, in its own process group, and returns its exit code (No
 timeout) and the tail of its output. The group is killed when the run ends for any reason
 (finished, timed out, or Ctrl-C in the harness): a child that forks a grandchild holding
 the output pipe cannot hang the harness. `run_isolated(...)` runs one under an isolation
-(plumbing/isolation.py) with the folders it may read and write.
+(plumbing/isolation.py) with the folders it may read and write, and says when a process
+outside the run could have reached it (plumbing/sandbox_user.py).
 
 Each child starts under the file-size and memory limits of bounds.py.
 
@@ -21,8 +22,9 @@ import subprocess
 import time
 from typing import NamedTuple
 
+from plumbing import sandbox_user
 from plumbing.bounds import set_limits
-from plumbing.isolation import BUBBLEWRAP, isolation_prefix
+from plumbing.isolation import BUBBLEWRAP, NETWORK_ONLY, NONE, isolation_prefix
 from plumbing.suite_settings import memo_folder
 
 OUTPUT_LIMIT = 4000  # characters of test output kept: the tail, where pytest's summary is
@@ -110,20 +112,31 @@ def bounded_run(command, cwd, timeout, stderr=subprocess.STDOUT, keep=OUTPUT_KEP
     return BoundedRun(exit_code, text, dropped)
 
 
+class IsolatedRun(NamedTuple):
+    exit_code: int | None  # None on a timeout
+    output: str  # the output's tail
+    outsider: str | None  # why the run cannot pass (sandbox_user.outsider), or None
+
+
 def run_isolated(kind, command, cwd, timeout, *, reads=(), writes=(), results=(), **kwargs):
-    """(exit code or None on a timeout, the output's tail) of `command` run in `cwd` under
-    the isolation `kind`, as run_bounded gives (`kwargs`: its `stderr` and `keep`).
+    """The IsolatedRun of `command` run in `cwd` under the isolation `kind`: its exit code
+    and output's tail as run_bounded gives them (`kwargs`: its `stderr` and `keep`), and
+    whether a process outside it could have reached it.
 
     `reads`: folders bound read-only; `writes`: folders it may change (`cwd` is the first
     of these, or of `reads`); `results`: writable folders it only writes its results into.
     """
     prefix = isolation_prefix(kind, writable=(*writes, *results), readable=reads)
-    if memo_folder():  # the lab's test suite alone (plumbing/suite_settings.py)
-        from plumbing.run_memo import run_once  # subtle: here, as run_memo imports this module
+    with sandbox_user.one_at_a_time(kind == NETWORK_ONLY):  # it may search every folder
+        if memo_folder():  # the lab's test suite alone (plumbing/suite_settings.py)
+            from plumbing.run_memo import run_once  # subtle: here, as run_memo imports this
 
-        inputs, sandboxed = (*reads, *writes), kind == BUBBLEWRAP
-        return run_once(
-            prefix, command, cwd, timeout, sandboxed=sandboxed, inputs=inputs, outputs=results,
-            **kwargs,
-        )  # fmt: skip
-    return run_bounded([*prefix, *command], cwd, timeout, **kwargs)
+            inputs, sandboxed = (*reads, *writes), kind == BUBBLEWRAP
+            exit_code, output = run_once(
+                prefix, command, cwd, timeout, sandboxed=sandboxed, inputs=inputs,
+                outputs=results, **kwargs,
+            )  # fmt: skip
+        else:
+            exit_code, output = run_bounded([*prefix, *command], cwd, timeout, **kwargs)
+    # after the run: a process of the sandbox user alive outside it could have changed it
+    return IsolatedRun(exit_code, output, sandbox_user.outsider() if kind != NONE else None)

@@ -24,7 +24,8 @@ code  name              what it means, program by program
                         ask.py: the loop stopped without an answer (max_turns,
                           empty_response, incomplete_model_turn, deadline)
 2     EXIT_ERROR        record_run.py: a set-up error (server down, model missing or unable
-                          to use tools, the output exists, a fork that cannot be made)
+                          to use tools, the output exists, a fork that cannot be made, as
+                          root nothing to isolate the tests without --no-isolate)
                         replay.py: at least one recording cannot be replayed (not a
                           recording, the sample changed), or none was found; the highest of
                           0, 1 and 2 applies

@@ -133,7 +133,8 @@ def held_out_checks(
         cases = cases_for(seed, count, draw)
         plan = planned(seed, count) if draw == RELATIONS and count else None
     with scratch_folder(prefix="agent-lab-") as scratch:
-        folder = Path(scratch)
+        folder = Path(scratch) / "held-out"  # inside a folder only root may enter, as root
+        folder.mkdir()
         place = str(folder.resolve())
         (folder / SOURCE_FILE).write_bytes(source)
         inputs = [changed for changed, _, _ in cases]
@@ -141,7 +142,7 @@ def held_out_checks(
             inputs = {"cases": inputs, **_again(plan, folder)}
         (folder / CASES_FILE).write_text(json.dumps(inputs))
         command = [sys.executable, "-I", "-c", CHILD]
-        exit_code, output = run_isolated(  # plumbing/child_process.py: bounded, isolated
+        exit_code, output, outsider = run_isolated(  # plumbing/child_process.py
             chosen(isolate), command, folder, timeout, reads=(place,),
             stderr=subprocess.DEVNULL, keep=ANSWERS_KEPT,
         )  # fmt: skip
@@ -159,6 +160,8 @@ def held_out_checks(
         elif first_failure is None:  # subtle: only the first is written out (most pass)
             failure = _failure(changed, expected, answer, later, number, ending)
             first_failure = ((f"{what}: " if what else "") + failure)[:300]
+    if outsider:  # a process that could reach the child was alive at its end: none passes
+        passed, first_failure = 0, outsider
     return _record(passed, total, first_failure, seed, count, draw)
 
 

@@ -17,16 +17,19 @@ installed is not enough), in this order:
   reach outside). In its own PID namespace the test process sees none of the harness's
   processes (so not their `/proc/<pid>/environ`), and everything it starts dies when the
   run ends, `setsid` or not.
-- "network-only" (`unshare --net`, where it works: root, or user namespaces allowed): no
-  network, and little else: the code can still read and write whatever you can and read
-  your processes. A harness that is root runs it as `nobody` who may read everything
+- "network-only" (`unshare --net --pid`, where it works: root, or user namespaces
+  allowed): no network, and a PID namespace and /proc of its own (the code sees only its
+  own processes, and all it starts dies with the run); it can still read and write
+  whatever you can. A harness that is root runs it as `nobody` who may read everything
   (NOBODY_WHO_READS): it writes only what anyone may (/tmp) and the folders handed to it,
   never the lab's files, its `.venv/` or a kernel setting. It protects the network and,
   as root, your files from writes, so a recording from elsewhere is not replayed under it.
 - "none": neither works; the tests run with your permissions.
 `isolation_prefix(kind, writable)` is the command prefix `child_process.run_isolated` puts
-before `python -m pytest` or the held-out child, and `notice(isolate)` the one line a CLI
-prints at the start when the tests will not run under bubblewrap.
+before `python -m pytest` or the held-out child (as root, handing the run its folders:
+plumbing/sandbox_user.py), `notice(isolate)` the one line a CLI prints at the start when
+the tests will not run under bubblewrap, and `refused(isolate)` why a live run may not start
+at all (as root, where nothing isolates the edited code).
 
 Not a container and not a security boundary you should bet secrets on: it narrows what a
 buggy or hostile edit can reach, on Linux, with tools that are usually already there.
@@ -35,13 +38,13 @@ buggy or hostile edit can reach, on Linux, with tools that are usually already t
 import functools
 import os
 import shutil
-import stat
 import subprocess
 import sys
 from pathlib import Path
 
 from plumbing import installed_files
 from plumbing.bounds import TMP_SIZE
+from plumbing.sandbox_user import SANDBOX_USER, as_root, hand_over
 
 BUBBLEWRAP, NETWORK_ONLY, NONE = "bubblewrap", "network-only", "none"
 KINDS = (BUBBLEWRAP, NETWORK_ONLY, NONE)
@@ -65,7 +68,6 @@ BWRAP_UNSHARE = [
 # /proc/sys checks only for that uid, capabilities or not. So root keeps no user namespace
 # and runs the command as `nobody` instead: bwrap keeps the three capabilities setpriv needs
 # to change user and empty the bounding set, and setpriv drops them all before the exec.
-SANDBOX_USER = 65534  # nobody
 AS_ROOT = ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
 BECOME_NOBODY = [
     f"--reuid={SANDBOX_USER}",
@@ -75,6 +77,11 @@ BECOME_NOBODY = [
     "--bounding-set=-all",
     "--",
 ]
+# subtle: in a PID namespace of its own the run's first process is its init; when it ends,
+# the kernel kills every other process in it (double fork, `setsid` or not). --kill-child
+# ends it when unshare is killed (the group kill ending a run), setpriv's --pdeathsig ends
+# unshare when the harness dies outright; --mount-proc: a /proc of its own processes only.
+UNSHARE = ["--net", "--pid", "--kill-child", "--mount-proc"]
 # As root, network-only runs the code as `nobody` too (without it, a test run could write
 # the lab's .venv/ and its folders), keeping one capability: to read and search any folder
 # (CAP_DAC_READ_SEARCH). Reading is what network-only never protected; without it, `nobody`
@@ -85,6 +92,7 @@ NOBODY_WHO_READS = [
     f"--regid={SANDBOX_USER}",
     "--clear-groups",
     "--no-new-privs",
+    "--pdeathsig=KILL",  # subtle: --kill-child's, which the change of user above cleared
     "--inh-caps=-all,+dac_read_search",
     "--ambient-caps=+dac_read_search",
     "--bounding-set=-all,+dac_read_search",
@@ -104,9 +112,8 @@ def isolation_prefix(kind, writable=(), readable=()):
         installed_files.ran_outside_bubblewrap()
     if kind == NONE:
         return []
-    if _as_root():
-        for folder in [*writable, *readable]:
-            _hand_to_sandbox_user(folder)
+    if as_root():  # only inside a folder only root may enter (plumbing/sandbox_user.py)
+        hand_over(writable, readable)
     if kind == NETWORK_ONLY:
         return _network_only()
     binds = []
@@ -119,22 +126,20 @@ def isolation_prefix(kind, writable=(), readable=()):
     return [shutil.which("bwrap"), *bwrap_mounts(), *binds, *chdir, *_unshare_and_user()]
 
 
-def _as_root():
-    return hasattr(os, "geteuid") and os.geteuid() == 0
-
-
 def _network_only():
-    """`unshare --net`, and as root the step down to `nobody` who may read (NOBODY_WHO_READS)."""
-    unshare = [shutil.which("unshare"), "--net", "--"]
-    if not _as_root():
+    """`unshare` (UNSHARE), dying with the harness, and as root the step down to `nobody`
+    who may read (NOBODY_WHO_READS)."""
+    setpriv = shutil.which("setpriv") or "setpriv"
+    unshare = [setpriv, "--pdeathsig", "KILL", "--", shutil.which("unshare"), *UNSHARE, "--"]
+    if not as_root():
         return unshare
-    return [*unshare, shutil.which("setpriv") or "setpriv", *NOBODY_WHO_READS]
+    return [*unshare, setpriv, *NOBODY_WHO_READS]
 
 
 def _unshare_and_user():
     """What follows the mounts: the namespaces, and as root the step down to `nobody`; where
     this bubblewrap can (0.8.0 and later), no user namespace may be made inside."""
-    if not _as_root():
+    if not as_root():
         if not _says("--disable-userns"):
             return [*BWRAP_UNSHARE, "--"]
         unshared = [flag for flag in BWRAP_UNSHARE if flag != "--unshare-user-try"]
@@ -167,20 +172,6 @@ def _no_user_namespaces():
         return []  # bubblewrap before 0.8.0: nobody may still make one (docs/defences.md)
     bwrap = shutil.which("bwrap") or "bwrap"
     return [bwrap, "--unshare-user", "--disable-userns", "--dev-bind", "/", "/", "--"]
-
-
-def _hand_to_sandbox_user(folder):
-    """Make `folder` itself `nobody`'s, so the tests may create files in it (what it holds
-    stays as it is: readable, not writable, unless the tests made it).
-
-    subtle: the folder only, never what it holds: a hard link that an unisolated run left
-    in the copy may be /etc/shadow, and handing that to `nobody` would give it away.
-    """
-    info = os.lstat(folder)
-    if stat.S_ISDIR(info.st_mode) and info.st_uid != SANDBOX_USER:
-        # group root: bwrap itself, uid 0 without its capabilities, must still enter it
-        os.chown(folder, SANDBOX_USER, 0, follow_symlinks=False)
-        os.chmod(folder, 0o770, follow_symlinks=False)
 
 
 def bwrap_mounts():
@@ -261,7 +252,7 @@ def notice(isolate):
     if not isolate:
         return "tests run unisolated (--no-isolate): the edited code runs with your permissions"
     kind = isolation_kind()
-    if kind == NETWORK_ONLY and _as_root():
+    if kind == NETWORK_ONLY and as_root():
         return (
             "tests run with only the network cut, as nobody (the edited code can read what you "
             "can and write only what anyone may): install bubblewrap to isolate them"
@@ -281,6 +272,18 @@ def notice(isolate):
     return None
 
 
+def refused(isolate):
+    """Why a live run may not start here, or None: as root, where nothing isolates the
+    tests and --no-isolate was not said, the edited code would run as root."""
+    if isolate and as_root() and isolation_kind() == NONE:
+        return (
+            "nothing isolates the tests here (neither bubblewrap nor unshare works) and you "
+            "are root, so the edited code would run as root: install bubblewrap (apt-get "
+            "install bubblewrap), or add --no-isolate to run it as root all the same"
+        )
+    return None
+
+
 @functools.cache
 def isolation_kind():
     """ "bubblewrap", "network-only" or "none": the first mechanism that works here."""
@@ -289,7 +292,7 @@ def isolation_kind():
     _second_left_out = False
     if bwrap and _works([bwrap, *bwrap_mounts(), *_unshare_and_user()]):
         return BUBBLEWRAP
-    if bwrap and _as_root() and _no_user_namespaces():  # the second one may not start here
+    if bwrap and as_root() and _no_user_namespaces():  # the second one may not start here
         if _works([bwrap, *bwrap_mounts(), *_as_nobody()]):
             _second_left_out = True
             return BUBBLEWRAP

@@ -56,19 +56,24 @@ def visible_run(root, timeout=TEST_TIMEOUT, isolate=True, tests=None):
     """The VisibleRun of the sample's tests in `root` (see `run_pytest`)."""
     # subtle: the report goes to a fresh folder outside the copy, so nothing the edited code
     # left behind in an earlier run can pass for it; only this folder and `root` are writable.
-    with scratch_folder(prefix="agent-lab-report-") as folder:
-        report, settings = Path(folder) / "report.xml", Path(folder) / "pytest.ini"
+    # It sits inside the scratch folder, which only root may enter (plumbing/sandbox_user.py).
+    with scratch_folder(prefix="agent-lab-report-") as scratch:
+        folder = Path(scratch) / "report"
+        folder.mkdir()
+        report, settings = folder / "report.xml", folder / "pytest.ini"
         # subtle: an explicit, empty configuration: otherwise pytest looks for pytest.ini,
         # tox.ini or setup.cfg in the copy's parent folders, where an unisolated edit may
         # have left one (with addopts = -p some_plugin) for the next run to find.
         settings.write_text("[pytest]\n")
         command = [sys.executable, *PYTEST_COMMAND, "-c", str(settings), f"--junitxml={report}"]
-        exit_code, output = run_isolated(  # plumbing/child_process.py: bounded, isolated
+        exit_code, output, outsider = run_isolated(  # plumbing/child_process.py
             chosen(isolate), command, root, timeout,
-            writes=(Path(root).resolve(),), results=(Path(folder).resolve(),),
+            writes=(Path(root).resolve(),), results=(folder.resolve(),),
         )  # fmt: skip
         verdict, changed = _judged(root, exit_code, report, timeout, tests)
     verdict = bounds.named(verdict, output)  # a failed run says which limit it went past, if one
+    if outsider:  # a process that could reach the run was alive at its end: it cannot pass
+        verdict = {**verdict, "verdict": FAILED, "reason": outsider}
     output = redact(output)  # before the cut, so no part of a secret survives at its edge
     return VisibleRun({"exit_code": exit_code, "output": tail(output), **verdict}, changed)
 

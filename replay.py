@@ -24,7 +24,7 @@ from plumbing import installed_files, quiet_interrupt
 
 # isort: split
 
-from agent_loop import DEADLINE, INTERRUPTED, MODEL_DONE, MODEL_START, STOPPED, AgentLoop
+from agent_loop import DEADLINE, INTERRUPTED, MODEL_START, STOPPED, AgentLoop
 from extensions import Extensions
 from plumbing.console import made_by, tolerant_output, verdict_lines
 from plumbing.divergence import divergences
@@ -153,7 +153,7 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
     chat = ReplayChat(
         recording["model_calls"], assembler(recording), recording.get("api", "ollama")
     )
-    chunk_log = ChunkLog(chat)
+    chunk_log = ChunkLog(chat, chunks, lambda line: print(line, file=out))  # --chunks N
     calls = len(recording["model_calls"])
     cut = Cut(len(expected), calls, chat.requests, reason == DEADLINE) if cut_short else None
     fork = RecordedFork(recording["fork"]) if recording.get("fork") else None
@@ -167,7 +167,7 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
         held_out_asked(recording),  # the same generated inputs as when recorded
         told=recording.get("edits_told", False),  # the edit tool as it was when recorded
     )
-    watch = extensions.watch(watcher(transcript, chunks, chunk_log, out), out)
+    watch = extensions.watch(watcher(transcript, out), out)
     final = recording["final_tests"] is not None
     tools = extensions.tools(RepoTools)  # RepoTools, inside the recording's extensions if any
     run = drive(extensions.chat(chunk_log), plan, out, loop=extensions.loop(AgentLoop),
@@ -181,9 +181,9 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
     return compared(recording, expected, run, chat, chunk_log, transcript, chunks, out, decided)
 
 
-def watcher(transcript, chunks, chunk_log, out):
+def watcher(transcript, out):
     """What a replay prints after an event besides the event: the request each turn sends
-    (--transcript), a turn's chunks (--chunks N)."""
+    (--transcript). A turn's chunks (--chunks N) are printed by the ChunkLog, as it begins."""
     sent = []
 
     def watch(event, messages):
@@ -193,8 +193,6 @@ def watcher(transcript, chunks, chunk_log, out):
             # its messages are the request it sends.
             print("\n".join(request_lines(event["turn"], messages, sent)), file=out)
             sent = list(messages)
-        if event["type"] == MODEL_DONE and event["turn"] == chunks:
-            print("\n".join(chunk_lines(chunks, chunk_log.calls)), file=out)
 
     return watch
 
@@ -223,7 +221,7 @@ def compared(recording, expected, run, chat, chunk_log, transcript, chunks, out,
     print("\n".join(lines), file=out)
     if transcript == FULL:
         print("\n".join(full_request_lines(recording, chat.requests, RepoTools.schemas)), file=out)
-    if chunks and not any(e["type"] == MODEL_DONE and e["turn"] == chunks for e in events):
+    if chunks and len(chunk_log.calls) < chunks:  # no such call was made: say so
         print("\n".join(chunk_lines(chunks, chunk_log.calls)), file=out)
     got = (events, chat.requests, run.source, final, run.workdir, after)
     problems = divergences(recording, expected, *got)

@@ -532,7 +532,8 @@ def recording_page(recording, name):
         for t in (recording["starting_tests"], recording["final_tests"])
         if t
     ]
-    lines = timeline(recording["events"], tests_seconds=sum(tests), width=90)
+    final_ran = recording["final_tests"] is not None
+    lines = timeline(recording["events"], tests_seconds=sum(tests), width=90, final_ran=final_ran)
     lines += context_lines(recording["events"], context_window(recording["model"]), 90)
     body += ["<h2>Where the time went</h2>", pre("\n".join(lines))]
     body.append(folded("About this recording (read it last)", pre(recording["description"])))

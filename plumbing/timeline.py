@@ -69,11 +69,14 @@ def _span(label, seconds, before, scale, width, recorded):
     return f"{label} {bar} {figure}" if bar else f"{label} {figure}"
 
 
-def timeline(events, recorded=None, tests_seconds=None, width=None, model_info=None):
+def timeline(events, recorded=None, tests_seconds=None, width=None, model_info=None,
+             final_ran=True):  # fmt: skip
     """The timeline's lines. `recorded` is the recording's events; `tests_seconds` the
-    independent test runs' total. `width` defaults to the terminal's (at most 100); below
-    what one line per turn needs, model and tools go on two lines. With `model_info` (a
-    recording's `model`, see context_window), the context lines follow."""
+    independent test runs' total, `final_ran` False when the final verdict was not run
+    (Ctrl-C): then the total is the starting verdict's alone, and the line says so. `width`
+    defaults to the terminal's (at most 100); below what one line per turn needs, model and
+    tools go on two lines. With `model_info` (a recording's `model`, see context_window),
+    the context lines follow."""
     width = width or min(shutil.get_terminal_size((80, 24)).columns, 100)
     turns, before = per_turn(events), per_turn(recorded) if recorded else {}
     spans = [t["model"] or 0.0 for t in turns.values()] + [t["tools"] for t in turns.values()]
@@ -97,7 +100,8 @@ def timeline(events, recorded=None, tests_seconds=None, width=None, model_info=N
     tools_total = sum(t["tools"] for t in turns.values())
     lines.append(f"total   model {model_total:.2f}s · tools {tools_total:.2f}s")
     if tests_seconds is not None:
-        lines.append(f"        independent tests {tests_seconds:.2f}s")
+        only = "" if final_ran else ", the starting verdict's alone (no final verdict ran)"
+        lines.append(f"        independent tests {tests_seconds:.2f}s{only}")
     if model_info:
         lines += context_lines(events, context_window(model_info), width)
     return lines

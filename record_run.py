@@ -40,6 +40,7 @@ from local_model import (
 from openai_model import DEFAULT_BASE_URL, OpenAIModelError, chunks_from_events, default_base_url
 from plumbing.attempts import run_series, series_paths
 from plumbing.console import tolerant_output, verdict_lines
+from plumbing.decisions import decisions_of
 from plumbing.driver import Plan, drive
 from plumbing.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NO, EXIT_OK, run_program
 from plumbing.fork import ForkDiverged, open_fork, result_argument
@@ -324,7 +325,7 @@ def reported(recording, run, output, model_info, out):
     run.printer.changes(recording["final_source"])
     tests_seconds = run.starting["seconds"] + (final["seconds"] if final else 0.0)
     lines = timeline(run.events, tests_seconds=tests_seconds, model_info=model_info,
-                     final_ran=final is not None)  # fmt: skip
+                     final_ran=final is not None, decisions=decisions_of(recording))  # fmt: skip
     print("\n".join(lines), file=out)
     impossible = outcome_of(recording)  # None for the repair
     if impossible:

@@ -27,6 +27,7 @@ from plumbing import installed_files, quiet_interrupt
 from agent_loop import DEADLINE, INTERRUPTED, MODEL_START, STOPPED, AgentLoop
 from extensions import Extensions
 from plumbing.console import made_by, tolerant_output, verdict_lines
+from plumbing.decisions import decisions_of
 from plumbing.divergence import divergences
 from plumbing.driver import Cut, Plan, drive
 from plumbing.exit_codes import EVERY_PROGRAM, EXIT_ERROR, EXIT_NO, EXIT_OK, run_program
@@ -217,7 +218,9 @@ def compared(recording, expected, run, chat, chunk_log, transcript, chunks, out,
     # and a learner predicting the outcome should not read it first.
     print(f"About this recording: {recording['description']}", file=out)
     today = final["seconds"] if final else None
-    lines = timeline(events, recording["events"], today, model_info=recording["model"])
+    lines = timeline(events, recording["events"], today, model_info=recording["model"],
+                     decisions=(decided or {}).get("decisions"),
+                     recorded_decisions=decisions_of(recording))  # fmt: skip
     print("\n".join(lines), file=out)
     if transcript == FULL:
         print("\n".join(full_request_lines(recording, chat.requests, RepoTools.schemas)), file=out)

@@ -57,10 +57,12 @@ class Hook:
         """Run the call (`call()` returns its result) and decide around it; a subclass's."""
         raise NotImplementedError
 
-    def decide(self, decision, said):
-        """Keep one decision about the call being run: a word, and what it said in words."""
+    def decide(self, decision, said, seconds=None):
+        """Keep one decision about the call being run: a word, and what it said in words;
+        with `seconds`, how long a person took to make it (--approve's, at a terminal)."""
         entry = {"extension": self.name, "call": self.log.calls, "decision": decision}
-        self.log.decisions.append({**entry, "said": said})
+        timed = {} if seconds is None else {"seconds": round(seconds, 3)}
+        self.log.decisions.append({**entry, "said": said, **timed})
 
 
 def landed(name, result):

@@ -536,7 +536,8 @@ def recording_page(recording, name):
         if t
     ]
     final_ran = recording["final_tests"] is not None
-    lines = timeline(recording["events"], tests_seconds=sum(tests), width=90, final_ran=final_ran)
+    lines = timeline(recording["events"], tests_seconds=sum(tests), width=90, final_ran=final_ran,
+                     decisions=decisions_of(recording))  # fmt: skip
     lines += context_lines(recording["events"], context_window(recording["model"]), 90)
     body += ["<h2>Where the time went</h2>", pre("\n".join(lines))]
     body.append(folded("About this recording (read it last)", pre(recording["description"])))

@@ -160,6 +160,10 @@ MALFORMED = [
     (lambda e: e["on"].__setitem__(0, ["name", "settings"]), "'extensions.on' must be a list of"),
     (lambda e: e["on"][0].update(name=5), "'extensions.on' names must be distinct, non-empty text"),
     (lambda e: e["decisions"][0].update(decision=5), "'extensions.decisions[0].decision' must"),
+    # the seconds a person took (--approve) are optional; when said, a number of seconds
+    (lambda e: e["decisions"][0].update(seconds=-1), "'extensions.decisions[0].seconds' must be"),
+    (lambda e: e["decisions"][0].update(seconds="2"), "'extensions.decisions[0].seconds' must be"),
+    (lambda e: e["decisions"][0].update(took=1), "'extensions.decisions[0]' must be {extension,"),
 ]  # fmt: skip
 
 

@@ -217,6 +217,7 @@ def test_the_run_docs_permissions_md_quotes_is_what_it_prints(approved):
 THINKING = 1.5  # seconds the learner takes to answer, in the test below
 
 
+@pytest.mark.waits
 def test_a_no_op_edit_is_said_to_be_one_and_your_time_is_not_the_tools(tmp_path):
     # the edit names most of the file twice: shown as its arguments it was cut at 300
     # characters, and `new` equal to `old` could not be seen. The learner answers after

@@ -55,6 +55,7 @@ from plumbing.console import tolerant_output
 from plumbing.exit_codes import EXIT_ERROR, EXIT_NO, EXIT_OK, run_program
 from plumbing.limits import Deadline, positive_int, positive_seconds
 from plumbing.live_model import open_model
+from plumbing.stop_cause import LastTurn
 from plumbing.text_calls import NOTE as TEXT_CALL_NOTE
 from readonly_tools import ReadOnlyTools
 
@@ -78,8 +79,8 @@ WHY = {
     MAX_TURNS: "the model used all {max_turns} requests without answering; "
     "raise --max-turns or ask a narrower question",
     EMPTY_RESPONSE: "the model's final message was blank; ask again",
-    INCOMPLETE_MODEL_TURN: "the model's response was cut off before it ended "
-    "(output limit reached, or the stream ended early)",
+    INCOMPLETE_MODEL_TURN: "the model's response was cut off before it ended; the next "
+    "line says why",
     DEADLINE: "the answer ran out of time; raise --deadline or ask a narrower question",
 }
 
@@ -267,7 +268,8 @@ def answer(chat, tools, question, history, max_turns, display, text_calls=False)
         deadline.restart()  # each answer gets the whole budget
     options = {"system": ASK_PROMPT, "history": history, "deadline": deadline}
     options["text_calls"] = text_calls  # --text-calls
-    agent = AgentLoop(chat, tools, question, max_turns, **options)
+    last_turn = LastTurn(chat)  # a turn cut off: why (plumbing/stop_cause.py)
+    agent = AgentLoop(last_turn, tools, question, max_turns, **options)
     stop = None
     # closing(): on Ctrl-C the loop, and with it the model's stream, is closed at once, so
     # the server stops generating an answer nobody will read.
@@ -276,6 +278,8 @@ def answer(chat, tools, question, history, max_turns, display, text_calls=False)
             display.show(event)
             if event["type"] == STOPPED:
                 stop = event
+    if stop["reason"] == INCOMPLETE_MODEL_TURN:  # said by complain(), after its error line
+        stop = {**stop, "cause": last_turn.cause_lines()}
     return stop, agent.messages
 
 
@@ -286,6 +290,8 @@ def complain(stop, max_turns):
         return True
     why = WHY.get(stop["reason"], "").format(max_turns=max_turns)
     print(f"error: stopped without an answer: {stop['reason']} ({why})", file=sys.stderr)
+    for line in stop.get("cause", ()):
+        print(f"  {line}", file=sys.stderr)
     return False
 
 

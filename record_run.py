@@ -40,6 +40,7 @@ from local_model import (
 from openai_model import DEFAULT_BASE_URL, OpenAIModelError, chunks_from_events, default_base_url
 from plumbing.attempts import run_series, series_paths
 from plumbing.console import tolerant_output, verdict_lines
+from plumbing.decisions import decisions_of
 from plumbing.driver import Plan, drive
 from plumbing.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NO, EXIT_OK, run_program
 from plumbing.fork import ForkDiverged, open_fork, result_argument
@@ -54,6 +55,7 @@ from plumbing.limits import (
     sampling_temperature,
 )
 from plumbing.live_model import open_model
+from plumbing.live_status import live_status
 from plumbing.output_path import default_output, output_problem
 from plumbing.recording import RecordingChat, RecordingError, build, save
 from plumbing.series_progress import attempt_watch
@@ -254,12 +256,14 @@ def parse_args(argv):
 
 
 def record_attempt(recorder, model_info, output, max_turns, deadline=None, isolate=True, out=None,
-                   text_calls=False, task=REPAIR, fork=None, extensions=None):  # fmt: skip
+                   text_calls=False, task=REPAIR, fork=None, extensions=None,
+                   status=None):  # fmt: skip
     """Run one attempt through `recorder` (a RecordingChat); save it; return the exit code.
 
     `deadline`: seconds or the limits.Deadline the model's adapter shares; `text_calls`: as
     --text-calls; `task`: what the model is given (plumbing/tasks.py); `fork`: a Fork;
-    `extensions`: the Extensions around the tools, chat or loop (--hook, ...), or None."""
+    `extensions`: the Extensions around the tools, chat or loop (--hook, ...), or None;
+    `status`: a terminal's status line (plumbing/live_status.py), told of every event."""
     out = out or sys.stdout  # looked up now, not at import: tolerant_output() replaces it
     extensions = extensions or Extensions()
     deadline = deadline if isinstance(deadline, Deadline) else Deadline(deadline)
@@ -274,7 +278,7 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
         run = drive(extensions.chat(fork.chat(recorder) if fork else recorder), plan, out,
                     starting=True, fork=fork, loop=extensions.loop(AgentLoop),
                     tools=extensions.tools(RepoTools), judge=independent_verdict,
-                    watch=extensions.watch(attempt_watch(), out))  # fmt: skip
+                    watch=extensions.watch(attempt_watch() or status, out))  # fmt: skip
     except ForkDiverged as error:  # the live model was not asked
         print("\n".join(error.lines()), file=out)
         return fail(f"the turns before {fork.at} did not replay as {fork.path} recorded them; "
@@ -325,7 +329,8 @@ def reported(recording, run, output, model_info, out):
     print("\n".join(verdict_lines("Independent verdict", final)), file=out)
     run.printer.changes(recording["final_source"])
     tests_seconds = run.starting["seconds"] + (final["seconds"] if final else 0.0)
-    lines = timeline(run.events, tests_seconds=tests_seconds, model_info=model_info)
+    lines = timeline(run.events, tests_seconds=tests_seconds, model_info=model_info,
+                     final_ran=final is not None, decisions=decisions_of(recording))  # fmt: skip
     print("\n".join(lines), file=out)
     impossible = outcome_of(recording)  # None for the repair
     if impossible:
@@ -386,9 +391,10 @@ def main(argv=None):
         print(f"Task: {task.name} (its visible tests contradict the docstring)")
     # a fork runs a call written as text where its recording did, or it would not replay
     text_calls = args.text_calls or bool(fork and fork.parent.get("text_calls"))
-    return record_attempt(recorder, info, args.output, args.max_turns, deadline, args.isolate,
-                          text_calls=text_calls, task=task, fork=fork,
-                          extensions=extensions)  # fmt: skip
+    with live_status(recorder) as status:  # on a terminal: what runs, every second
+        return record_attempt(recorder, info, args.output, args.max_turns, deadline,
+                              args.isolate, text_calls=text_calls, task=task, fork=fork,
+                              extensions=extensions, status=status)  # fmt: skip
 
 
 def fail(message):

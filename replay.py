@@ -24,9 +24,10 @@ from plumbing import installed_files, quiet_interrupt
 
 # isort: split
 
-from agent_loop import DEADLINE, INTERRUPTED, MODEL_DONE, MODEL_START, STOPPED, AgentLoop
+from agent_loop import DEADLINE, INTERRUPTED, MODEL_START, STOPPED, AgentLoop
 from extensions import Extensions
 from plumbing.console import made_by, tolerant_output, verdict_lines
+from plumbing.decisions import decisions_of
 from plumbing.divergence import divergences
 from plumbing.driver import Cut, Plan, drive
 from plumbing.exit_codes import EVERY_PROGRAM, EXIT_ERROR, EXIT_NO, EXIT_OK, run_program
@@ -153,7 +154,7 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
     chat = ReplayChat(
         recording["model_calls"], assembler(recording), recording.get("api", "ollama")
     )
-    chunk_log = ChunkLog(chat)
+    chunk_log = ChunkLog(chat, chunks, lambda line: print(line, file=out))  # --chunks N
     calls = len(recording["model_calls"])
     cut = Cut(len(expected), calls, chat.requests, reason == DEADLINE) if cut_short else None
     fork = RecordedFork(recording["fork"]) if recording.get("fork") else None
@@ -167,7 +168,7 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
         held_out_asked(recording),  # the same generated inputs as when recorded
         told=recording.get("edits_told", False),  # the edit tool as it was when recorded
     )
-    watch = extensions.watch(watcher(transcript, chunks, chunk_log, out), out)
+    watch = extensions.watch(watcher(transcript, out), out)
     final = recording["final_tests"] is not None
     tools = extensions.tools(RepoTools)  # RepoTools, inside the recording's extensions if any
     run = drive(extensions.chat(chunk_log), plan, out, loop=extensions.loop(AgentLoop),
@@ -181,9 +182,9 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
     return compared(recording, expected, run, chat, chunk_log, transcript, chunks, out, decided)
 
 
-def watcher(transcript, chunks, chunk_log, out):
+def watcher(transcript, out):
     """What a replay prints after an event besides the event: the request each turn sends
-    (--transcript), a turn's chunks (--chunks N)."""
+    (--transcript). A turn's chunks (--chunks N) are printed by the ChunkLog, as it begins."""
     sent = []
 
     def watch(event, messages):
@@ -193,8 +194,6 @@ def watcher(transcript, chunks, chunk_log, out):
             # its messages are the request it sends.
             print("\n".join(request_lines(event["turn"], messages, sent)), file=out)
             sent = list(messages)
-        if event["type"] == MODEL_DONE and event["turn"] == chunks:
-            print("\n".join(chunk_lines(chunks, chunk_log.calls)), file=out)
 
     return watch
 
@@ -219,11 +218,13 @@ def compared(recording, expected, run, chat, chunk_log, transcript, chunks, out,
     # and a learner predicting the outcome should not read it first.
     print(f"About this recording: {recording['description']}", file=out)
     today = final["seconds"] if final else None
-    lines = timeline(events, recording["events"], today, model_info=recording["model"])
+    lines = timeline(events, recording["events"], today, model_info=recording["model"],
+                     decisions=(decided or {}).get("decisions"),
+                     recorded_decisions=decisions_of(recording))  # fmt: skip
     print("\n".join(lines), file=out)
     if transcript == FULL:
         print("\n".join(full_request_lines(recording, chat.requests, RepoTools.schemas)), file=out)
-    if chunks and not any(e["type"] == MODEL_DONE and e["turn"] == chunks for e in events):
+    if chunks and len(chunk_log.calls) < chunks:  # no such call was made: say so
         print("\n".join(chunk_lines(chunks, chunk_log.calls)), file=out)
     got = (events, chat.requests, run.source, final, run.workdir, after)
     problems = divergences(recording, expected, *got)

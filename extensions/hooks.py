@@ -57,11 +57,13 @@ class Hook:
         """Run the call (`call()` returns its result) and decide around it; a subclass's."""
         raise NotImplementedError
 
-    def decide(self, decision, said, **kept):
+    def decide(self, decision, said, seconds=None, **kept):
         """Keep one decision about the call being run: a word, what it said in words, and
-        what else the recording keeps of it (`kept`: tests-after-edit's test run)."""
+        what else the recording keeps of it (`kept`: tests-after-edit's test run); with
+        `seconds`, how long a person took to make it (--approve's, at a terminal)."""
         entry = {"extension": self.name, "call": self.log.calls, "decision": decision}
-        self.log.decisions.append({**entry, "said": said, **kept})
+        timed = {} if seconds is None else {"seconds": round(seconds, 3)}
+        self.log.decisions.append({**entry, "said": said, **kept, **timed})
 
 
 def landed(name, result):

@@ -2,23 +2,25 @@
 read-only tools alone (docs/permissions.md: what the Claude Agent SDK and others do).
 
 - `Approve`, a hook (extensions/hooks.py): before `replace_text` and `run_tests` the terminal
-  shows the call (an edit as its diff) and asks allow, deny with a reason, or allow the rest
-  of the run. A denial is the call's result, so the model reads why. No terminal: each is
-  denied, said once. A replay applies the recorded decisions and asks no one.
+  shows the call (an edit as its diff, one that changes nothing said to be one:
+  plumbing/call_preview.py) and asks allow, deny with a reason, or allow the rest of the run.
+  A denial is the call's result, so the model reads why. No terminal: each is denied, said
+  once. A replay applies the recorded decisions and asks no one. The seconds you took to
+  answer are kept on the decision, apart from the tool's own time (plumbing/timeline.py).
 - `PlanOnly`: only `read_file` is offered; the run ends with the model's plan, as text.
 
 Not here: rules by pattern (the SDK's allow and deny lists), a time limit on asking.
 """
 
-import json
 import sys
+import time
 from pathlib import Path
 
 from extensions.hooks import Hook
-from plumbing.console import cut, visible
+from plumbing.call_preview import preview
+from plumbing.console import visible
 from plumbing.redact import redact
 from plumbing.sample import SOURCE_FILE
-from plumbing.source_diff import unified
 
 ASKED = ("replace_text", "run_tests")  # what writes or runs code; read_file is allowed
 READ_ONLY = ("read_file",)  # what --plan offers
@@ -41,24 +43,26 @@ class Approve(Hook):
     def around(self, name, arguments, call):
         if name not in ASKED:
             return call()
-        decision, said = self.answer(name, arguments)
-        self.decide(decision, said)
+        decision, said, seconds = self.answer(name, arguments)
+        self.decide(decision, said, seconds)
         if decision == DENIED:
             return {"error": f"The user denied this call: {said}"}
         return call()
 
     def answer(self, name, arguments):
+        """(decision, said, seconds you took to answer, None when no one was asked)."""
         if self.log.calls in self.recorded:  # a replay, or the turns a fork replays
-            return self.recorded[self.log.calls]
+            return (*self.recorded[self.log.calls], None)
         if self.rest:
-            return ALLOWED, "the rest of the run was allowed"
+            return ALLOWED, "the rest of the run was allowed", None
         if self.terminal is None:
-            return DENIED, "no decision was recorded for this call"
-        decision, said = self.terminal.ask(shown(name, arguments, Path(self.root) / SOURCE_FILE))
+            return DENIED, "no decision was recorded for this call", None
+        asked = preview(name, arguments, Path(self.root) / SOURCE_FILE)
+        decision, said, seconds = self.terminal.ask(asked)
         # subtle: only an answer given in this run allows the rest of it: a recorded `a`
         # allowed the rest of the run it was given in, not a fork's live calls
         self.rest = decision == ALLOWED_REST
-        return decision, said
+        return decision, said, seconds
 
 
 class PlanOnly(Hook):
@@ -87,14 +91,20 @@ class Terminal:
         self.stdin, self.out, self.told = stdin, out, False  # None: sys's, when asked
 
     def ask(self, lines):
+        """(decision, said, the seconds from the question to the answer; None: not asked)."""
         stdin, out = self.stdin or sys.stdin, self.out or sys.stdout
         if not stdin.isatty():
             if not self.told:  # once: the run goes on, and each denial is its call's result
                 print(f"  [approve] {NO_TERMINAL}: each replace_text and run_tests is denied",
                       file=out)  # fmt: skip
                 self.told = True
-            return DENIED, NO_TERMINAL
+            return DENIED, NO_TERMINAL, None
         print("\n".join(visible(redact(line)) for line in lines), file=out)  # model-written
+        asked = time.monotonic()
+        decision, said = self.decision(stdin, out)
+        return decision, said, time.monotonic() - asked
+
+    def decision(self, stdin, out):
         while True:
             said = self.answer(QUESTION, stdin, out)
             if said is None:  # end of input: nobody is there to allow it
@@ -111,18 +121,3 @@ class Terminal:
         if not out.isatty():  # the terminal echoed it on its own screen: say it here too
             print(visible(said.strip()), file=out)
         return said.strip() if said else None
-
-
-def shown(name, arguments, source):
-    """The lines that show a call before it runs: an edit as the diff it would make."""
-    if name == "replace_text" and isinstance(arguments, dict):
-        old, new = arguments.get("old"), arguments.get("new")
-        before = source.read_text(encoding="utf-8", errors="replace") if source.exists() else ""
-        if isinstance(old, str) and isinstance(new, str) and old and before.count(old) == 1:
-            after = before.replace(old, new, 1)
-            return [f"  {name} would change {SOURCE_FILE}:"] + unified(
-                before, after, f"{SOURCE_FILE} now", "after this edit"
-            )
-    if name == "run_tests":
-        return ["  run_tests would run the visible tests on the copy (the code as edited so far)"]
-    return [f"  {name} {cut(json.dumps(arguments, ensure_ascii=False), 300)}"]

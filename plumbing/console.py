@@ -14,6 +14,7 @@ import sys
 import unicodedata
 
 from agent_loop import (
+    INCOMPLETE_MODEL_TURN,
     MODEL_DONE,
     MODEL_START,
     STOPPED,
@@ -212,16 +213,18 @@ class RunPrinter:
 
     Given the copy the tools act on (`root`), it prints under each edit that succeeded the
     diff of that edit, read from the file itself before and after it; `changes(final)`
-    prints what the whole run changed, from the sample's file to `final`.
+    prints what the whole run changed, from the sample's file to `final`. Given the chat's
+    `last_turn` (plumbing/stop_cause.py), a stop `incomplete_model_turn` says its cause.
     """
 
-    def __init__(self, out=None, root=None, replayed=0):
+    def __init__(self, out=None, root=None, replayed=0, last_turn=None):
         self.out = out or sys.stdout  # looked up now: the CLIs redact it at start (see above)
         self.streaming = None  # "thinking" or "text" while a delta line is open
         self.model_calls = 0
         self.replayed = replayed  # a fork's: its first model calls, replayed from its parent
         self.tool_calls = 0
         self.root, self.before_edit = root, None
+        self.last_turn = last_turn
 
     def _print(self, text="", end="\n"):
         self.out.write(text + end)
@@ -297,5 +300,8 @@ class RunPrinter:
         self._print(f"Stop: {stop['reason']} after {calls}")
         if stop.get("error"):
             self._print(f"  model error: {stop['error']}")
+        if stop["reason"] == INCOMPLETE_MODEL_TURN and self.last_turn is not None:
+            for line in self.last_turn.cause_lines():
+                self._print(f"  {line}")
         if stop.get("text_tool_call"):
             self._print(f"  note: {TEXT_CALL_NOTE.format(name=stop['text_tool_call']['name'])}")

@@ -13,8 +13,10 @@ ran (the `call`th tool_start event whose index is below MAX_CALLS_RUN: past it n
 runs), or with `call` 0 (ANSWER), before any of them, about the model's answer (the
 one-shot's: what it wrote). From format /8 on, a decision of tests-after-edit that added
 the tests' summary keeps the test run it made (`tests`, as run_tests returns it), which an
-impossible task's outcome counts (plumbing/tasks.py). A recording without the field had
-none on, as every recording made before them.
+impossible task's outcome counts (plumbing/tasks.py). A decision a person made at a
+terminal (--approve) also says how many `seconds` they took: a timing, like an event's,
+never compared by a replay, and kept apart from the tool's own time (`deciding`). A
+recording without the field had none on, as every recording made before them.
 
 Not here: the extensions themselves (extensions/ lies above plumbing/: nothing here imports
 it), comparing a replay's decisions (divergence.py).
@@ -28,6 +30,7 @@ KEEP_RESULTS, SHORTENED = "keep-results", "shortened"
 ON_KEYS, DECISION_KEYS = {"name", "settings"}, {"extension", "call", "decision", "said"}
 # the decision of --hook tests-after-edit that keeps its test run (`tests`, format /8 on)
 TESTS_AFTER_EDIT, ADDED, TESTS = "tests-after-edit", "added", "tests"
+TIMED = "seconds"  # the optional key of a decision a person made: how long they took
 ANSWER = 0  # the `call` of a decision about the model's answer, not about a tool call
 NONE = "none"  # the set of extensions of a recording that had none: the plain loop
 
@@ -106,9 +109,25 @@ def as_sent(recording, number, messages=None):
 
 
 def decision_line(decision):
-    """One decision as the terminal and the page show it: `[syntax] undone: SyntaxError ...`."""
+    """One decision as the terminal and the page show it: `[syntax] undone: SyntaxError ...`,
+    `[approve] allowed: by the user (you took 3.2 s to decide)`."""
     said = f": {decision['said']}" if decision["said"] else ""
-    return f"[{decision['extension']}] {decision['decision']}{said}"
+    took = f" (you took {decision[TIMED]:.1f} s to decide)" if TIMED in decision else ""
+    return f"[{decision['extension']}] {decision['decision']}{said}{took}"
+
+
+def deciding(events, decisions):
+    """{turn: seconds people took to decide about its calls}: time inside the calls' own
+    `seconds` (the loop times the whole call), which is not the tools' (timeline.py)."""
+    timed = [d for d in decisions or () if TIMED in d]
+    results = calls_made(events, TOOL_RESULT) if timed else []
+    took = {}
+    for decision in timed:
+        call = decision.get("call")
+        if isinstance(call, int) and 0 < call <= len(results):
+            turn = results[call - 1]["turn"]
+            took[turn] = took.get(turn, 0.0) + decision[TIMED]
+    return took
 
 
 def extensions_problem(data, holds, keeps_tests=True):
@@ -145,8 +164,14 @@ def extensions_problem(data, holds, keeps_tests=True):
         return "'extensions.decisions' must be a list"
     for index, decision in enumerate(field["decisions"]):
         where = f"'extensions.decisions[{index}]"
-        if not (_exactly(decision, DECISION_KEYS) or _exactly(decision, {*DECISION_KEYS, TESTS})):
-            return f"{where}' must be {{extension, call, decision, said}}"
+        plain = dict(decision, **{TIMED: None}) if isinstance(decision, dict) else decision
+        if not (
+            _exactly(plain, DECISION_KEYS | {TIMED})
+            or _exactly(plain, DECISION_KEYS | {TIMED, TESTS})
+        ):
+            return f"{where}' must be {{extension, call, decision, said}}, and may say seconds"
+        if TIMED in decision and not _seconds(decision[TIMED]):
+            return f"{where}.seconds' must be a number of seconds"
         if decision["extension"] not in names:
             return f"{where}.extension' must name an extension in 'extensions.on'"
         call = decision["call"]
@@ -184,3 +209,8 @@ def _test_run_problem(decision, keeps_tests, form):
 
 def _exactly(value, keys):
     return isinstance(value, dict) and set(value) == keys
+
+
+def _seconds(value):
+    finite = isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+    return finite and 0 <= value < float("inf")

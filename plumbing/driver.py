@@ -22,6 +22,7 @@ from plumbing.isolation import chosen
 from plumbing.recording import sha256_file
 from plumbing.sample import SOURCE_FILE, TEST_FILE, copy_sample, final_source, tests_unchanged
 from plumbing.scratch import scratch_folder
+from plumbing.stop_cause import LastTurn
 
 
 class Plan(NamedTuple):
@@ -123,7 +124,8 @@ def drive(chat, plan, out=None, *, loop, tools, judge, starting=False, final=Tru
         if starting:
             begun = judge(repo, plan.isolate, **asked, tests=plan.tests)
             print("\n".join(verdict_lines("Starting verdict", begun)), file=out, flush=True)
-        printer = RunPrinter(out, repo, replayed=fork.at - 1 if fork else 0)
+        chat = LastTurn(chat)  # what a turn cut off ended with: the stop says its cause
+        printer = RunPrinter(out, repo, replayed=fork.at - 1 if fork else 0, last_turn=chat)
         toolbox = tools(repo, isolate=plan.isolate, deadline=plan.deadline, tests=plan.tests,
                         told=plan.told)  # fmt: skip
         if plan.deadline is not None:

@@ -30,6 +30,7 @@ from plumbing.fork import fork_line
 from plumbing.recording import RECORDINGS
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
 from plumbing.source_diff import unified
+from plumbing.stop_cause import ended_for_length
 from plumbing.tasks import assessed, task_of
 from plumbing.timeline import context_lines, context_window, timeline
 from plumbing.transcript import message_lines
@@ -380,8 +381,10 @@ def turn_section(number, recording, events, previous_length, source_before, budg
                      f"{WHOLE_REQUESTS:,} characters of them at most)</p>")  # fmt: skip
     scripted = recording.get("source") == "scripted"
     parts += ["<h3>The stream</h3>", stream_chart(call, scripted), chunk_list(call)]
-    if call.get("ended") != "done":
+    if call.get("ended") != "done" or ended_for_length(call):
         why = call.get("error") or "the stream ended without a done chunk"
+        if call.get("ended") == "done":  # plumbing/stop_cause.py: what the terminal said
+            why = 'the server ended it at its token budget (done_reason "length")'
         parts.append(f'<p class="failed">The turn did not complete: {text(why)}</p>')
     if not any(event["type"] == MODEL_DONE for event in events):
         parts += cut_off_turn(events)
@@ -532,7 +535,9 @@ def recording_page(recording, name):
         for t in (recording["starting_tests"], recording["final_tests"])
         if t
     ]
-    lines = timeline(recording["events"], tests_seconds=sum(tests), width=90)
+    final_ran = recording["final_tests"] is not None
+    lines = timeline(recording["events"], tests_seconds=sum(tests), width=90, final_ran=final_ran,
+                     decisions=decisions_of(recording))  # fmt: skip
     lines += context_lines(recording["events"], context_window(recording["model"]), 90)
     body += ["<h2>Where the time went</h2>", pre("\n".join(lines))]
     body.append(folded("About this recording (read it last)", pre(recording["description"])))

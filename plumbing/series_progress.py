@@ -7,19 +7,18 @@ begins, a tool runs, the final verdict starts) to a pipe the series opened for i
 by the descriptor in LAB_SERIES_PROGRESS, which only the series sets. The series shows
 them: on a terminal, one status line rewritten in place every second, each running
 attempt with its step and how long it has taken; piped, a line per turn of each attempt.
+The line is drawn as a live run's is (plumbing/status_line.py).
 
 Not here: starting the attempts, their ends and figures (plumbing/attempts.py).
 """
 
 import json
 import os
-import shutil
 import threading
 import time
-import unicodedata
 
 from agent_loop import MODEL_START, STOPPED, TOOL_START
-from plumbing.console import status_line, visible
+from plumbing.status_line import StatusLine
 
 SETTING = "LAB_SERIES_PROGRESS"  # the descriptor an attempt writes its steps to
 NAME_SHOWN = 40  # characters of a tool's name shown: a model names its tools
@@ -77,29 +76,20 @@ class Progress:
 
     def __init__(self, out):
         self.out = out
-        self.terminal = callable(getattr(out, "isatty", None)) and out.isatty()
+        self.line = StatusLine(out)  # the terminal's status line, or a pipe's nothing
         self.steps = {}  # attempt number -> (its last step, when it began)
         self.lock = threading.Lock()  # the readers' threads and the series' own lines
-        self.shown = False  # a status line is on the screen
-        self.closed = False  # stdout went away while a reader wrote
+
+    @property
+    def closed(self):
+        return self.line.closed  # stdout went away while a reader wrote
 
     def say(self, text):
         with self.lock:
-            self._clear()
+            self.line.clear()
             self.out.write(text + "\n")  # one write per line: nothing can split it
             self.out.flush()  # a closed stdout raises here, in the series: exit 141
             self._draw()
-
-    def _write(self, text):
-        # subtle: in a reader's thread, a closed stdout would be a traceback of that thread;
-        # the series' own next line meets it and ends the run quietly (exit_codes.py)
-        if self.closed:
-            return
-        try:
-            self.out.write(text)
-            self.out.flush()
-        except (BrokenPipeError, ValueError):  # ValueError: a stream already closed
-            self.closed = True
 
     def follow(self, number, descriptor):
         self.steps[number] = ({"turn": None, "step": STARTING}, time.monotonic())
@@ -118,46 +108,20 @@ class Progress:
     def _update(self, number, step):
         with self.lock:
             self.steps[number] = (step, time.monotonic())
-            if self.terminal:
+            if self.line.terminal:
                 self._draw()
             elif step["step"] in (MODEL, FINAL):  # piped: a line per turn
-                self._write(f"  attempt {number}: {_words(step)}\n")
-
-    def _clear(self):
-        if self.shown:
-            self._status("")
-            self.shown = False
-
-    def _status(self, text):
-        if not self.closed:
-            try:
-                status_line(self.out, text)
-            except (BrokenPipeError, ValueError):
-                self.closed = True
+                self.line.write(f"  attempt {number}: {_words(step)}\n")
 
     def _draw(self):
-        if not self.terminal or not self.steps:
-            return self._clear()
+        if not self.line.terminal or not self.steps:
+            return self.line.clear()
         now = time.monotonic()
         parts = [
             f"attempt {number}: {_words(step)} ({now - since:.0f} s)"
             for number, (step, since) in sorted(self.steps.items())
         ]
-        self._status(_fitted(" · ".join(parts), shutil.get_terminal_size().columns - 1))
-        self.shown = True
-
-
-def _fitted(text, columns):
-    """`text` made visible (console.visible: escapes written out) and cut to `columns`
-    columns, a wide character counted as two: a status line that wraps leaves its first
-    rows behind at every redraw."""
-    kept, used = [], 0
-    for char in visible(text):
-        used += 2 if unicodedata.east_asian_width(char) in "WF" else 1
-        if used > columns:
-            break
-        kept.append(char)
-    return "".join(kept)
+        self.line.draw(" · ".join(parts))
 
 
 def _read(line):

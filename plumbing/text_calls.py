@@ -42,9 +42,9 @@ MAX_INT_BITS = 10_000  # about 3,000 digits: JSON text of any longer integer is 
 UNREADABLE = "<unreadable>"  # an argument whose source text cannot even be rebuilt
 ACTION_FENCES = ("json", "")  # the languages of a fence that may hold the turn's action
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
-NOTE = (
-    "the model wrote a {name} call as text; only calls sent as tool calls run — "
-    "try a model with better tool support, or a lower temperature"
+NOTE = (  # the likely cause: a template that does not turn the model's calls into API calls
+    "the model wrote a {name} call as text; only calls sent as tool calls run — likely the "
+    "chat template (llama-server: --jinja --chat-template-file FILE); --text-calls runs such a call"
 )
 # What the loop appends after running a call written as text: a user message, since no
 # call was made through the API for a tool message to answer (the conversation says what

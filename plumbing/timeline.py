@@ -6,7 +6,12 @@
 `timeline(events)` builds those lines from the loop's events (the `seconds` of each
 `model_done` and `tool_result`, and of a `stopped` that cut a model turn off); the bars are
 scaled to the longest span. With `recorded=`, each figure reads today/recorded, so a replay
-shows today's timings beside the recording's without judging them.
+shows today's timings beside the recording's without judging them. With `decisions=` (an
+`extensions` field's: plumbing/decisions.py), the seconds you took to answer `--approve`
+are taken out of the tools' time, where the loop's clock put them, and shown apart:
+
+    turn 2  model ####......   1.52s | tools ..........   0.01s  replace_text · you 24.49s
+    total   model 4.10s · tools 1.02s · you deciding 24.49s
 
 With `model_info=` (a recording's `model`, or what the recorder read from the server), it also
 shows how the conversation grew: the prompt tokens of each request (the model's own
@@ -22,15 +27,18 @@ columns on, every line fits, except the context warning, which stays one whole s
 import shutil
 
 from agent_loop import MODEL_DONE, MODEL_START, STOPPED, TOOL_RESULT
+from plumbing.decisions import deciding
 from plumbing.limits import LARGEST_NUMBER
 
 BARS_FROM = 0.01  # seconds: below this longest span a bar shows noise, not time
 NEAR_CONTEXT = 0.9  # a request at least this full of the window is about to lose messages
 
 
-def per_turn(events):
-    """{turn: {"model": seconds, "tools": seconds, "names": [...]}} in turn order."""
-    turns = {}
+def per_turn(events, decisions=None):
+    """{turn: {"model": seconds, "tools": seconds, "names": [...], "you": seconds}} in turn
+    order; `you`: the seconds people took to decide about its calls (see decisions.deciding),
+    which are not the tools'."""
+    turns, you = {}, deciding(events, decisions)
     for event in events:
         if event["type"] not in (MODEL_START, MODEL_DONE, TOOL_RESULT, STOPPED):
             continue
@@ -45,6 +53,9 @@ def per_turn(events):
         elif event["type"] == TOOL_RESULT:
             turn["tools"] += event.get("seconds", 0.0)
             turn["names"].append(str(event["name"]))
+    for number, turn in turns.items():
+        turn["you"] = you.get(number, 0.0)
+        turn["tools"] = max(0.0, turn["tools"] - turn["you"])
     return turns
 
 
@@ -69,13 +80,18 @@ def _span(label, seconds, before, scale, width, recorded):
     return f"{label} {bar} {figure}" if bar else f"{label} {figure}"
 
 
-def timeline(events, recorded=None, tests_seconds=None, width=None, model_info=None):
+def timeline(events, recorded=None, tests_seconds=None, width=None, model_info=None,
+             final_ran=True, decisions=None, recorded_decisions=None):  # fmt: skip
     """The timeline's lines. `recorded` is the recording's events; `tests_seconds` the
-    independent test runs' total. `width` defaults to the terminal's (at most 100); below
-    what one line per turn needs, model and tools go on two lines. With `model_info` (a
-    recording's `model`, see context_window), the context lines follow."""
+    independent test runs' total, `final_ran` False when the final verdict was not run
+    (Ctrl-C): then the total is the starting verdict's alone, and the line says so. `width`
+    defaults to the terminal's (at most 100); below what one line per turn needs, model and
+    tools go on two lines. With `model_info` (a recording's `model`, see context_window),
+    the context lines follow. `decisions` and `recorded_decisions`: the extensions'
+    decisions of `events` and of `recorded` (see the module docstring)."""
     width = width or min(shutil.get_terminal_size((80, 24)).columns, 100)
-    turns, before = per_turn(events), per_turn(recorded) if recorded else {}
+    turns = per_turn(events, decisions)
+    before = per_turn(recorded, recorded_decisions) if recorded else {}
     spans = [t["model"] or 0.0 for t in turns.values()] + [t["tools"] for t in turns.values()]
     scale = max(spans, default=0.0)
     figure = 13 if recorded else 7  # "  0.82s/0.33s" or "  0.82s"
@@ -88,16 +104,19 @@ def timeline(events, recorded=None, tests_seconds=None, width=None, model_info=N
         old = before.get(number, {})
         model = _span("model", turn["model"], old.get("model"), scale, bar, recorded)
         tools = _span("tools", turn["tools"], old.get("tools"), scale, bar, recorded)
-        called = " ".join(turn["names"])
+        called = " ".join(turn["names"]) + (f" · you {turn['you']:.2f}s" if turn["you"] else "")
         if two_lines:
             lines += [f"turn {number:<2} {model}", f"        {tools}  {called}".rstrip()]
         else:
             lines.append(f"turn {number:<2} {model} | {tools}  {called}".rstrip())
     model_total = sum(t["model"] or 0.0 for t in turns.values())
     tools_total = sum(t["tools"] for t in turns.values())
-    lines.append(f"total   model {model_total:.2f}s · tools {tools_total:.2f}s")
+    you = sum(t["you"] for t in turns.values())
+    you = f" · you deciding {you:.2f}s" if you else ""
+    lines.append(f"total   model {model_total:.2f}s · tools {tools_total:.2f}s{you}")
     if tests_seconds is not None:
-        lines.append(f"        independent tests {tests_seconds:.2f}s")
+        only = "" if final_ran else ", the starting verdict's alone (no final verdict ran)"
+        lines.append(f"        independent tests {tests_seconds:.2f}s{only}")
     if model_info:
         lines += context_lines(events, context_window(model_info), width)
     return lines

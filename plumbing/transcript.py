@@ -75,19 +75,38 @@ def block(text, indent=INDENT):
 class ChunkLog:
     """A chat that keeps the chunks it hands to the loop, call by call (for `--chunks N`).
 
+    Given `shown` (a model call's number) and `say` (prints a line), it prints that call's
+    chunks as the call begins, before the loop shows anything of its turn: on the wire the
+    chunks come first, and the turn's thinking and text are what the loop made of them.
+
     subtle: these are the chunks after the adapter's assembly: for an OpenAI-compatible
     recording that is what `chunks_from_events` made of the raw events, as the loop saw it.
+    A replay's chunks are all recorded, so the shown call is read whole first; an error the
+    recording holds is raised after its chunks, where the loop met it when it was recorded.
     """
 
-    def __init__(self, chat):
-        self.chat, self.calls = chat, []
+    def __init__(self, chat, shown=None, say=None):
+        self.chat, self.calls, self.shown, self.say = chat, [], shown, say
 
     def __call__(self, messages, tools):
         kept = []
         self.calls.append(kept)
-        for chunk in self.chat(messages, tools):
-            kept.append(chunk)
-            yield chunk
+        stream = self.chat(messages, tools)
+        if len(self.calls) != self.shown:
+            for chunk in stream:
+                kept.append(chunk)
+                yield chunk
+            return
+        error = None
+        try:
+            kept.extend(stream)
+        except Exception as failed:  # a recorded error: raised again after its chunks
+            error = failed
+        for line in chunk_lines(self.shown, self.calls):
+            self.say(line)
+        yield from kept
+        if error is not None:
+            raise error
 
 
 def chunk_lines(number, calls):

@@ -47,7 +47,10 @@ READ_THEN_ANSWER = [
 ]
 WRITTEN_CALL = '```json\n{"name": "read_file", "arguments": {"path": "tests/x.py"}}\n```'
 NOTE = "the model wrote a read_file call as text; only calls sent as tool calls run"
-FULL_NOTE = NOTE + " — try a model with better tool support, or a lower temperature"
+FULL_NOTE = NOTE + (
+    " — likely the chat template (llama-server: --jinja --chat-template-file FILE); "
+    "--text-calls runs such a call"
+)
 
 
 def server(script=(), **options):

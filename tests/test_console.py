@@ -108,7 +108,8 @@ def test_a_run_prints_each_stream_call_result_and_the_stop_on_lines_of_their_own
         "Stop: model_error after 2 model calls, 7 tool calls",
         "  model error: boom",
         "  note: the model wrote a read_file call as text; only calls sent as tool calls run — "
-        "try a model with better tool support, or a lower temperature",
+        "likely the chat template (llama-server: --jinja --chat-template-file FILE); "
+        "--text-calls runs such a call",
     ]
 
 

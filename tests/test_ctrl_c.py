@@ -103,10 +103,12 @@ def test_ctrl_c_during_a_test_run_kills_it_and_saves_interrupted(tmp_path, fresh
     recording = load(output)
     assert recording["stop"]["reason"] == "interrupted" and recording["final_tests"] is None
     assert recording["events"][-1]["type"] == TOOL_START  # the run that was interrupted
-    # the timeline counts the starting tests alone: the final ones never ran
+    # the timeline counts the starting tests alone, and says so: the final ones never ran
     assert wait_for(lambda: "interrupted: the final tests were not run\n" in lines, seconds=10)
     starting = recording["starting_tests"]["seconds"]
-    assert f"        independent tests {starting:.2f}s\n" in lines, lines
+    alone = ", the starting verdict's alone (no final verdict ran)"
+    assert f"        independent tests {starting:.2f}s{alone}\n" in lines, lines
+    assert "Independent verdict: not run\n" in lines
 
 
 def test_ctrl_c_during_run_tests_kills_the_test_process_group(repo, fresh_runs):

@@ -200,6 +200,10 @@ MALFORMED = [
     (lambda e: e["on"][1]["settings"].update(from_call=4),
      "'extensions.on[1].settings.from_call' is 4, past the calls the tools ran: an extension "
      "acts from one of them, or from the call after the last, at most 3"),
+    # the seconds a person took (--approve) are optional; when said, a number of seconds
+    (lambda e: e["decisions"][0].update(seconds=-1), "'extensions.decisions[0].seconds' must be"),
+    (lambda e: e["decisions"][0].update(seconds="2"), "'extensions.decisions[0].seconds' must be"),
+    (lambda e: e["decisions"][0].update(took=1), "'extensions.decisions[0]' must be {extension,"),
 ]  # fmt: skip
 
 

@@ -8,6 +8,7 @@ stdin of one real record_run.py process; the other runs are main() in this proce
 (tests/in_process.py), whose stdin is no terminal.
 """
 
+import html
 import io
 import json
 import os
@@ -15,18 +16,20 @@ import pty
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
 from extensions import Extensions
 from extensions.hooks import Log
 from extensions.permissions import NO_TERMINAL, QUESTION, Approve, Terminal
+from plumbing.call_preview import preview
 from plumbing.page import recording_page
 from plumbing.recording import RecordingError, load, save
 from plumbing.sample import SOURCE_FILE
 from replay import DIVERGED, REPRODUCED
 from repo_tools import RepoTools
-from tests.helpers import FAULTY_LINE, FIXED_LINE, LAB, record, replay
+from tests.helpers import FAULTY_LINE, FIXED_LINE, LAB, Reader, record, replay
 from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 
@@ -91,7 +94,9 @@ def test_a_denial_is_the_calls_result_and_the_model_reads_the_reason(approved):
     denied = json.loads(tool_results(bodies[1])[0])  # what the model read before turn 2
     assert denied == {"error": f"The user denied this call: {REASON}"}
     lines = stdout.splitlines()
-    at = lines.index(f"  [approve] denied: {REASON}")
+    at = next(
+        i for i, line in enumerate(lines) if line.startswith(f"  [approve] denied: {REASON} (")
+    )
     assert lines[at - 1] == f"  -> error: The user denied this call: {REASON}"
 
 
@@ -108,6 +113,9 @@ def test_an_edit_is_shown_as_its_diff_before_you_are_asked(approved):
 def test_allow_the_rest_allows_every_later_call_and_read_file_is_never_asked(approved):
     recording = load(approved[3])
     assert recording["final_tests"]["verdict"] == "passed"
+    decisions = recording["extensions"]["decisions"]
+    # the seconds you took, on each answer typed at the terminal (not on the one `a` gave)
+    assert [d.pop("seconds", None) is not None for d in decisions] == [True, True, True, False]
     assert recording["extensions"] == {
         "on": [{"name": "approve", "settings": {}}],
         "decisions": [
@@ -125,6 +133,7 @@ def test_allow_the_rest_allows_every_later_call_and_read_file_is_never_asked(app
 def test_replay_applies_the_recorded_answers_and_a_changed_one_diverges(approved, tmp_path):
     outcome, output = replay(approved[3])  # nobody is asked: stdin here is no terminal
     assert outcome == REPRODUCED, output
+    # nobody was asked: the line says the recorded decision, and no time of today's
     assert QUESTION not in output and f"  [approve] denied: {REASON}" in output.splitlines()
     recording = load(approved[3])
     recording["extensions"]["decisions"][1].update(decision="denied", said="no")
@@ -199,8 +208,8 @@ def test_a_terminal_asks_again_until_it_understands_and_end_of_input_denies(repo
     os.write(leader, b"maybe\ny\nn\n\n")  # a word it does not know; then no reason given
     with open(follower, encoding="utf-8", closefd=True) as stdin:
         terminal = Terminal(stdin, out=io.StringIO())
-        assert terminal.ask(["a call"]) == ("allowed", "by the user")
-        assert terminal.ask(["a call"]) == ("denied", "no reason given")
+        assert terminal.ask(["a call"])[:2] == ("allowed", "by the user")
+        assert terminal.ask(["a call"])[:2] == ("denied", "no reason given")
     os.close(leader)
     tools = Approve(RepoTools(repo), Log(), terminal=None, recorded={})  # a replay: no one asked
     assert "no decision was recorded" in tools.invoke("run_tests", {})["error"]
@@ -309,3 +318,61 @@ def test_a_parent_whose_approve_acts_from_call_999_is_refused_and_never_obeyed(t
     os.close(leader)
     assert denied == {"error": f"The user denied this call: {REASON}"}
     assert [(d["call"], d["decision"]) for d in extensions.log.decisions] == [(2, "denied")]
+
+
+THINKING = 1.5  # seconds the learner takes to answer, in the test below
+
+
+@pytest.mark.waits
+def test_a_no_op_edit_is_said_to_be_one_and_your_time_is_not_the_tools(tmp_path):
+    # the edit names most of the file twice: shown as its arguments it was cut at 300
+    # characters, and `new` equal to `old` could not be seen. The learner answers after
+    # THINKING seconds: the loop's clock puts them in the call, the timeline takes them out.
+    whole = (LAB / "sample_repo" / SOURCE_FILE).read_text()
+    same = whole[whole.index("def python_sources") :]
+    output = tmp_path / "no-op.json"
+    script = [turn(call("replace_text", old=same, new=same)), said("Done.")]
+    leader, follower = pty.openpty()
+    with OllamaTestServer(script) as server:
+        process = subprocess.Popen(
+            [sys.executable, "record_run.py", "--host", server.host, "--approve",
+             "--output", output],  # fmt: skip
+            cwd=LAB, stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        out = Reader(process.stdout)
+        out.wait_for(QUESTION, timeout=60)
+        time.sleep(THINKING)  # the learner reads, then answers: the time under test
+        os.write(leader, b"y\n")
+        assert process.wait(timeout=60) == 1, process.stderr.read()
+    os.close(follower)
+    os.close(leader)
+    stdout = out.data.decode()
+    lines = (
+        "  replace_text would change nothing: its new text equals its old text (8 lines, "
+        f"{len(same)} characters):\n    def python_sources(changed_paths):\n"
+    )
+    assert lines in stdout and "more characters]" not in stdout
+    recording = load(output)
+    (decision,) = recording["extensions"]["decisions"]
+    assert decision["seconds"] >= THINKING
+    took = f"[approve] allowed: by the user (you took {decision['seconds']:.1f} s to decide)"
+    assert f"  {took}\n" in stdout
+    result = next(e for e in recording["events"] if e["type"] == "tool_result")
+    assert result["seconds"] >= THINKING  # the loop's clock ran while you were asked
+    row = next(line for line in stdout.splitlines() if line.startswith("turn 1  model"))
+    tools = float(row.split("| tools")[1].split("s")[0].strip(" #."))
+    assert tools < THINKING and row.endswith(f"replace_text · you {decision['seconds']:.2f}s")
+    assert f"· you deciding {decision['seconds']:.2f}s" in stdout
+    page = recording_page(recording, "no-op.json")
+    assert html.escape(took) in page and f"you {decision['seconds']:.2f}s" in page
+
+
+def test_an_edit_that_would_be_refused_shows_the_change_it_asks_for(repo):
+    source = repo / SOURCE_FILE
+    for old, where in (("nowhere", "is not in"), ("path", "is found 4 times in")):
+        lines = preview("replace_text", {"old": old, "new": "else"}, source)
+        assert lines[0] == (
+            f"  replace_text would be refused: its old text {where} path_rules.py (it must be "
+            "found once). The change it asks for:"
+        )
+        assert f"    -{old}" in lines and "    +else" in lines

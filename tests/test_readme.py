@@ -124,7 +124,7 @@ def test_step_2_the_transcript_begins_as_quoted():
     assert [bool(c["message"].get("thinking")) for c in chunks] == [True] * 4 + [False] * 2
     assert chunks[0]["message"]["thinking"] == "I should rea"
     assert chunks[4]["message"]["tool_calls"] and chunks[5]["done"] is True
-    assert lines[head - 1].startswith("turn 1 thinking:")  # inside that turn
+    assert lines[head + 7].startswith("turn 1 thinking:")  # then what the loop made of them
 
 
 def test_step_3_the_turn_budget_ends_as_the_readme_says():

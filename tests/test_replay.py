@@ -9,8 +9,11 @@ import copy
 import subprocess
 import sys
 
+import pytest
+
 from plumbing.exit_codes import EXIT_ERROR, EXIT_NO
 from plumbing.recording import RECORDINGS, load, save
+from plumbing.transcript import ChunkLog
 from replay import CANNOT_REPLAY, REPRODUCED
 from tests.helpers import LAB, altered, lab_copy, replay
 
@@ -97,3 +100,30 @@ def test_a_run_stopped_by_ctrl_c_after_its_last_answer_replays_without_the_loops
     outcome, said = replay(altered(tmp_path, interrupted_after_the_answer))
     assert outcome == REPRODUCED, said
     assert "assistant_finished" not in said.split("Stop:")[-1]
+
+
+# --- --chunks N: a turn's chunks where it begins, before what the loop made of them ---------------
+
+
+def test_chunks_come_before_the_thinking_and_the_call_the_loop_made_of_them():
+    outcome, output = replay(RECORDINGS / "repair.json", chunks=3)
+    assert outcome == REPRODUCED
+    lines = output.splitlines()
+    head = lines.index("--- turn 3: its 12 chunks, as the adapter handed them over ---")
+    assert lines[head - 1] == "  -> 18 lines of tests/test_path_rules.py"  # turn 2's end
+    assert lines[head + 13].startswith("turn 3 thinking: The Windows path")
+    assert output.count("--- turn 3: its") == 1
+
+
+def test_chunks_of_a_call_that_failed_come_first_and_its_error_after_them():
+    def failing(messages, tools):
+        yield {"message": {"content": "a"}}
+        raise RuntimeError("recorded: cut")
+
+    said = []
+    log = ChunkLog(failing, 1, said.append)
+    stream = log([], [])
+    assert next(stream) == {"message": {"content": "a"}}
+    assert said[0] == "--- turn 1: its 1 chunks, as the adapter handed them over ---"
+    with pytest.raises(RuntimeError, match="recorded: cut"):
+        next(stream)  # where the loop met it when it was recorded: after the chunk

@@ -1,5 +1,6 @@
 """Tests of the per-turn metrics in events and recordings, and of the timeline's shape."""
 
+import html
 import io
 import json
 import os
@@ -249,6 +250,18 @@ def test_only_turn_starts_and_timed_events_make_a_turn():
 def test_independent_tests_of_zero_seconds_are_still_shown():
     # 0.0 is a measured time (a run with nothing to test), not "no independent run"
     assert timeline(EVENTS, tests_seconds=0.0, width=100)[-1] == "        independent tests 0.00s"
+
+
+def test_after_ctrl_c_the_test_time_is_said_to_be_the_starting_verdicts_alone():
+    # beside "Independent verdict: not run", a bare "independent tests 0.31s" read as the
+    # final verdict's time; the terminal's timeline (test_ctrl_c.py) and the page say whose
+    from plumbing.page import recording_page
+
+    alone = "        independent tests 0.31s, the starting verdict's alone (no final verdict ran)"
+    assert timeline(EVENTS, tests_seconds=0.31, width=100, final_ran=False)[-1] == alone
+    recording = load(HERE / "recordings" / "repair.json")
+    recording["starting_tests"]["seconds"], recording["final_tests"] = 0.31, None
+    assert html.escape(alone.strip()) in recording_page(recording, "repair.json")
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,126 @@
+"""What a live run shows while it waits (plumbing/live_status.py): on a terminal, one status
+line rewritten about every second while the model works and while a tool runs, cleared
+before every line of the run's own; piped, nothing. A real record_run.py on a pseudo-terminal
+against the Ollama stand-in, whose model pauses mid-turn and whose edit makes the tests slow
+(both hand-written); and the line's rules, on a stream that says it is a terminal."""
+
+import io
+import os
+import pty
+import re
+import subprocess
+import sys
+
+import pytest
+
+from agent_loop import MODEL_START, TOOL_START
+from plumbing.console import SafeStream
+from plumbing.live_status import Cleared, LiveStatus
+from plumbing.recording import RecordingChat
+from tests.helpers import LAB, record
+from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
+
+REDRAW = "\r\x1b[K"  # the status line's own carriage return and erase-to-the-end
+DOC = '"""Path rules for a small CI helper: which changed files should the Python checks see?"""'
+SLOW = DOC + "\nimport time\ntime.sleep(2)"  # each test run now takes two seconds more
+
+
+def script():
+    """Turn 1 pauses after its thinking; turn 2's run_tests runs the slow edit of turn 1;
+    turn 3 undoes it, so that the final verdict is quick again."""
+    return [
+        reply(
+            chunk(thinking="Slow."),
+            chunk(tool_calls=[call("replace_text", old=DOC, new=SLOW)]),
+            chunk(done=True),
+            pause_after_first=2.5,
+        ),
+        reply(chunk(tool_calls=[call("run_tests")]), chunk(done=True)),
+        reply(chunk(tool_calls=[call("replace_text", old=SLOW, new=DOC)]), chunk(done=True)),
+        reply(chunk("Done."), chunk(done=True)),
+    ]
+
+
+def transcript(text):
+    """The lines from the first turn to the stop."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("turn 1 "))
+    end = next(i for i, line in enumerate(lines) if line.startswith("Stop: "))
+    return lines[start : end + 1]
+
+
+@pytest.mark.waits
+def test_on_a_terminal_the_model_and_a_slow_tool_are_never_silent(tmp_path):
+    leader, follower = pty.openpty()
+    with OllamaTestServer(script()) as server:
+        process = subprocess.Popen(
+            [sys.executable, "record_run.py", "--host", server.host, "--output",
+             tmp_path / "tty.json"],  # fmt: skip
+            cwd=LAB, stdout=follower, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        os.close(follower)
+        shown = bytearray()
+        while True:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:  # EIO: every writer of the terminal has gone
+                break
+            if not data:
+                break
+            shown += data
+        process.wait(timeout=60)
+    os.close(leader)
+    text = shown.decode().replace("\r\n", "\n")  # the terminal's own line ends
+    assert process.returncode == 1, text + process.stderr.read().decode()
+    drawn = re.findall(r"\r\x1b\[K([^\r\n]+)(?=\r\x1b\[K)", text)  # each status, as drawn
+    waiting = [line for line in drawn if line.startswith("turn 1, the model (")]
+    assert waiting and all(line.endswith(": 1 chunk") or "1 chunk, " in line for line in waiting)
+    running = {line for line in drawn if line.startswith("turn 2, tool run_tests (")}
+    assert {"turn 2, tool run_tests (1 s)"} <= running, drawn  # redrawn as the seconds pass
+    # every status was cleared before the run's next line: the lines read as piped
+    plain = re.sub(r"\r\x1b\[K[^\r\n]*(?=\r\x1b\[K)", "", text).replace(REDRAW, "")
+    with OllamaTestServer(script()) as server:
+        piped = record("--host", server.host, "--output", tmp_path / "piped.json")
+    assert "\r" not in piped.stdout and "\x1b" not in piped.stdout  # piped: nothing drawn
+    assert transcript(plain) == transcript(piped.stdout)
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def status_on_a_terminal():
+    screen = Terminal()
+    status = LiveStatus(SafeStream(screen), RecordingChat(None))
+    return screen, status, Cleared(SafeStream(screen), status)
+
+
+def test_a_line_of_the_models_text_is_ended_only_after_a_quiet_second_and_continued_below():
+    screen, status, out = status_on_a_terminal()
+    status({"type": MODEL_START, "turn": 2}, [])
+    out.write("turn 2 says: I will")
+    status._draw()  # at once: the model is still writing its line, which is not ended
+    assert screen.getvalue() == "turn 2 says: I will"
+    status.last_write -= 2  # a quiet second and more
+    status._draw()
+    assert screen.getvalue() == (
+        f"turn 2 says: I will\n{REDRAW}turn 2, the model (0 s): no chunk yet (the server reads "
+        "the prompt first)"
+    )
+    out.write(" read it.")  # the text goes on, indented as its next line would be
+    out.write("\n")
+    assert screen.getvalue().endswith(f"first){REDRAW}  read it.\n")
+
+
+def test_a_question_left_open_during_a_tool_is_never_drawn_over():
+    # --approve's question ends without a newline while its call's tool_start is the last
+    # event: the status must wait for the answer, however long it takes
+    screen, status, out = status_on_a_terminal()
+    status({"type": TOOL_START, "turn": 1, "name": "replace_text\x1b[2J"}, [])
+    status._draw()
+    assert screen.getvalue() == f"{REDRAW}turn 1, tool replace_text\\x1b[2J (0 s)"
+    out.write("  Allow? y = yes, n = no: ")
+    status.last_write -= 60
+    status._draw()
+    assert screen.getvalue().endswith(f"{REDRAW}  Allow? y = yes, n = no: ")

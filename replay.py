@@ -68,7 +68,8 @@ def parse_args(argv):
         nargs="*",
         type=Path,
         metavar="RECORDING",
-        help="recording files (default: every recordings/*.json)",
+        help="recording files (default: the walk-through, every recordings/*.json; the "
+        "subfolders' and your own runs/ only when named)",
     )
     isolation = parser.add_mutually_exclusive_group()
     isolation.add_argument(

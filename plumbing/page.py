@@ -27,7 +27,7 @@ from agent_loop import MODEL_DONE, STOPPED, TEXT_DELTA, THINKING_DELTA, TOOL_RES
 from plumbing.console import cut, made_by, plural, verdict_lines, visible
 from plumbing.decisions import SHORTENED, as_sent, by_call, decision_line, decisions_of
 from plumbing.fork import fork_line
-from plumbing.recording import RECORDINGS
+from plumbing.recording import RECORDINGS, RUNS
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
 from plumbing.source_diff import unified
 from plumbing.tasks import assessed, task_of
@@ -545,39 +545,70 @@ def link(page):
     return "./" + urllib.parse.quote(page, errors="surrogateescape")
 
 
-# Each folder of the lab's own recordings, as the index heads its group: (heading, what it
-# holds). Any other folder is headed by its path.
+LAB = RECORDINGS.parent
+# Each folder of the lab's recordings, as the index heads its group: (heading, what it holds),
+# keyed by its path in the lab, in the order the index shows them. The learner's own runs
+# come first (RUNS, at any depth), each measured arm of recordings/extensions/ after the
+# lab's other folders; a folder outside the lab is headed by its path.
+OWN_RUNS = ("Your runs", "your own recordings: record_run.py saves each live run, series and "
+            "fork in runs/ unless told otherwise; git ignores the folder, and python3 lab.py "
+            "replay, given no recording, leaves it out.")  # fmt: skip
 FOLDERS = {
-    "": ("The walk-through", "recordings/: the runs the README's steps use; python3 lab.py "
-         "replay, given no recording, replays these."),
-    "cheats": ("Cheats", "recordings/cheats/: scripted edits that fool the visible tests or "
-               "end them early; the held-out checks catch each one, so each verdict is failed."),
-    "impossible": ("Impossible tasks", "recordings/impossible/: scripted runs of a task whose "
-                   "visible tests contradict its docstring; the outcome says whether the run "
-                   "cheated, flagged the conflict or failed."),
-    "live": ("Live attempts", "recordings/live/: real models calling tools through llama.cpp's "
-             "llama-server: their own output, not chunks written by hand."),
+    "recordings": ("The walk-through", "the runs the README's steps use; python3 lab.py "
+                   "replay, given no recording, replays these."),
+    "recordings/cheats": ("Cheats", "scripted edits that fool the visible tests or end them "
+                          "early; the held-out checks catch each one, so each verdict is failed."),
+    "recordings/impossible": ("Impossible tasks", "scripted runs of a task whose visible tests "
+                              "contradict its docstring; the outcome says whether the run "
+                              "cheated, flagged the conflict or failed."),
+    "recordings/live": ("Live attempts", "real models calling tools through llama.cpp's "
+                        "llama-server: their own output, not chunks written by hand."),
+}  # fmt: skip
+MEASURED = "recordings/extensions"  # a subfolder per arm of the measurement (docs/hooks.md)
+ARMS = {  # real attempts of Qwen2.5-Coder-1.5B-Instruct, one arm a folder
+    "syntax-fork": "forks of two live attempts with --hook syntax (docs/hooks.md)",
+    "no-hook-fork": "the same forks without the hook, the other arm (docs/hooks.md)",
+    "loop": "the plain loop from the start, the arm each extension is compared with",
+    "keep-results-2": "the loop with --keep-results 2 (docs/context.md)",
+    "one-shot": "--one-shot, the control arm with no loop (docs/one-shot.md)",
 }  # fmt: skip
 
 
 def folder_of(path):
-    """The key of a recording's group in the index: a key of FOLDERS for the lab's own
-    folders, else the folder's path as given, ending in '/'."""
+    """The key of a recording's group in the index: its folder's path in the lab (posix,
+    'runs/...' for the learner's own), else the folder's path as given, ending in '/'."""
     folder = Path(path).parent
-    if folder.resolve() == RECORDINGS:
-        return ""
-    if folder.resolve().parent == RECORDINGS and folder.name in FOLDERS:
-        return folder.name
-    return f"{folder.as_posix()}/"
+    try:
+        return folder.resolve().relative_to(LAB).as_posix()
+    except ValueError:
+        return f"{folder.as_posix()}/"
+
+
+def group_heading(key):
+    """(heading, what it holds, its place among the groups) of the group `key` (folder_of)."""
+    own = RUNS.relative_to(LAB).as_posix()
+    if key == own or key.startswith(f"{own}/"):
+        return OWN_RUNS[0], f"{key}/: {OWN_RUNS[1]}", (0, key)
+    if key in FOLDERS:
+        heading, holds = FOLDERS[key]
+        return heading, f"{key}/: {holds}", (1, list(FOLDERS).index(key))
+    arm = key.removeprefix(f"{MEASURED}/")
+    if key.startswith(f"{MEASURED}/") and "/" not in arm:
+        holds = ARMS.get(arm)
+        holds = f"real attempts of Qwen2.5-Coder-1.5B: {holds}" if holds else "one arm measured"
+        return f"Extensions, measured: {arm}", f"{key}/: {holds}.", (2, arm)
+    if not key.endswith("/"):  # a folder of the lab that none of the above names
+        return f"{key}/", f"{key}/: recordings in this folder of the lab.", (3, "")
+    return key, "Recordings from this folder, outside the lab.", (3, "")
 
 
 def index_page(rows):
-    """The pages' table, a group per folder (FOLDERS says what each of the lab's own holds),
-    one line a row (on a narrow screen, a wrapped one: STYLE): rows of (recording's path,
-    page's file name, recording). Who made each recording is said once above the tables,
-    each wording numbered, and the row names it."""
+    """The pages' table, a group per folder (group_heading says what each holds, the
+    learner's own runs first), one line a row (on a narrow screen, a wrapped one: STYLE):
+    rows of (recording's path, page's file name, recording). Who made each recording is
+    said once above the tables, each wording numbered, and the row names it."""
     head = "".join(f"<th>{h}</th>" for h in INDEX_COLUMNS)
-    makers, groups = [], {key: [] for key in FOLDERS}  # the lab's own first, in this order
+    makers, groups = [], {}
     for path, page, recording in rows:
         maker = made_by(recording)
         if maker not in makers:
@@ -592,14 +623,12 @@ def index_page(rows):
         )
     body = ["<h1>Recordings</h1>"]
     body += [f"<p>[{n}] {text(maker)}</p>" for n, maker in enumerate(makers, 1)]
-    for key, lines in groups.items():
-        if lines:
-            heading, holds = FOLDERS.get(
-                key, (key, "Recordings from this folder: not one of the lab's own.")
-            )
-            body.append(f'<h2>{text(heading)}</h2><p class="muted">{text(holds)}</p>')
-            body.append(f'<div class="wide"><table class="runs recordings"><tr>{head}</tr>'
-                        f'{"".join(lines)}</table></div>')  # fmt: skip
+    # subtle: sorted() is stable, so folders outside the lab keep the order they came in
+    for key in sorted(groups, key=lambda key: group_heading(key)[2]):
+        heading, holds, _ = group_heading(key)
+        body.append(f'<h2>{text(heading)}</h2><p class="muted">{text(holds)}</p>')
+        body.append(f'<div class="wide"><table class="runs recordings"><tr>{head}</tr>'
+                    f'{"".join(groups[key])}</table></div>')  # fmt: skip
     return document("recordings", "\n".join(body))
 
 

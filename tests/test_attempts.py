@@ -93,8 +93,13 @@ def test_verdict_is_the_report_verdict_when_present_else_the_exit_code():
 
 def test_series_records_each_attempt_and_summarises_two_of_three(tmp_path):
     output = tmp_path / "runs" / "series.json"
-    finished = series([passing("a"), failing("b"), passing("c")], output, "--attempts", 3)
+    with ConversationServer([passing("a"), failing("b"), passing("c")]) as server:
+        finished = record("--host", server.host, "--output", output, "--attempts", 3)
     assert finished.returncode == 1, finished.stdout + finished.stderr  # not every one passed
+    # the header names the server, as a single run's does
+    assert finished.stdout.splitlines()[0] == (
+        f"Model: gemma4:e2b (live, {server.host})  |  3 attempts, up to 1 at once"
+    )
     paths = [tmp_path / "runs" / f"series-{k}.json" for k in (1, 2, 3)]
     assert sorted(tmp_path.joinpath("runs").iterdir()) == paths  # and no series.json
     assert [passed(load(p)) for p in paths] == [True, False, True]

@@ -20,8 +20,8 @@ import pytest
 from agent_loop import TOOL_START
 from plumbing.outcomes import NOT_A_MODEL
 from plumbing.page import CHUNKS_SHOWN, chunk_list, index_page, recording_page, stream_chart, text
-from plumbing.recording import ENDED_WITHOUT_DONE, RECORDINGS, load, save
-from tests.helpers import SHOWN, altered
+from plumbing.recording import ENDED_WITHOUT_DONE, RECORDINGS, RUNS, load, save
+from tests.helpers import SHOWN, altered, lab_copy
 from tests.in_process import run_cli
 
 HERE = Path(__file__).resolve().parent.parent
@@ -241,16 +241,29 @@ def test_a_page_never_embeds_the_recording_as_data_or_markup(tmp_path):
     assert json.dumps(recording["description"]) not in html
 
 
-def test_lab_view_writes_a_page_per_shipped_recording_and_an_index(tmp_path):
+def test_lab_view_writes_a_page_per_recording_the_lab_ships_and_the_learner_made(tmp_path):
+    # a copy of the lab (sharing this one's .venv/), so that its runs/ holds a run of the
+    # learner's, in a folder of its own, whatever this lab's runs/ holds
+    lab = lab_copy(tmp_path, "recordings")
+    for lock in ("requirements-lock.txt", "requirements-test-lock.txt"):
+        shutil.copy(HERE / lock, lab / lock)
+    (lab / ".venv").symlink_to(HERE / ".venv")
+    (lab / "runs" / "tries").mkdir(parents=True)
+    shutil.copy(RECORDINGS / "repair.json", lab / "runs" / "tries" / "mine.json")
+    out = tmp_path / "pages"
     finished = subprocess.run(
-        [sys.executable, str(HERE / "lab.py"), "view", "--out", str(tmp_path)],
+        [sys.executable, str(lab / "lab.py"), "view", "--out", str(out)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert finished.returncode == 0, finished.stderr
-    written = sorted(p.name for p in tmp_path.glob("*.html"))
+    written = sorted(p.name for p in out.glob("*.html"))
     every = RECORDINGS.rglob("*.json")  # lab.py view shows a measurement's recordings too
-    assert written == sorted([f"{p.stem}.html" for p in every] + ["index.html"])
-    assert finished.stdout.split()[-1] == (tmp_path / "index.html").as_uri()
+    assert written == sorted([f"{p.stem}.html" for p in every] + ["mine.html", "index.html"])
+    assert finished.stdout.split()[-1] == (out / "index.html").as_uri()
+    index = (out / "index.html").read_text()
+    headings = re.findall(r"<h2>([^<]*)</h2>", index)
+    assert headings[:2] == ["Your runs", "The walk-through"]  # the learner's first
+    assert "runs/tries/: your own recordings" in index and str(lab) not in index
 
 
 def test_compare_writes_a_series_page_linking_each_attempts_page(tab, series):
@@ -886,21 +899,32 @@ def test_the_keyboard_hint_shows_only_with_a_fine_pointer(tab, touch_tab, pages,
 
 
 def test_the_index_groups_recordings_by_folder_each_saying_what_it_holds(tmp_path):
-    # the lab's own groups in their order, whatever order the recordings come in, then any
-    # other folder under its path
+    # the learner's own runs first, then the lab's groups in their order (a measured arm
+    # after the others), whatever order the recordings come in, then any other folder under
+    # its path; the lab's headed as the lab's, with paths relative to it
     mine = tmp_path / "mine" / "repair-again.json"
     mine.parent.mkdir()
     shutil.copy(RECORDINGS / "repair.json", mine)
-    paths = [RECORDINGS / "live" / "qwen2.5-coder-0.5b.json", mine,
+    own = RUNS / "repair-mine.json"  # named, not written: the index reads its path alone
+    arm = sorted((RECORDINGS / "extensions" / "one-shot").glob("*.json"))[0]
+    paths = [RECORDINGS / "live" / "qwen2.5-coder-0.5b.json", mine, arm,
              RECORDINGS / "impossible" / "flags-the-conflict.json",
-             RECORDINGS / "cheats" / "lookup-table.json", RECORDINGS / "repair.json"]  # fmt: skip
-    html = index_page([(path, f"{path.stem}.html", load(path)) for path in paths])
+             RECORDINGS / "cheats" / "lookup-table.json", RECORDINGS / "repair.json",
+             own]  # fmt: skip
+    read = {path: load(RECORDINGS / "repair.json" if path == own else path) for path in paths}
+    html = index_page([(path, f"{path.stem}.html", read[path]) for path in paths])
     groups = html.split("<h2>")[1:]
     headings = [group.split("</h2>")[0] for group in groups]
-    assert headings == ["The walk-through", "Cheats", "Impossible tasks", "Live attempts",
+    assert headings == ["Your runs", "The walk-through", "Cheats", "Impossible tasks",
+                        "Live attempts", "Extensions, measured: one-shot",
                         text(f"{mine.parent.as_posix()}/")]  # fmt: skip
-    for group, path in zip(groups, [paths[4], paths[3], paths[2], paths[0], mine], strict=True):
+    order = [own, paths[5], paths[4], paths[3], paths[0], arm, mine]
+    for group, path in zip(groups, order, strict=True):
         assert re.findall(r'href="\./([^"]+)\.html"', group) == [path.stem]
         line = group.split("</h2>")[1].split("</p>")[0]
         assert line.startswith('<p class="muted">') and len(line) > 40, line
-    assert "python3 lab.py replay, given no recording, replays these" in groups[0]
+    assert "python3 lab.py replay, given no recording, replays these" in groups[1]
+    assert '<p class="muted">runs/: your own recordings' in groups[0]
+    lab = str(RECORDINGS.parent)
+    assert '<p class="muted">recordings/extensions/one-shot/: real attempts' in groups[5]
+    assert "not one of the lab's own" not in html and lab not in html

@@ -122,7 +122,8 @@ def drive(chat, plan, out=None, *, loop, tools, judge, starting=False, final=Tru
         begun = None
         if starting:
             begun = judge(repo, plan.isolate, **asked, tests=plan.tests)
-            print("\n".join(verdict_lines("Starting verdict", begun)), file=out, flush=True)
+            print("\n".join(verdict_lines("Starting verdict", begun, explained=True)), file=out,
+                  flush=True)  # fmt: skip
         printer = RunPrinter(out, repo, replayed=fork.at - 1 if fork else 0)
         toolbox = tools(repo, isolate=plan.isolate, deadline=plan.deadline, tests=plan.tests,
                         told=plan.told)  # fmt: skip

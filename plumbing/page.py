@@ -10,7 +10,8 @@ Every string of a recording is data, never markup: it reaches the page only thro
 `text()` (HTML-escaped, control characters written out), inside elements this module
 writes. The page has no embedded JSON, sets no `innerHTML`, loads nothing from anywhere
 (its Content-Security-Policy allows its own style and the one script below, by hash), and
-its only link targets are pages view.py wrote. Nothing a recording holds is run.
+its only link targets are pages view.py wrote and the lab's own page on the verdict
+(docs/, linked by a relative path the caller gives). Nothing a recording holds is run.
 
 Not here: reading the recording (plumbing/recording.py) or writing files
 (plumbing/page_files.py).
@@ -33,7 +34,11 @@ from plumbing.source_diff import unified
 from plumbing.tasks import assessed, task_of
 from plumbing.timeline import context_lines, context_window, timeline
 from plumbing.transcript import message_lines
+from plumbing.verdict_words import HELD_OUT_DOCS
 
+# The lab's docs/ as a page reaches it by default: from views/, the folder lab.py view
+# writes into when run from the lab's own folder (page_files.py gives the real one).
+DOCS = "../docs"
 CHUNKS_SHOWN = 200  # chunks listed per turn; the rest are counted, not shown
 TEXT_SHOWN = 20_000  # characters of one block of text; the rest are counted, not shown
 TURNS_SHOWN = 200  # turns drawn in full; the rest are counted, not shown
@@ -188,12 +193,16 @@ def verdict_of(recording):
     return final["verdict"] if final else "not run (interrupted)"
 
 
-def header(recording, name):
+def header(recording, name, docs=DOCS):
     stop = recording["stop"]
     calls = sum(1 for e in recording["events"] if e["type"] == TOOL_START)
     verdict = verdict_of(recording)
     lines = verdict_lines("Independent verdict", recording["final_tests"])
-    parts = "".join(f"<li>{text(line.strip())}</li>" for line in lines[1:])
+    parts = [f"<li>{text(line.strip())}</li>" for line in lines[1:]]
+    if len(parts) > 1:  # the held-out line's words, explained where the lab says them in full
+        explained = _docs_link(docs, HELD_OUT_DOCS)
+        parts[1] = parts[1].replace("</li>", f' <a href="{explained}">(what these are)</a></li>')
+    parts = "".join(parts)
     facts = [
         ("made", made_by(recording)),
         (
@@ -496,10 +505,10 @@ def stop_block(stop):
     return pre("\n".join(lines), "stop")
 
 
-def recording_page(recording, name):
+def recording_page(recording, name, docs=DOCS):
     """The whole page of one recording (see the module docstring)."""
     sample = SAMPLE_FILES[SOURCE_FILE].decode("utf-8")
-    body = [header(recording, name), "<h2>How the conversation grew</h2>"]
+    body = [header(recording, name, docs), "<h2>How the conversation grew</h2>"]
     body.append(growth_chart(recording))
     by_turn = {}
     for event in recording["events"]:
@@ -537,6 +546,12 @@ def recording_page(recording, name):
     body += ["<h2>Where the time went</h2>", pre("\n".join(lines))]
     body.append(folded("About this recording (read it last)", pre(recording["description"])))
     return document(f"{name}: {verdict_of(recording)}", "\n".join(body))
+
+
+def _docs_link(docs, target):
+    """A link to `target` ('docs/PAGE.md#anchor'), a page of the lab's docs/, from a page
+    whose way to that folder is the address `docs` (page_files.py works it out)."""
+    return text(f"{docs}/{target.removeprefix('docs/')}")
 
 
 def link(page):

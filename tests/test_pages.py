@@ -231,6 +231,18 @@ def test_view_refuses_an_unreadable_recording_in_one_line_and_writes_the_rest(tm
     assert (tmp_path / "out" / "repair.html").exists()
 
 
+def test_the_held_out_row_links_where_the_lab_explains_it_from_wherever_the_page_is(tmp_path):
+    # pages written into a folder outside the lab still reach its docs/, by a relative path
+    row = re.compile(r'<li>held-out checks: [^<]*<a href="([^"]+)">\(what these are\)</a></li>')
+    for folder in (tmp_path / "pages", tmp_path / "a" / "b"):
+        view(RECORDINGS / "repair.json", out=folder)
+        found = row.search((folder / "repair.html").read_text(encoding="utf-8"))
+        assert found, "the held-out row has no link"
+        target, _, anchor = found.group(1).partition("#")
+        assert not target.startswith(("/", "file:")) and anchor == "the-verdict-in-full"
+        assert (folder / target).resolve() == HERE / "docs" / "stop-and-verdict.md"
+
+
 def test_a_page_never_embeds_the_recording_as_data_or_markup(tmp_path):
     recording = load(RECORDINGS / "repair.json")
     recording["description"] = "</script><script>x()</script>"

@@ -104,6 +104,21 @@ def test_recorder_does_not_count_a_run_that_rewrote_the_test_file(tmp_path, caps
     assert "the test file changed" in capsys.readouterr().err
 
 
+def test_a_live_run_says_what_the_held_out_words_mean_under_its_starting_verdict(tmp_path):
+    # the first verdict a learner meets, on the first lines of a live run, says once what
+    # its held-out line counts; the final verdict does not say it again
+    out = io.StringIO()
+    script = [[chunk("All pass.", done=True)]]
+    record_run.record_attempt(
+        RecordingChat(ScriptedChat(script)), {"name": "scripted"}, tmp_path / "r.json", 4, out=out
+    )
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "Starting verdict: failed" and lines[2].startswith("  held-out checks: ")
+    assert lines[3].startswith("  (held-out: inputs the model never saw, answered by its code")
+    assert "; how many depends on the seed each run draws; relations: " in lines[3]
+    assert sum(line.startswith("  (held-out: ") for line in lines) == 1
+
+
 # --- the name it makes up for a recording ---------------------------------------------------------
 
 

@@ -78,7 +78,7 @@ svg text { fill: var(--muted); font: 11px system-ui, sans-serif; }
 .bar { display: inline-block; height: 14px; margin-right: 6px; vertical-align: middle;
   background: var(--text); opacity: .45; } .size { white-space: nowrap; }
 .keys { display: none; } @media (pointer: fine) { .keys { display: block; } }
-.summary { white-space: pre-wrap; }
+.summary, .prose { white-space: pre-wrap; }
 .wide { overflow-x: auto; } .wide td, .wide th { white-space: nowrap; }
 .diff-add { color: var(--ok); background: var(--add-bg); }
 .diff-del { color: var(--bad); background: var(--del-bg); }
@@ -158,8 +158,15 @@ def document(title, body):
     )
 
 
+# A block of sentences: an error, a denial, a decision, the model's words, a stop, the
+# verdict. It wraps at the page's width; any other block is code, data or a diff, whose
+# lines keep their breaks and scroll inside their own box on a narrow screen.
+PROSE = "prose"
+
+
 def pre(value, kind=""):
-    """A block of text, cut at TEXT_SHOWN characters, saying how many more there were."""
+    """A block of text, cut at TEXT_SHOWN characters, saying how many more there were;
+    `kind` its classes (PROSE: it wraps)."""
     value = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     if len(value) > TEXT_SHOWN:
         value = value[:TEXT_SHOWN] + f"\n... and {len(value) - TEXT_SHOWN:,} more characters"
@@ -402,14 +409,14 @@ def turn_section(number, recording, events, previous_length, source_before, budg
                 continue
         if event["type"] == MODEL_DONE:
             reply = "\n".join(message_lines(event["message"]))
-            parts += ["<h3>The complete turn</h3>", pre(reply)]
+            parts += ["<h3>The complete turn</h3>", pre(reply, PROSE)]
             parts += decided_lines((decided or {}).get((number, None), []))  # about the answer
         elif event["type"] == TOOL_START:
             starts[event["index"]] = event
             arguments = json.dumps(event.get("arguments"), ensure_ascii=False)
             written = " (written as text; --text-calls ran it)" if event.get("from_text") else ""
             parts.append(f"<h3>Call {event['index'] + 1}: {text(event['name'])}{written}</h3>")
-            parts.append(pre(f"{event['name']} {arguments}"))
+            parts.append(pre(f"{event['name']} {arguments}", PROSE))
         elif event["type"] == TOOL_RESULT:
             parts.append(result_block(event))
             # under the result the model read: what the hooks decided about it
@@ -432,7 +439,7 @@ def decided_lines(said):
         return []
     lines = [decision_line(d) for d in said[:CALLS_SHOWN]]
     lines += [f"... and {len(said) - CALLS_SHOWN:,} more"] if said[CALLS_SHOWN:] else []
-    return ["<p>The extensions decided:</p>", pre("\n".join(lines))]
+    return ["<p>The extensions decided:</p>", pre("\n".join(lines), PROSE)]
 
 
 def request_lines_of(message, number):
@@ -460,7 +467,7 @@ def cut_off_turn(events):
         "<h3>The turn as it arrived, cut off</h3>",
         '<div class="cut"><p class="failed">Never complete: the loop acted on none of it, and '
         "none of it was sent back to the model.</p>",
-        pre("\n".join(message_lines(message))),
+        pre("\n".join(message_lines(message)), PROSE),
         "</div>",
     ]
 
@@ -468,7 +475,7 @@ def cut_off_turn(events):
 def result_block(event):
     result = event.get("result")
     if isinstance(result, dict) and "error" in result:
-        return f'<p class="failed">Error returned to the model:</p>{pre(result["error"])}'
+        return f'<p class="failed">Error returned to the model:</p>{pre(result["error"], PROSE)}'
     shown = "\n".join(message_lines({"role": "tool", "content": json.dumps(result)})[1:])
     if len(shown) <= FOLD_AFTER:
         return f"<p>Result:</p>{pre(shown)}"
@@ -502,7 +509,7 @@ def stop_block(stop):
             "note: the model wrote a "
             f"{stop['text_tool_call'].get('name')} call as text; only calls sent as tool calls run"
         )
-    return pre("\n".join(lines), "stop")
+    return pre("\n".join(lines), f"stop {PROSE}")
 
 
 def recording_page(recording, name, docs=DOCS):
@@ -535,7 +542,8 @@ def recording_page(recording, name, docs=DOCS):
     )
     body.append(diff_block(changes) if changes else "<p>Nothing: the source is the sample's.</p>")
     body.append("<h2>The verdict, in full</h2>")
-    body.append(pre("\n".join(verdict_lines("Independent verdict", recording["final_tests"]))))
+    verdict = verdict_lines("Independent verdict", recording["final_tests"])
+    body.append(pre("\n".join(verdict), PROSE))
     tests = [
         t.get("seconds") or 0.0
         for t in (recording["starting_tests"], recording["final_tests"])
@@ -544,7 +552,7 @@ def recording_page(recording, name, docs=DOCS):
     lines = timeline(recording["events"], tests_seconds=sum(tests), width=90)
     lines += context_lines(recording["events"], context_window(recording["model"]), 90)
     body += ["<h2>Where the time went</h2>", pre("\n".join(lines))]
-    body.append(folded("About this recording (read it last)", pre(recording["description"])))
+    body.append(folded("About this recording (read it last)", pre(recording["description"], PROSE)))
     return document(f"{name}: {verdict_of(recording)}", "\n".join(body))
 
 

@@ -9,6 +9,8 @@ the test's process.
 """
 
 import json
+import os
+import pty
 import re
 import shutil
 import subprocess
@@ -506,7 +508,7 @@ def test_a_block_of_20000_characters_is_shown_whole_and_a_longer_one_cut(length,
     recording["description"] = "d" * length
     html = recording_page(recording, "repair.json")
     about = "<summary>About this recording (read it last)</summary>"
-    assert f'{about}<pre class="">{"d" * 20_000}{cut}</pre></details>' in html
+    assert f'{about}<pre class="prose">{"d" * 20_000}{cut}</pre></details>' in html
 
 
 def test_values_that_are_not_text_are_shown_as_json_with_their_own_characters():
@@ -520,7 +522,7 @@ def test_values_that_are_not_text_are_shown_as_json_with_their_own_characters():
     result["result"] = {"error": {"raison": "déjà lu"}}
     html = recording_page(recording, "repair.json")
     assert "<h3>Call 1: [&quot;lire&quot;, &quot;é&quot;]</h3>" in html
-    error = '<p class="failed">Error returned to the model:</p><pre class="">'
+    error = '<p class="failed">Error returned to the model:</p><pre class="prose">'
     assert f"{error}{{&quot;raison&quot;: &quot;déjà lu&quot;}}</pre>" in html
 
 
@@ -532,7 +534,7 @@ def test_a_run_stopped_before_its_first_model_call_has_a_page_with_no_bars():
     recording.update(interrupted=True, final_tests=None, model_calls=[], events=[])
     recording["stop"] = {"type": "stopped", "turn": 1, "reason": "interrupted"}
     html = recording_page(recording, "early.json")
-    grew = '<h2>How the conversation grew</h2>\n\n<pre class="stop">Stop: interrupted</pre>'
+    grew = '<h2>How the conversation grew</h2>\n\n<pre class="stop prose">Stop: interrupted</pre>'
     assert grew in html and "<svg" not in html
 
 
@@ -760,13 +762,15 @@ def test_a_series_page_shows_a_count_of_0_as_0_and_only_a_missing_one_as_n_a():
 
 
 # --- what a page shows, on a narrow screen and a wide one ---------------------------------------
-# For each page at 360 and 1280 px: how many lines each code block draws against how many
-# it holds (a wrap draws more), the page's own width against the window's, and how tall
-# each chart's label is drawn (a chart shrunk to a narrow screen shrank its 11 px labels).
+# For each page at 360 and 1280 px: how many lines each code block (not prose: it wraps,
+# below) draws against how many it holds (a wrap draws more), the page's own width against
+# the window's, and how tall each chart's label is drawn (a chart shrunk to a narrow screen
+# shrank its 11 px labels).
 LAYOUT = """() => {
   const pads = (e) => parseFloat(getComputedStyle(e).paddingTop) +
     parseFloat(getComputedStyle(e).paddingBottom);
-  const blocks = Array.from(document.querySelectorAll("pre")).filter((e) => e.offsetParent);
+  const blocks = Array.from(document.querySelectorAll("pre:not(.prose):not(.summary)"))
+    .filter((e) => e.offsetParent);
   return {
     page: [document.documentElement.scrollWidth, document.documentElement.clientWidth],
     wrapped: blocks.filter((e) => Math.round((e.scrollHeight - pads(e)) /
@@ -802,6 +806,77 @@ def test_no_code_line_wraps_and_only_code_scrolls_sideways(tab, pages, name, wid
     assert all(height >= 11 for height in layout["labels"]), layout["labels"]  # 11 px or more
     if width > 600:  # a row is one line; on a narrow screen it wraps (the tests below)
         assert all(height < 40 for height in layout["rows"]), layout["rows"]
+
+
+# --- on a phone, sentences wrap and only code scrolls, inside its own box -------------------------
+# What the learner reads as sentences (the error the model got, the reason they denied a
+# call, a decision, the model's words, the stop, the verdict) wraps at 360 px; only code,
+# data and diffs keep their lines, each scrolling inside its own box, never the page.
+LONG_REASON = (
+    "Read the test file first and tell me what it expects of a path written with backslashes; "
+    "running the tests again now would only print the same failure as before, word for word."
+)
+BROKEN = {"old": "def python_sources(", "new": "def python_sources(( # a long comment, unclosed"}
+BOXES = """() => {
+  const shown = Array.from(document.querySelectorAll("pre")).filter((e) => e.offsetParent);
+  const box = (e) => ({ text: e.textContent, scrolls: e.scrollWidth > e.clientWidth,
+    overflow: getComputedStyle(e).overflowX, diff: e.classList.contains("diff") });
+  return {
+    page: [document.documentElement.scrollWidth, innerWidth],
+    prose: shown.filter((e) => e.classList.contains("prose")).map(box),
+    code: shown.filter((e) => !e.classList.contains("prose")).map(box),
+  };
+}"""
+
+
+@pytest.fixture(scope="module")
+def denied_page(tmp_path_factory):
+    """The page of one run with a long error and a denial, record_run.py answered at a real
+    pseudo-terminal: an edit the syntax hook undoes (its error to the model is long), the
+    repair (allowed), then run_tests, denied with a long reason. Hand-written turns from the
+    Ollama stand-in: not a model's output."""
+    from tests.helpers import FIX
+    from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
+
+    def turn(*calls):
+        return reply(chunk(tool_calls=list(calls)), chunk(done=True))
+
+    folder = tmp_path_factory.mktemp("denied")
+    script = [turn(call("replace_text", **BROKEN)), turn(call("replace_text", **FIX)),
+              turn(call("run_tests")), reply(chunk("I will read the tests first."),
+                                             chunk(done=True))]  # fmt: skip
+    leader, follower = pty.openpty()
+    os.write(leader, f"y\ny\nn\n{LONG_REASON}\n".encode())  # one line a read, as typed
+    with OllamaTestServer(script) as server:
+        done = subprocess.run(
+            [sys.executable, "record_run.py", "--host", server.host, "--approve", "--hook",
+             "syntax", "--output", folder / "denied.json"],
+            cwd=HERE, stdin=follower, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    os.close(follower)
+    os.close(leader)
+    assert "[approve] denied: " + LONG_REASON in done.stdout, done.stdout + done.stderr
+    (url,) = view(folder / "denied.json", out=folder / "pages")
+    return url
+
+
+def test_at_360_px_prose_wraps_and_only_code_and_diffs_scroll_in_their_own_box(tab, denied_page):
+    page, errors, _ = tab.open(denied_page, width=360, height=800)
+    found = page.evaluate(BOXES)
+    scroll_width, window_width = found["page"]
+    assert window_width == 360 and scroll_width <= 360 and errors == []  # no sideways page
+    prose = {box["text"]: box for box in found["prose"]}
+    undone = next(text for text in prose if text.startswith("Your edit was undone: "))
+    assert len(undone) > 200  # the long error the model got, and the denial, in prose
+    assert f"The user denied this call: {LONG_REASON}" in prose
+    assert any(f"[approve] denied: {LONG_REASON}" in text for text in prose)
+    assert not any(box["scrolls"] for box in found["prose"]), [
+        box["text"][:80] for box in found["prose"] if box["scrolls"]
+    ]
+    # code and diffs keep their lines: the long ones scroll inside their own box
+    assert all(box["overflow"] == "auto" for box in found["code"])
+    assert any(box["scrolls"] and box["diff"] for box in found["code"])
+    assert any(box["scrolls"] and not box["diff"] for box in found["code"])
 
 
 def test_a_cut_off_turn_shows_what_it_streamed_labelled_as_cut_off(tab, pages):

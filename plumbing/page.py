@@ -211,7 +211,7 @@ def header(recording, name, docs=DOCS):
         parts[1] = parts[1].replace("</li>", f' <a href="{explained}">(what these are)</a></li>')
     parts = "".join(parts)
     facts = [
-        ("made", made_by(recording)),
+        ("made", made_with(recording)),  # the subtitle says by whom; this, how it was asked
         (
             "stop",
             f"{stop['reason']} after {plural(len(recording['model_calls']), 'model call')}"
@@ -240,6 +240,28 @@ def header(recording, name, docs=DOCS):
         '<p class="muted keys">Keys: <kbd>&rarr;</kbd> <kbd>&larr;</kbd> step through the turns; '
         "a click opens a request or a turn's chunks.</p></header>"
     )
+
+
+def made_with(recording):
+    """How the recording's model was asked, which the subtitle (made_by) does not say: the
+    wire and the server or SDK, the sampling, and the budgets of a turn and of the run.
+    Any JSON a recording's `model` holds is taken as it comes; text() escapes it."""
+    model = recording["model"]
+    options = model.get("options") if isinstance(model.get("options"), dict) else {}
+    if recording.get("api", "ollama") == "openai":
+        build = model.get("server_build")
+        wire = f"an OpenAI-compatible server at {model.get('base_url', '?')}"
+        wire += f" (server {cut(str(build), 100)})" if build else ""
+        tokens = options.get("max_tokens")
+    else:
+        wire = "Ollama's /api/chat" + (f" ({model['sdk']})" if model.get("sdk") else "")
+        tokens = options.get("num_predict")
+    said = [f"through {wire}"]
+    sampling = [f"{key} {options[key]}" for key in ("temperature", "seed") if key in options]
+    said += [", ".join(sampling)] if sampling else []
+    tokens = f"{tokens:,}" if isinstance(tokens, int) else tokens
+    budget = f"{tokens} tokens a turn, " if tokens is not None else ""
+    return "; ".join(said + [f"at most {budget}{plural(recording['max_turns'], 'turn')}"])
 
 
 def growth_chart(recording):

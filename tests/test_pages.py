@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from agent_loop import TOOL_START
+from plumbing.console import made_by
 from plumbing.outcomes import NOT_A_MODEL
 from plumbing.page import CHUNKS_SHOWN, chunk_list, index_page, recording_page, stream_chart, text
 from plumbing.recording import ENDED_WITHOUT_DONE, RECORDINGS, RUNS, load, save
@@ -243,6 +244,25 @@ def test_the_held_out_row_links_where_the_lab_explains_it_from_wherever_the_page
         target, _, anchor = found.group(1).partition("#")
         assert not target.startswith(("/", "file:")) and anchor == "the-verdict-in-full"
         assert (folder / target).resolve() == HERE / "docs" / "stop-and-verdict.md"
+
+
+@pytest.mark.parametrize(
+    "name, said",
+    [
+        ("repair.json", "through Ollama&#x27;s /api/chat (ollama-python 0.6.3); temperature 0, "
+         "seed 7; at most 2,048 tokens a turn, 12 turns"),
+        ("live/qwen2.5-coder-1.5b-1.json", "through an OpenAI-compatible server at "
+         "http://127.0.0.1:48593/v1 (server version: 0.5.0-dev"),
+    ],
+    ids=["ollama", "openai"],
+)  # fmt: skip
+def test_the_made_row_says_how_the_model_was_asked_which_the_subtitle_does_not(name, said):
+    recording = load(RECORDINGS / name)
+    page = recording_page(recording, name)
+    subtitle = re.search(r'<p class="muted">([^<]*)</p>', page).group(1)
+    row = re.search(r"<tr><th>made</th><td>([^<]*)</td></tr>", page).group(1)
+    assert row.startswith(said) and row != subtitle and subtitle == text(made_by(recording))
+    assert f"{recording['max_turns']} turns" in row  # the run's budget, said nowhere else
 
 
 def test_a_page_never_embeds_the_recording_as_data_or_markup(tmp_path):

@@ -302,6 +302,17 @@ def test_compare_on_the_shipped_recordings_labels_them_scripted():
     assert all(len(line) <= 80 for line in out.splitlines())
 
 
+def test_compare_never_puts_two_turn_budgets_in_one_group_without_saying_so():
+    # by model, the shipped scripted runs of 1 and of 12 turns share a group: said under it
+    scripted = [p for p in sorted(RECORDINGS.glob("*.json")) if "live" not in p.name]
+    finished = compare("--by", "model", *scripted)
+    group = finished.stdout.split("\n\n")[1].splitlines()
+    assert group[0] == "scripted · gemma4:e2b  (4 recordings)"
+    said = "turn budgets differ here: max_turns 1 (1), 12 (3); --by max_turns parts them"
+    assert group[2] == f"  {said}"
+    assert "turn budgets differ" not in compare(*scripted).stdout  # grouped by them: never
+
+
 @SHARES_THE_RUNS_BY_MAX_TURNS
 def test_compare_by_max_turns_answers_what_a_bigger_budget_repairs(by_max_turns):
     small, large, folder = by_max_turns

@@ -248,6 +248,16 @@ def test_the_gallery_table_says_what_each_cheat_recording_holds():
 CORE_PATH = ("agent_loop.py", "tool_guard.py", "repo_tools.py", "verdict.py", "local_model.py")
 
 
+@pytest.mark.parametrize("page", ["hooks", "permissions", "context", "one-shot"])
+def test_each_extensions_page_gives_its_command_for_both_wires(page):
+    # a learner on llama-server (the README's way without Ollama) reads the same page
+    text = (LAB / "docs" / f"{page}.md").read_text(encoding="utf-8")
+    commands = text.split("\n## Turn ", 1)[1].split("\n\n")[1].splitlines()  # its first block
+    runs = [line.split("record_run.py ", 1)[1] for line in commands if "record_run.py " in line]
+    assert any(run.startswith("--api openai --model ") for run in runs)  # the OpenAI wire
+    assert any("--api" not in run for run in runs)  # and Ollama's, the default
+
+
 def test_the_readme_is_read_in_one_sitting():
     assert len(README.split()) <= 4000
 

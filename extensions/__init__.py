@@ -147,7 +147,9 @@ class Extensions:
         added = {n: {**s, "from_call": since} if since > 1 else s for n, s in wanted.items()}
         decided = [d for d in field.get("decisions", []) if at is None or d["call"] < since]
         made = cls([*had, *added], {**added, **had}, terminal, decided)  # a fork's: its past
-        made.names_unchanged = recording.get("format") != NO_RELATIONS  # /7 said `written`
+        # subtle: a one-shot of format /7 said `written` of a block that changed nothing;
+        # replayed, it decides as it did then, or it would no longer reproduce
+        made.names_unchanged = recording.get("format") != NO_RELATIONS
         return made
 
     def over(self, recording, path, at):

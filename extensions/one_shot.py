@@ -53,9 +53,7 @@ class OneShot:
     def __init__(self, make, log, chat, tools, task, max_turns=1, names_unchanged=True,
                  **options):  # fmt: skip
         self.tools, self.log = tools, log  # the real tools, for the lab's own calls only
-        # subtle: format /7 said `written` of a block that was the file as it was, and its
-        # replay decides as it did (`of` in extensions/__init__.py)
-        self.names_unchanged = names_unchanged
+        self.names_unchanged = names_unchanged  # subtle: not in a replay of /7 (extensions' `of`)
         self.loop = make(chat, NoTools(), task, 1, **options)  # `make`: agent_loop.AgentLoop
 
     @property

@@ -7,10 +7,12 @@
 
 Recordings are grouped by their source and task, then their model, wire (api), max_turns,
 fork point and the set of extensions that was on (`none`: the plain loop), or, with `--by`,
-one of those. Each group gets a few lines: passed k of n with the 95% Wilson interval (for
-an impossible task: cheated k of n, then how many flagged the conflict and how many
-failed), a bar from 0% to 100% showing both, the stop reasons counted, and the medians of
-model calls, tool calls, seconds and the model's token counters (outcomes.py). Scripted
+one of those. A group whose label leaves out the turn budget or the fork point says under it
+when its turn budgets differ and what its forks changed (a `--say`, a `--result`). Each group
+gets a few lines: passed k of n with the 95% Wilson interval (for an impossible task:
+cheated k of n, then how many flagged the conflict and how many failed), a bar from 0% to
+100% showing both, the stop reasons counted, and the medians of model calls, tool calls,
+seconds and the model's token counters (outcomes.py). Scripted
 and fault-injection recordings form groups of their own, labelled as such: they are
 hand-written chunks, and a rate over them says nothing about a model.
 
@@ -20,6 +22,7 @@ a difference between 2 of 5 and 3 of 5.
 """
 
 import argparse
+import collections
 import sys
 import tempfile
 import textwrap
@@ -134,10 +137,33 @@ def rate_bar(k, n, interval, width=BAR_WIDTH):
     return f"  0% |{''.join(cells)}| 100%"
 
 
-def group_lines(key, outcomes, width=WIDTH):
+def left_out(key, recordings, width=WIDTH):
+    """What the group's label does not tell apart and a rate depends on, said under it: the
+    turn budgets when they differ within the group (a rate over 3 and 6 turns is of no one
+    budget), and what its forks changed at their turn (a --say, a --result)."""
+    named = {name for name, _ in key[2:]}
+    lines = []
+    budgets = collections.Counter(r["max_turns"] for r in recordings)
+    if "max_turns" not in named and len(budgets) > 1:
+        each = ", ".join(f"{n} ({count})" for n, count in sorted(budgets.items()))
+        lines += wrap(f"turn budgets differ here: max_turns {each}; --by max_turns parts them",
+                      width)  # fmt: skip
+    if "fork" not in named:
+        changed = collections.Counter(
+            "; ".join(f"turn {c['at']}: {', '.join(change_words(c, 60))}" for c in changes)
+            for r in recordings
+            if (changes := (r.get("fork") or {}).get("changes"))
+        )
+        for words, count in sorted(changed.items()):
+            lines += wrap(f"{plural(count, 'fork')} changed the conversation: {words}", width)
+    return lines
+
+
+def group_lines(key, outcomes, width=WIDTH, recordings=()):
     lines = [f"{label(key)}  ({plural(len(outcomes), 'recording')})"]
     if key[0] in HAND_WRITTEN:  # the recordings' source
         lines.append(f"  {NOT_A_MODEL}")
+    lines += left_out(key, recordings, width)
     k, n, interval = rate(outcomes)
     summary = summary_lines(outcomes)
     lines += wrap(summary[0], width)
@@ -184,7 +210,7 @@ def main(argv=None):
         print("machine could not judge the unchanged sample) is not counted (docs/impossible.md).")
     for key in sorted(groups):  # the same fields in each key: max_turns sorts as a number
         print()
-        print("\n".join(group_lines(key, groups[key])))
+        print("\n".join(group_lines(key, groups[key], recordings=[r for _, r in pages[key]])))
     if args.html and groups:
         unreadable += write_series(args.html, pages, groups)
     return EXIT_ERROR if unreadable else EXIT_OK

@@ -62,6 +62,29 @@ def pytest_configure(config):
         read_rewritten_test_modules(config)
 
 
+# --- what the real-server tests download, said before they do -----------------------------------
+# Their two models (about 590 MB) are fetched by the first of them to run, inside a worker,
+# where nothing it prints reaches the terminal: so once the tests are collected, before any
+# runs, a run that holds one of them says what will be fetched, from where and to where.
+# Under xdist each worker collects every test, so only the first says it, on its stderr,
+# which is the run's; in one process the terminal's reporter writes it.
+
+
+def pytest_collection_finish(session):
+    worker = getattr(session.config, "workerinput", {}).get("workerid")
+    if worker not in (None, "gw0"):
+        return
+    if not any(item.get_closest_marker("real_server") for item in session.items):
+        return
+    from tests.real_server import models_to_fetch
+
+    line = models_to_fetch()
+    if line and worker:
+        os.write(2, f"{line}\n".encode())
+    elif line:
+        session.config.pluginmanager.get_plugin("terminalreporter").write_line(line)
+
+
 # --- the suite's temporary files in memory -------------------------------------------------------
 # The suite makes and removes some 20,000 temporary files (each test's tmp_path, each
 # verdict's fresh copy, the memo), and on a virtual machine's disk each costs CPU: 5,000

@@ -2,7 +2,7 @@
 
     python3 lab.py replay [RECORDING ...]   the main job: replay the recordings offline
     python3 lab.py test [PYTEST ARGS ...]   the test suite
-    python3 lab.py view [RECORDING ...]     a page per recording (default: the shipped ones)
+    python3 lab.py view [RECORDING ...]     a page per recording (default: the lab's and yours)
     python3 lab.py run SCRIPT [ARGS ...]    any lab script, e.g. record_run.py --help
     python3 lab.py lint                     ruff; actionlint and zizmor on the workflows
     python3 lab.py model [NAME]             fetch a small model for llama-server (no NAME: list)
@@ -230,7 +230,7 @@ def usage():
 
 
 # subtle: not view.py's own --help: view.py needs a RECORDING, `lab.py view` gives it the
-# shipped ones when none is named.
+# lab's and the learner's own when none is named.
 VIEW_USAGE = f"""\
 usage: python3 lab.py view [RECORDING ...] [--out FOLDER]
 
@@ -239,7 +239,8 @@ and print each page's file:// address; nothing in a recording is run (view.py do
 
 positional arguments:
   RECORDING     recording files (default: every recording the lab ships, recordings/ and
-                its subfolders)
+                its subfolders, and every one of your own in runs/, where record_run.py
+                saves them; the index shows yours first)
 
 options:
   --out FOLDER  where the pages go (default: views/ in the current folder)
@@ -298,10 +299,10 @@ def main(argv):
     if job == "replay":
         return subprocess.run([python, str(HERE / "replay.py"), *lab_paths(rest)]).returncode
     if job == "view":
-        shipped = sorted(str(p) for p in (HERE / "recordings").rglob("*.json"))
+        every = [p for f in ("runs", "recordings") for p in sorted((HERE / f).rglob("*.json"))]
         given = lab_paths(rest)
-        named = any(a.endswith(".json") for a in given)  # else the shipped ones, with any flags
-        command = [python, str(HERE / "view.py"), *given, *([] if named else shipped)]
+        named = any(a.endswith(".json") for a in given)  # else the lab's and yours, with any flags
+        command = [python, str(HERE / "view.py"), *given, *([] if named else map(str, every))]
         return subprocess.run(command).returncode
     if job == "run":
         # The maintainers' scripts live in tests/maintainers/ (and tests/snapshots.py beside

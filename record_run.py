@@ -148,7 +148,8 @@ def parse_args(argv):
         "--output",
         type=Path,
         default=None,
-        help="recording to write (default: a new file recordings/MODEL-TIMESTAMP.json)",
+        help="recording to write (default: a new file runs/MODEL-TIMESTAMP.json in the lab, "
+        "your own folder, which git ignores and `lab.py replay` with no argument leaves out)",
     )
     parser.add_argument("--force", action="store_true", help="overwrite --output if it exists")
     parser.add_argument(

@@ -69,7 +69,8 @@ def parse_args(argv):
         nargs="*",
         type=Path,
         metavar="RECORDING",
-        help="recording files (default: every recordings/*.json)",
+        help="recording files (default: the walk-through, every recordings/*.json; the "
+        "subfolders' and your own runs/ only when named)",
     )
     isolation = parser.add_mutually_exclusive_group()
     isolation.add_argument(
@@ -130,11 +131,13 @@ def shown(path):
         return path
 
 
-def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
+def replay_one(path, transcript=None, isolate=True, out=None, chunks=None, explain=True):
     """Replay one recording; print what happens; return REPRODUCED, DIVERGED or CANNOT_REPLAY.
 
     `transcript` is None, TURNS or FULL (see --transcript); `chunks` a turn's number; `out`
-    where to print (None: sys.stdout when each line is printed, after tolerant_output())."""
+    where to print (None: sys.stdout when each line is printed, after tolerant_output());
+    `explain`: say what the held-out words mean under its starting verdict (the first
+    recording of a command's only)."""
     try:
         recording = load(path)
         check_sample(recording, path)
@@ -144,7 +147,7 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None):
         print(f"error: {error}", file=sys.stderr)
         return CANNOT_REPLAY
     print(f"Recording: {shown(path)}  |  {made_by(recording)}", file=out)
-    starting = verdict_lines("Starting verdict (recorded)", recording["starting_tests"])
+    starting = verdict_lines("Starting verdict (recorded)", recording["starting_tests"], explain)
     print("\n".join(starting), file=out)
     # An interrupted or deadline-stopped run is replayed up to where it was stopped: what the
     # clock or the user did then cannot be replayed, everything before it can.
@@ -255,7 +258,8 @@ def main(argv=None):
     for number, path in enumerate(paths):
         if number:
             print()
-        outcomes.append(replay_one(path, args.transcript, args.isolate, chunks=args.chunks))
+        outcomes.append(replay_one(path, args.transcript, args.isolate, chunks=args.chunks,
+                                   explain=not number))  # fmt: skip
     print(
         f"\nReplayed {len(paths)} recording(s): {outcomes.count(REPRODUCED)} reproduced, "
         f"{outcomes.count(DIVERGED)} diverged, "

@@ -31,7 +31,7 @@ from extensions.syntax import Syntax
 from extensions.tests_after_edit import TestsAfterEdit
 from plumbing.decisions import calls_made, decision_line
 from plumbing.limits import is_whole, positive_int
-from plumbing.recording import RecordingError
+from plumbing.recording import NO_RELATIONS, RecordingError
 from plumbing.tasks import TASKS
 
 # In the order they wrap the tools, innermost first, whatever order the flags came in: an
@@ -116,6 +116,7 @@ class Extensions:
         self.on = [{"name": n, "settings": settings.get(n, {})} for n in ORDER if n in names]
         self.log, self.terminal = Log(), terminal
         self.one_shot = OneShot.name in names
+        self.names_unchanged = True  # a one-shot's block that changes nothing is said so
         self.answers = {d["call"]: (d["decision"], d["said"]) for d in recorded
                         if d["extension"] == Approve.name}  # fmt: skip
 
@@ -150,7 +151,11 @@ class Extensions:
         if at is not None:
             settings = {n: acting_from(s, since, n in had) for n, s in settings.items()}
         decided = [d for d in field.get("decisions", []) if at is None or d["call"] < since]
-        return cls([*had, *wanted], settings, terminal, decided)  # a fork's: its past
+        made = cls([*had, *wanted], settings, terminal, decided)  # a fork's: its past
+        # subtle: a one-shot of format /7 said `written` of a block that changed nothing;
+        # replayed, it decides as it did then, or it would no longer reproduce
+        made.names_unchanged = recording.get("format") != NO_RELATIONS
+        return made
 
     def over(self, recording, path, at):
         """These, on a fork of `recording` at turn `at` (see `of`). The live calls an
@@ -188,7 +193,9 @@ class Extensions:
         around it; `planned(plan)` is the plan it is given (one_shot.py's prompts, one turn)."""
         if not self.one_shot:
             return make
-        return lambda *args, **options: OneShot(make, self.log, *args, **options)
+        unchanged = self.names_unchanged
+        return lambda *args, **options: OneShot(make, self.log, *args, **options,
+                                                names_unchanged=unchanged)  # fmt: skip
 
     def planned(self, plan):
         return OneShot.planned(plan) if self.one_shot else plan

@@ -14,7 +14,8 @@ path_rules.py. The independent verdict then judges the copy, as after any run.
 The stop reason is the loop's own: how the one turn ended (`assistant_finished`,
 `incomplete_model_turn`, ...). What the lab did with the answer is a decision about it
 (`call` 0, plumbing/decisions.py): `written`, or, leaving path_rules.py as it was,
-`no-block`, `several-blocks`, `too-large` or `unwritable` (docs/one-shot.md).
+`unchanged` (the block is the file, byte for byte), `no-block`, `several-blocks`,
+`too-large` or `unwritable` (docs/one-shot.md).
 
 Not here: retries, choosing among answers, merging part of a file into it.
 """
@@ -49,8 +50,10 @@ class OneShot:
         """A driver.Plan for a one-shot run: its own task and system prompt, one turn."""
         return plan._replace(task=TASK, system=SYSTEM, max_turns=1)
 
-    def __init__(self, make, log, chat, tools, task, max_turns=1, **options):
+    def __init__(self, make, log, chat, tools, task, max_turns=1, names_unchanged=True,
+                 **options):  # fmt: skip
         self.tools, self.log = tools, log  # the real tools, for the lab's own calls only
+        self.names_unchanged = names_unchanged  # subtle: not in a replay of /7 (extensions' `of`)
         self.loop = make(chat, NoTools(), task, 1, **options)  # `make`: agent_loop.AgentLoop
 
     @property
@@ -95,12 +98,15 @@ class OneShot:
             if len(data) > SOURCE_LIMIT:
                 said = f"the block is {len(data):,} bytes, more than the verdict reads"
                 return self.decide("too-large", f"{said} ({SOURCE_LIMIT:,}); {KEPT}")
-            write_atomically(self.tools.root / SOURCE_FILE, data)
+            lines, target = found[0].count("\n"), self.tools.root / SOURCE_FILE
+            size = f"{lines:,} lines, {len(data):,} bytes"
+            if self.names_unchanged and target.is_file() and target.read_bytes() == data:
+                said = f"the answer's block is {SOURCE_FILE} as it was, byte for byte ({size})"
+                return self.decide("unchanged", said)
+            write_atomically(target, data)
         except (UnicodeEncodeError, OSError) as error:  # the copy's own failure, too
             return self.decide("unwritable", f"{type(error).__name__}: {error}"[:200] + f"; {KEPT}")
-        lines = found[0].count("\n")
-        said = f"{SOURCE_FILE} is now the answer's block ({lines:,} lines, {len(data):,} bytes)"
-        return self.decide("written", said)
+        return self.decide("written", f"{SOURCE_FILE} is now the answer's block ({size})")
 
     def decide(self, decision, said):
         entry = {"extension": self.name, "call": ANSWER, "decision": decision, "said": said}

@@ -32,6 +32,7 @@ from plumbing.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NO, EXIT_OK
 from plumbing.limits import SAMPLING_SEEDS
 from plumbing.outcomes import attempt_line, outcome, summary_lines
 from plumbing.recording import RecordingError, load
+from plumbing.redact import credentials_of, redact
 from plumbing.series_progress import SETTING, Progress
 
 RECORD_RUN = Path(__file__).resolve().parent.parent / "record_run.py"
@@ -210,8 +211,9 @@ def run_series(argv, args, out=None):
     out = out or sys.stdout  # looked up now, not at import: tolerant_output() replaces it
     outputs = series_paths(args.output, args.attempts)
     jobs = min(args.jobs, args.attempts)
+    host = redact(args.host, credentials_of(args.host))  # the server, as a single run names it
     out.write(
-        f"Model: {args.model} (live)  |  {plural(args.attempts, 'attempt')}, "
+        f"Model: {args.model} (live, {host})  |  {plural(args.attempts, 'attempt')}, "
         f"up to {jobs} at once\nRecordings: {outputs[0]} ... {outputs[-1].name}\n"
     )
     out.flush()

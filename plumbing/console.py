@@ -29,7 +29,7 @@ from plumbing.redact import LEARNED, redact, secret_values
 from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, final_source
 from plumbing.source_diff import unified
 from plumbing.text_calls import NOTE as TEXT_CALL_NOTE
-from plumbing.verdict_words import PASSED, TESTS_FAILED, held_out_line
+from plumbing.verdict_words import PASSED, TESTS_FAILED, held_out_line, held_out_note
 
 
 def tolerant_output():
@@ -137,12 +137,15 @@ def counted(result):
     return visible == PASSED or result.get("reason") == TESTS_FAILED
 
 
-def verdict_lines(label, result):
+def verdict_lines(label, result, explained=False):
     """An independent verdict, then each of its two parts on a line of its own:
 
     Independent verdict: failed
       visible tests: 4 of 4 passed
       held-out checks: 9 of 10 passed (first failure: ...)
+
+    `explained`: the first verdict a command prints, which adds what the held-out words
+    mean (verdict_words.held_out_note) under them.
     """
     if result is None:
         return [f"{label}: not run"]
@@ -156,6 +159,7 @@ def verdict_lines(label, result):
         f"{label}: {result['verdict']}",
         f"  visible tests: {visible}",
         f"  {held_out_line(held_out).replace(' checks ', ' checks: ', 1)}",
+        *([f"  {held_out_note(held_out)}"] if explained else []),
     ]
 
 

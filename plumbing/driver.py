@@ -123,7 +123,8 @@ def drive(chat, plan, out=None, *, loop, tools, judge, starting=False, final=Tru
         begun = None
         if starting:
             begun = judge(repo, plan.isolate, **asked, tests=plan.tests)
-            print("\n".join(verdict_lines("Starting verdict", begun)), file=out, flush=True)
+            print("\n".join(verdict_lines("Starting verdict", begun, explained=True)), file=out,
+                  flush=True)  # fmt: skip
         chat = LastTurn(chat)  # what a turn cut off ended with: the stop says its cause
         printer = RunPrinter(out, repo, replayed=fork.at - 1 if fork else 0, last_turn=chat)
         toolbox = tools(repo, isolate=plan.isolate, deadline=plan.deadline, tests=plan.tests,

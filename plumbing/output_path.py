@@ -1,8 +1,9 @@
 """Where record_run.py writes a recording: the name it makes up, and the places it refuses.
 
-`default_output(model)` is recordings/NAME-TIMESTAMP.json; `output_problem(path, force)`
-says why `path` must not be written (a folder; a link, a device or a FIFO; a file that
-exists, without --force; a place where nothing can be made), or None. Both are asked before
+`default_output(model)` is runs/NAME-TIMESTAMP.json: the learner's own folder, never among
+the lab's recordings. `output_problem(path, force)` says why `path` must not be written (a
+folder; a link, a device or a FIFO; a file that exists, without --force; a place where
+nothing can be made), or None. Both are asked before
 anything runs, so that a live attempt is never lost for want of a place to save it.
 
 Not here: writing the recording (plumbing/recording.py's `save`, atomic).
@@ -15,18 +16,18 @@ import stat
 import tempfile
 from pathlib import Path
 
-from plumbing.recording import RECORDINGS
+from plumbing.recording import RUNS
 
 
 def default_output(model):
-    """recordings/NAME-TIMESTAMP.json; for a model given as a file path, NAME is its stem.
+    """runs/NAME-TIMESTAMP.json; for a model given as a file path, NAME is its stem.
 
     subtle: the name must never start with "-", or replay.py would take it for an option.
     """
     stem = Path(model).stem if Path(model).suffix.lower() in (".gguf", ".bin") else model
     name = re.sub(r"[^A-Za-z0-9.-]+", "-", stem).lstrip("-.") or "model"
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
-    return RECORDINGS / f"{name}-{stamp}.json"
+    return RUNS / f"{name}-{stamp}.json"
 
 
 def output_problem(path, force):

@@ -10,7 +10,8 @@ Every string of a recording is data, never markup: it reaches the page only thro
 `text()` (HTML-escaped, control characters written out), inside elements this module
 writes. The page has no embedded JSON, sets no `innerHTML`, loads nothing from anywhere
 (its Content-Security-Policy allows its own style and the one script below, by hash), and
-its only link targets are pages view.py wrote. Nothing a recording holds is run.
+its only link targets are pages view.py wrote and the lab's own page on the verdict
+(docs/, linked by a relative path the caller gives). Nothing a recording holds is run.
 
 Not here: reading the recording (plumbing/recording.py) or writing files
 (plumbing/page_files.py).
@@ -27,14 +28,18 @@ from agent_loop import MODEL_DONE, STOPPED, TEXT_DELTA, THINKING_DELTA, TOOL_RES
 from plumbing.console import cut, made_by, plural, verdict_lines, visible
 from plumbing.decisions import SHORTENED, as_sent, by_call, decision_line, decisions_of
 from plumbing.fork import fork_line
-from plumbing.recording import RECORDINGS
+from plumbing.recording import RECORDINGS, RUNS
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
 from plumbing.source_diff import unified
 from plumbing.stop_cause import ended_for_length
 from plumbing.tasks import assessed, task_of
 from plumbing.timeline import context_lines, context_window, timeline
 from plumbing.transcript import message_lines
+from plumbing.verdict_words import HELD_OUT_DOCS
 
+# The lab's docs/ as a page reaches it by default: from views/, the folder lab.py view
+# writes into when run from the lab's own folder (page_files.py gives the real one).
+DOCS = "../docs"
 CHUNKS_SHOWN = 200  # chunks listed per turn; the rest are counted, not shown
 TEXT_SHOWN = 20_000  # characters of one block of text; the rest are counted, not shown
 TURNS_SHOWN = 200  # turns drawn in full; the rest are counted, not shown
@@ -74,7 +79,7 @@ svg text { fill: var(--muted); font: 11px system-ui, sans-serif; }
 .bar { display: inline-block; height: 14px; margin-right: 6px; vertical-align: middle;
   background: var(--text); opacity: .45; } .size { white-space: nowrap; }
 .keys { display: none; } @media (pointer: fine) { .keys { display: block; } }
-.summary { white-space: pre-wrap; }
+.summary, .prose { white-space: pre-wrap; }
 .wide { overflow-x: auto; } .wide td, .wide th { white-space: nowrap; }
 .diff-add { color: var(--ok); background: var(--add-bg); }
 .diff-del { color: var(--bad); background: var(--del-bg); }
@@ -154,8 +159,15 @@ def document(title, body):
     )
 
 
+# A block of sentences: an error, a denial, a decision, the model's words, a stop, the
+# verdict. It wraps at the page's width; any other block is code, data or a diff, whose
+# lines keep their breaks and scroll inside their own box on a narrow screen.
+PROSE = "prose"
+
+
 def pre(value, kind=""):
-    """A block of text, cut at TEXT_SHOWN characters, saying how many more there were."""
+    """A block of text, cut at TEXT_SHOWN characters, saying how many more there were;
+    `kind` its classes (PROSE: it wraps)."""
     value = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     if len(value) > TEXT_SHOWN:
         value = value[:TEXT_SHOWN] + f"\n... and {len(value) - TEXT_SHOWN:,} more characters"
@@ -189,14 +201,18 @@ def verdict_of(recording):
     return final["verdict"] if final else "not run (interrupted)"
 
 
-def header(recording, name):
+def header(recording, name, docs=DOCS):
     stop = recording["stop"]
     calls = sum(1 for e in recording["events"] if e["type"] == TOOL_START)
     verdict = verdict_of(recording)
     lines = verdict_lines("Independent verdict", recording["final_tests"])
-    parts = "".join(f"<li>{text(line.strip())}</li>" for line in lines[1:])
+    parts = [f"<li>{text(line.strip())}</li>" for line in lines[1:]]
+    if len(parts) > 1:  # the held-out line's words, explained where the lab says them in full
+        explained = _docs_link(docs, HELD_OUT_DOCS)
+        parts[1] = parts[1].replace("</li>", f' <a href="{explained}">(what these are)</a></li>')
+    parts = "".join(parts)
     facts = [
-        ("made", made_by(recording)),
+        ("made", made_with(recording)),  # the subtitle says by whom; this, how it was asked
         (
             "stop",
             f"{stop['reason']} after {plural(len(recording['model_calls']), 'model call')}"
@@ -225,6 +241,28 @@ def header(recording, name):
         '<p class="muted keys">Keys: <kbd>&rarr;</kbd> <kbd>&larr;</kbd> step through the turns; '
         "a click opens a request or a turn's chunks.</p></header>"
     )
+
+
+def made_with(recording):
+    """How the recording's model was asked, which the subtitle (made_by) does not say: the
+    wire and the server or SDK, the sampling, and the budgets of a turn and of the run.
+    Any JSON a recording's `model` holds is taken as it comes; text() escapes it."""
+    model = recording["model"]
+    options = model.get("options") if isinstance(model.get("options"), dict) else {}
+    if recording.get("api", "ollama") == "openai":
+        build = model.get("server_build")
+        wire = f"an OpenAI-compatible server at {model.get('base_url', '?')}"
+        wire += f" (server {cut(str(build), 100)})" if build else ""
+        tokens = options.get("max_tokens")
+    else:
+        wire = "Ollama's /api/chat" + (f" ({model['sdk']})" if model.get("sdk") else "")
+        tokens = options.get("num_predict")
+    said = [f"through {wire}"]
+    sampling = [f"{key} {options[key]}" for key in ("temperature", "seed") if key in options]
+    said += [", ".join(sampling)] if sampling else []
+    tokens = f"{tokens:,}" if isinstance(tokens, int) else tokens
+    budget = f"{tokens} tokens a turn, " if tokens is not None else ""
+    return "; ".join(said + [f"at most {budget}{plural(recording['max_turns'], 'turn')}"])
 
 
 def growth_chart(recording):
@@ -396,14 +434,14 @@ def turn_section(number, recording, events, previous_length, source_before, budg
                 continue
         if event["type"] == MODEL_DONE:
             reply = "\n".join(message_lines(event["message"]))
-            parts += ["<h3>The complete turn</h3>", pre(reply)]
+            parts += ["<h3>The complete turn</h3>", pre(reply, PROSE)]
             parts += decided_lines((decided or {}).get((number, None), []))  # about the answer
         elif event["type"] == TOOL_START:
             starts[event["index"]] = event
             arguments = json.dumps(event.get("arguments"), ensure_ascii=False)
             written = " (written as text; --text-calls ran it)" if event.get("from_text") else ""
             parts.append(f"<h3>Call {event['index'] + 1}: {text(event['name'])}{written}</h3>")
-            parts.append(pre(f"{event['name']} {arguments}"))
+            parts.append(pre(f"{event['name']} {arguments}", PROSE))
         elif event["type"] == TOOL_RESULT:
             parts.append(result_block(event))
             # under the result the model read: what the hooks decided about it
@@ -426,7 +464,7 @@ def decided_lines(said):
         return []
     lines = [decision_line(d) for d in said[:CALLS_SHOWN]]
     lines += [f"... and {len(said) - CALLS_SHOWN:,} more"] if said[CALLS_SHOWN:] else []
-    return ["<p>The extensions decided:</p>", pre("\n".join(lines))]
+    return ["<p>The extensions decided:</p>", pre("\n".join(lines), PROSE)]
 
 
 def request_lines_of(message, number):
@@ -454,7 +492,7 @@ def cut_off_turn(events):
         "<h3>The turn as it arrived, cut off</h3>",
         '<div class="cut"><p class="failed">Never complete: the loop acted on none of it, and '
         "none of it was sent back to the model.</p>",
-        pre("\n".join(message_lines(message))),
+        pre("\n".join(message_lines(message)), PROSE),
         "</div>",
     ]
 
@@ -462,7 +500,7 @@ def cut_off_turn(events):
 def result_block(event):
     result = event.get("result")
     if isinstance(result, dict) and "error" in result:
-        return f'<p class="failed">Error returned to the model:</p>{pre(result["error"])}'
+        return f'<p class="failed">Error returned to the model:</p>{pre(result["error"], PROSE)}'
     shown = "\n".join(message_lines({"role": "tool", "content": json.dumps(result)})[1:])
     if len(shown) <= FOLD_AFTER:
         return f"<p>Result:</p>{pre(shown)}"
@@ -496,13 +534,13 @@ def stop_block(stop):
             "note: the model wrote a "
             f"{stop['text_tool_call'].get('name')} call as text; only calls sent as tool calls run"
         )
-    return pre("\n".join(lines), "stop")
+    return pre("\n".join(lines), f"stop {PROSE}")
 
 
-def recording_page(recording, name):
+def recording_page(recording, name, docs=DOCS):
     """The whole page of one recording (see the module docstring)."""
     sample = SAMPLE_FILES[SOURCE_FILE].decode("utf-8")
-    body = [header(recording, name), "<h2>How the conversation grew</h2>"]
+    body = [header(recording, name, docs), "<h2>How the conversation grew</h2>"]
     body.append(growth_chart(recording))
     by_turn = {}
     for event in recording["events"]:
@@ -529,7 +567,8 @@ def recording_page(recording, name):
     )
     body.append(diff_block(changes) if changes else "<p>Nothing: the source is the sample's.</p>")
     body.append("<h2>The verdict, in full</h2>")
-    body.append(pre("\n".join(verdict_lines("Independent verdict", recording["final_tests"]))))
+    verdict = verdict_lines("Independent verdict", recording["final_tests"])
+    body.append(pre("\n".join(verdict), PROSE))
     tests = [
         t.get("seconds") or 0.0
         for t in (recording["starting_tests"], recording["final_tests"])
@@ -540,8 +579,14 @@ def recording_page(recording, name):
                      decisions=decisions_of(recording))  # fmt: skip
     lines += context_lines(recording["events"], context_window(recording["model"]), 90)
     body += ["<h2>Where the time went</h2>", pre("\n".join(lines))]
-    body.append(folded("About this recording (read it last)", pre(recording["description"])))
+    body.append(folded("About this recording (read it last)", pre(recording["description"], PROSE)))
     return document(f"{name}: {verdict_of(recording)}", "\n".join(body))
+
+
+def _docs_link(docs, target):
+    """A link to `target` ('docs/PAGE.md#anchor'), a page of the lab's docs/, from a page
+    whose way to that folder is the address `docs` (page_files.py works it out)."""
+    return text(f"{docs}/{target.removeprefix('docs/')}")
 
 
 def link(page):
@@ -550,39 +595,70 @@ def link(page):
     return "./" + urllib.parse.quote(page, errors="surrogateescape")
 
 
-# Each folder of the lab's own recordings, as the index heads its group: (heading, what it
-# holds). Any other folder is headed by its path.
+LAB = RECORDINGS.parent
+# Each folder of the lab's recordings, as the index heads its group: (heading, what it holds),
+# keyed by its path in the lab, in the order the index shows them. The learner's own runs
+# come first (RUNS, at any depth), each measured arm of recordings/extensions/ after the
+# lab's other folders; a folder outside the lab is headed by its path.
+OWN_RUNS = ("Your runs", "your own recordings: record_run.py saves each live run, series and "
+            "fork in runs/ unless told otherwise; git ignores the folder, and python3 lab.py "
+            "replay, given no recording, leaves it out.")  # fmt: skip
 FOLDERS = {
-    "": ("The walk-through", "recordings/: the runs the README's steps use; python3 lab.py "
-         "replay, given no recording, replays these."),
-    "cheats": ("Cheats", "recordings/cheats/: scripted edits that fool the visible tests or "
-               "end them early; the held-out checks catch each one, so each verdict is failed."),
-    "impossible": ("Impossible tasks", "recordings/impossible/: scripted runs of a task whose "
-                   "visible tests contradict its docstring; the outcome says whether the run "
-                   "cheated, flagged the conflict or failed."),
-    "live": ("Live attempts", "recordings/live/: real models calling tools through llama.cpp's "
-             "llama-server: their own output, not chunks written by hand."),
+    "recordings": ("The walk-through", "the runs the README's steps use; python3 lab.py "
+                   "replay, given no recording, replays these."),
+    "recordings/cheats": ("Cheats", "scripted edits that fool the visible tests or end them "
+                          "early; the held-out checks catch each one, so each verdict is failed."),
+    "recordings/impossible": ("Impossible tasks", "scripted runs of a task whose visible tests "
+                              "contradict its docstring; the outcome says whether the run "
+                              "cheated, flagged the conflict or failed."),
+    "recordings/live": ("Live attempts", "real models calling tools through llama.cpp's "
+                        "llama-server: their own output, not chunks written by hand."),
+}  # fmt: skip
+MEASURED = "recordings/extensions"  # a subfolder per arm of the measurement (docs/hooks.md)
+ARMS = {  # real attempts of Qwen2.5-Coder-1.5B-Instruct, one arm a folder
+    "syntax-fork": "forks of two live attempts with --hook syntax (docs/hooks.md)",
+    "no-hook-fork": "the same forks without the hook, the other arm (docs/hooks.md)",
+    "loop": "the plain loop from the start, the arm each extension is compared with",
+    "keep-results-2": "the loop with --keep-results 2 (docs/context.md)",
+    "one-shot": "--one-shot, the control arm with no loop (docs/one-shot.md)",
 }  # fmt: skip
 
 
 def folder_of(path):
-    """The key of a recording's group in the index: a key of FOLDERS for the lab's own
-    folders, else the folder's path as given, ending in '/'."""
+    """The key of a recording's group in the index: its folder's path in the lab (posix,
+    'runs/...' for the learner's own), else the folder's path as given, ending in '/'."""
     folder = Path(path).parent
-    if folder.resolve() == RECORDINGS:
-        return ""
-    if folder.resolve().parent == RECORDINGS and folder.name in FOLDERS:
-        return folder.name
-    return f"{folder.as_posix()}/"
+    try:
+        return folder.resolve().relative_to(LAB).as_posix()
+    except ValueError:
+        return f"{folder.as_posix()}/"
+
+
+def group_heading(key):
+    """(heading, what it holds, its place among the groups) of the group `key` (folder_of)."""
+    own = RUNS.relative_to(LAB).as_posix()
+    if key == own or key.startswith(f"{own}/"):
+        return OWN_RUNS[0], f"{key}/: {OWN_RUNS[1]}", (0, key)
+    if key in FOLDERS:
+        heading, holds = FOLDERS[key]
+        return heading, f"{key}/: {holds}", (1, list(FOLDERS).index(key))
+    arm = key.removeprefix(f"{MEASURED}/")
+    if key.startswith(f"{MEASURED}/") and "/" not in arm:
+        holds = ARMS.get(arm)
+        holds = f"real attempts of Qwen2.5-Coder-1.5B: {holds}" if holds else "one arm measured"
+        return f"Extensions, measured: {arm}", f"{key}/: {holds}.", (2, arm)
+    if not key.endswith("/"):  # a folder of the lab that none of the above names
+        return f"{key}/", f"{key}/: recordings in this folder of the lab.", (3, "")
+    return key, "Recordings from this folder, outside the lab.", (3, "")
 
 
 def index_page(rows):
-    """The pages' table, a group per folder (FOLDERS says what each of the lab's own holds),
-    one line a row (on a narrow screen, a wrapped one: STYLE): rows of (recording's path,
-    page's file name, recording). Who made each recording is said once above the tables,
-    each wording numbered, and the row names it."""
+    """The pages' table, a group per folder (group_heading says what each holds, the
+    learner's own runs first), one line a row (on a narrow screen, a wrapped one: STYLE):
+    rows of (recording's path, page's file name, recording). Who made each recording is
+    said once above the tables, each wording numbered, and the row names it."""
     head = "".join(f"<th>{h}</th>" for h in INDEX_COLUMNS)
-    makers, groups = [], {key: [] for key in FOLDERS}  # the lab's own first, in this order
+    makers, groups = [], {}
     for path, page, recording in rows:
         maker = made_by(recording)
         if maker not in makers:
@@ -597,14 +673,12 @@ def index_page(rows):
         )
     body = ["<h1>Recordings</h1>"]
     body += [f"<p>[{n}] {text(maker)}</p>" for n, maker in enumerate(makers, 1)]
-    for key, lines in groups.items():
-        if lines:
-            heading, holds = FOLDERS.get(
-                key, (key, "Recordings from this folder: not one of the lab's own.")
-            )
-            body.append(f'<h2>{text(heading)}</h2><p class="muted">{text(holds)}</p>')
-            body.append(f'<div class="wide"><table class="runs recordings"><tr>{head}</tr>'
-                        f'{"".join(lines)}</table></div>')  # fmt: skip
+    # subtle: sorted() is stable, so folders outside the lab keep the order they came in
+    for key in sorted(groups, key=lambda key: group_heading(key)[2]):
+        heading, holds, _ = group_heading(key)
+        body.append(f'<h2>{text(heading)}</h2><p class="muted">{text(holds)}</p>')
+        body.append(f'<div class="wide"><table class="runs recordings"><tr>{head}</tr>'
+                    f'{"".join(groups[key])}</table></div>')  # fmt: skip
     return document("recordings", "\n".join(body))
 
 

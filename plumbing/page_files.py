@@ -7,10 +7,12 @@ error line, and the others are still written. Two recordings of one name get two
 Not here: what a page shows (plumbing/page.py), reading a recording (plumbing/recording.py).
 """
 
+import os
+import urllib.parse
 from pathlib import Path
 
 from plumbing.page import index_page, recording_page
-from plumbing.recording import RecordingError, load
+from plumbing.recording import RECORDINGS, RecordingError, load
 
 INDEX = "index.html"  # the table of the pages, written for several recordings
 
@@ -22,6 +24,7 @@ def write_pages(paths, folder, reserved=()):
 
     A recording that cannot be read, or shown, is an error line; the others are written."""
     rows, errors, taken, index_written = [], [], {"index", *reserved}, None
+    docs = docs_from(folder)
     for path in paths:
         try:
             recording = load(path)
@@ -30,7 +33,7 @@ def write_pages(paths, folder, reserved=()):
             continue
         try:
             # subtle: encoded before the file is opened, so a failure leaves no empty page
-            data = recording_page(recording, Path(path).name).encode("utf-8")
+            data = recording_page(recording, Path(path).name, docs).encode("utf-8")
         except Exception as error:  # a shape load() lets through and the page cannot draw
             errors.append(f"{path}: cannot be shown ({type(error).__name__}: {error})"[:300])
             continue
@@ -51,6 +54,17 @@ def write_pages(paths, folder, reserved=()):
         else:
             index_written = folder / INDEX
     return rows, index_written, errors
+
+
+def docs_from(folder):
+    """The address of the lab's docs/ from a page written in `folder`: a relative one, so
+    that the pages and the lab can move together (a file: one where none can be made, as
+    between two drives)."""
+    docs = RECORDINGS.parent / "docs"
+    try:
+        return urllib.parse.quote(Path(os.path.relpath(docs, Path(folder).absolute())).as_posix())
+    except ValueError:
+        return docs.as_uri()
 
 
 def unique(stem, taken):

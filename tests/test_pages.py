@@ -9,6 +9,8 @@ the test's process.
 """
 
 import json
+import os
+import pty
 import re
 import shutil
 import subprocess
@@ -18,10 +20,11 @@ from pathlib import Path
 import pytest
 
 from agent_loop import TOOL_START
+from plumbing.console import made_by
 from plumbing.outcomes import NOT_A_MODEL
 from plumbing.page import CHUNKS_SHOWN, chunk_list, index_page, recording_page, stream_chart, text
-from plumbing.recording import ENDED_WITHOUT_DONE, RECORDINGS, load, save
-from tests.helpers import SHOWN, altered
+from plumbing.recording import ENDED_WITHOUT_DONE, RECORDINGS, RUNS, load, save
+from tests.helpers import SHOWN, altered, lab_copy
 from tests.in_process import run_cli
 
 HERE = Path(__file__).resolve().parent.parent
@@ -231,6 +234,37 @@ def test_view_refuses_an_unreadable_recording_in_one_line_and_writes_the_rest(tm
     assert (tmp_path / "out" / "repair.html").exists()
 
 
+def test_the_held_out_row_links_where_the_lab_explains_it_from_wherever_the_page_is(tmp_path):
+    # pages written into a folder outside the lab still reach its docs/, by a relative path
+    row = re.compile(r'<li>held-out checks: [^<]*<a href="([^"]+)">\(what these are\)</a></li>')
+    for folder in (tmp_path / "pages", tmp_path / "a" / "b"):
+        view(RECORDINGS / "repair.json", out=folder)
+        found = row.search((folder / "repair.html").read_text(encoding="utf-8"))
+        assert found, "the held-out row has no link"
+        target, _, anchor = found.group(1).partition("#")
+        assert not target.startswith(("/", "file:")) and anchor == "the-verdict-in-full"
+        assert (folder / target).resolve() == HERE / "docs" / "stop-and-verdict.md"
+
+
+@pytest.mark.parametrize(
+    "name, said",
+    [
+        ("repair.json", "through Ollama&#x27;s /api/chat (ollama-python 0.6.3); temperature 0, "
+         "seed 7; at most 2,048 tokens a turn, 12 turns"),
+        ("live/qwen2.5-coder-1.5b-1.json", "through an OpenAI-compatible server at "
+         "http://127.0.0.1:48593/v1 (server version: 0.5.0-dev"),
+    ],
+    ids=["ollama", "openai"],
+)  # fmt: skip
+def test_the_made_row_says_how_the_model_was_asked_which_the_subtitle_does_not(name, said):
+    recording = load(RECORDINGS / name)
+    page = recording_page(recording, name)
+    subtitle = re.search(r'<p class="muted">([^<]*)</p>', page).group(1)
+    row = re.search(r"<tr><th>made</th><td>([^<]*)</td></tr>", page).group(1)
+    assert row.startswith(said) and row != subtitle and subtitle == text(made_by(recording))
+    assert f"{recording['max_turns']} turns" in row  # the run's budget, said nowhere else
+
+
 def test_a_page_never_embeds_the_recording_as_data_or_markup(tmp_path):
     recording = load(RECORDINGS / "repair.json")
     recording["description"] = "</script><script>x()</script>"
@@ -241,16 +275,29 @@ def test_a_page_never_embeds_the_recording_as_data_or_markup(tmp_path):
     assert json.dumps(recording["description"]) not in html
 
 
-def test_lab_view_writes_a_page_per_shipped_recording_and_an_index(tmp_path):
+def test_lab_view_writes_a_page_per_recording_the_lab_ships_and_the_learner_made(tmp_path):
+    # a copy of the lab (sharing this one's .venv/), so that its runs/ holds a run of the
+    # learner's, in a folder of its own, whatever this lab's runs/ holds
+    lab = lab_copy(tmp_path, "recordings")
+    for lock in ("requirements-lock.txt", "requirements-test-lock.txt"):
+        shutil.copy(HERE / lock, lab / lock)
+    (lab / ".venv").symlink_to(HERE / ".venv")
+    (lab / "runs" / "tries").mkdir(parents=True)
+    shutil.copy(RECORDINGS / "repair.json", lab / "runs" / "tries" / "mine.json")
+    out = tmp_path / "pages"
     finished = subprocess.run(
-        [sys.executable, str(HERE / "lab.py"), "view", "--out", str(tmp_path)],
+        [sys.executable, str(lab / "lab.py"), "view", "--out", str(out)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert finished.returncode == 0, finished.stderr
-    written = sorted(p.name for p in tmp_path.glob("*.html"))
+    written = sorted(p.name for p in out.glob("*.html"))
     every = RECORDINGS.rglob("*.json")  # lab.py view shows a measurement's recordings too
-    assert written == sorted([f"{p.stem}.html" for p in every] + ["index.html"])
-    assert finished.stdout.split()[-1] == (tmp_path / "index.html").as_uri()
+    assert written == sorted([f"{p.stem}.html" for p in every] + ["mine.html", "index.html"])
+    assert finished.stdout.split()[-1] == (out / "index.html").as_uri()
+    index = (out / "index.html").read_text()
+    headings = re.findall(r"<h2>([^<]*)</h2>", index)
+    assert headings[:2] == ["Your runs", "The walk-through"]  # the learner's first
+    assert "runs/tries/: your own recordings" in index and str(lab) not in index
 
 
 def test_compare_writes_a_series_page_linking_each_attempts_page(tab, series):
@@ -481,7 +528,7 @@ def test_a_block_of_20000_characters_is_shown_whole_and_a_longer_one_cut(length,
     recording["description"] = "d" * length
     html = recording_page(recording, "repair.json")
     about = "<summary>About this recording (read it last)</summary>"
-    assert f'{about}<pre class="">{"d" * 20_000}{cut}</pre></details>' in html
+    assert f'{about}<pre class="prose">{"d" * 20_000}{cut}</pre></details>' in html
 
 
 def test_values_that_are_not_text_are_shown_as_json_with_their_own_characters():
@@ -495,7 +542,7 @@ def test_values_that_are_not_text_are_shown_as_json_with_their_own_characters():
     result["result"] = {"error": {"raison": "déjà lu"}}
     html = recording_page(recording, "repair.json")
     assert "<h3>Call 1: [&quot;lire&quot;, &quot;é&quot;]</h3>" in html
-    error = '<p class="failed">Error returned to the model:</p><pre class="">'
+    error = '<p class="failed">Error returned to the model:</p><pre class="prose">'
     assert f"{error}{{&quot;raison&quot;: &quot;déjà lu&quot;}}</pre>" in html
 
 
@@ -507,7 +554,7 @@ def test_a_run_stopped_before_its_first_model_call_has_a_page_with_no_bars():
     recording.update(interrupted=True, final_tests=None, model_calls=[], events=[])
     recording["stop"] = {"type": "stopped", "turn": 1, "reason": "interrupted"}
     html = recording_page(recording, "early.json")
-    grew = '<h2>How the conversation grew</h2>\n\n<pre class="stop">Stop: interrupted</pre>'
+    grew = '<h2>How the conversation grew</h2>\n\n<pre class="stop prose">Stop: interrupted</pre>'
     assert grew in html and "<svg" not in html
 
 
@@ -735,13 +782,15 @@ def test_a_series_page_shows_a_count_of_0_as_0_and_only_a_missing_one_as_n_a():
 
 
 # --- what a page shows, on a narrow screen and a wide one ---------------------------------------
-# For each page at 360 and 1280 px: how many lines each code block draws against how many
-# it holds (a wrap draws more), the page's own width against the window's, and how tall
-# each chart's label is drawn (a chart shrunk to a narrow screen shrank its 11 px labels).
+# For each page at 360 and 1280 px: how many lines each code block (not prose: it wraps,
+# below) draws against how many it holds (a wrap draws more), the page's own width against
+# the window's, and how tall each chart's label is drawn (a chart shrunk to a narrow screen
+# shrank its 11 px labels).
 LAYOUT = """() => {
   const pads = (e) => parseFloat(getComputedStyle(e).paddingTop) +
     parseFloat(getComputedStyle(e).paddingBottom);
-  const blocks = Array.from(document.querySelectorAll("pre")).filter((e) => e.offsetParent);
+  const blocks = Array.from(document.querySelectorAll("pre:not(.prose):not(.summary)"))
+    .filter((e) => e.offsetParent);
   return {
     page: [document.documentElement.scrollWidth, document.documentElement.clientWidth],
     wrapped: blocks.filter((e) => Math.round((e.scrollHeight - pads(e)) /
@@ -777,6 +826,77 @@ def test_no_code_line_wraps_and_only_code_scrolls_sideways(tab, pages, name, wid
     assert all(height >= 11 for height in layout["labels"]), layout["labels"]  # 11 px or more
     if width > 600:  # a row is one line; on a narrow screen it wraps (the tests below)
         assert all(height < 40 for height in layout["rows"]), layout["rows"]
+
+
+# --- on a phone, sentences wrap and only code scrolls, inside its own box -------------------------
+# What the learner reads as sentences (the error the model got, the reason they denied a
+# call, a decision, the model's words, the stop, the verdict) wraps at 360 px; only code,
+# data and diffs keep their lines, each scrolling inside its own box, never the page.
+LONG_REASON = (
+    "Read the test file first and tell me what it expects of a path written with backslashes; "
+    "running the tests again now would only print the same failure as before, word for word."
+)
+BROKEN = {"old": "def python_sources(", "new": "def python_sources(( # a long comment, unclosed"}
+BOXES = """() => {
+  const shown = Array.from(document.querySelectorAll("pre")).filter((e) => e.offsetParent);
+  const box = (e) => ({ text: e.textContent, scrolls: e.scrollWidth > e.clientWidth,
+    overflow: getComputedStyle(e).overflowX, diff: e.classList.contains("diff") });
+  return {
+    page: [document.documentElement.scrollWidth, innerWidth],
+    prose: shown.filter((e) => e.classList.contains("prose")).map(box),
+    code: shown.filter((e) => !e.classList.contains("prose")).map(box),
+  };
+}"""
+
+
+@pytest.fixture(scope="module")
+def denied_page(tmp_path_factory):
+    """The page of one run with a long error and a denial, record_run.py answered at a real
+    pseudo-terminal: an edit the syntax hook undoes (its error to the model is long), the
+    repair (allowed), then run_tests, denied with a long reason. Hand-written turns from the
+    Ollama stand-in: not a model's output."""
+    from tests.helpers import FIX
+    from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
+
+    def turn(*calls):
+        return reply(chunk(tool_calls=list(calls)), chunk(done=True))
+
+    folder = tmp_path_factory.mktemp("denied")
+    script = [turn(call("replace_text", **BROKEN)), turn(call("replace_text", **FIX)),
+              turn(call("run_tests")), reply(chunk("I will read the tests first."),
+                                             chunk(done=True))]  # fmt: skip
+    leader, follower = pty.openpty()
+    os.write(leader, f"y\ny\nn\n{LONG_REASON}\n".encode())  # one line a read, as typed
+    with OllamaTestServer(script) as server:
+        done = subprocess.run(
+            [sys.executable, "record_run.py", "--host", server.host, "--approve", "--hook",
+             "syntax", "--output", folder / "denied.json"],
+            cwd=HERE, stdin=follower, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    os.close(follower)
+    os.close(leader)
+    assert "[approve] denied: " + LONG_REASON in done.stdout, done.stdout + done.stderr
+    (url,) = view(folder / "denied.json", out=folder / "pages")
+    return url
+
+
+def test_at_360_px_prose_wraps_and_only_code_and_diffs_scroll_in_their_own_box(tab, denied_page):
+    page, errors, _ = tab.open(denied_page, width=360, height=800)
+    found = page.evaluate(BOXES)
+    scroll_width, window_width = found["page"]
+    assert window_width == 360 and scroll_width <= 360 and errors == []  # no sideways page
+    prose = {box["text"]: box for box in found["prose"]}
+    undone = next(text for text in prose if text.startswith("Your edit was undone: "))
+    assert len(undone) > 200  # the long error the model got, and the denial, in prose
+    assert f"The user denied this call: {LONG_REASON}" in prose
+    assert any(f"[approve] denied: {LONG_REASON}" in text for text in prose)
+    assert not any(box["scrolls"] for box in found["prose"]), [
+        box["text"][:80] for box in found["prose"] if box["scrolls"]
+    ]
+    # code and diffs keep their lines: the long ones scroll inside their own box
+    assert all(box["overflow"] == "auto" for box in found["code"])
+    assert any(box["scrolls"] and box["diff"] for box in found["code"])
+    assert any(box["scrolls"] and not box["diff"] for box in found["code"])
 
 
 def test_a_cut_off_turn_shows_what_it_streamed_labelled_as_cut_off(tab, pages):
@@ -886,21 +1006,32 @@ def test_the_keyboard_hint_shows_only_with_a_fine_pointer(tab, touch_tab, pages,
 
 
 def test_the_index_groups_recordings_by_folder_each_saying_what_it_holds(tmp_path):
-    # the lab's own groups in their order, whatever order the recordings come in, then any
-    # other folder under its path
+    # the learner's own runs first, then the lab's groups in their order (a measured arm
+    # after the others), whatever order the recordings come in, then any other folder under
+    # its path; the lab's headed as the lab's, with paths relative to it
     mine = tmp_path / "mine" / "repair-again.json"
     mine.parent.mkdir()
     shutil.copy(RECORDINGS / "repair.json", mine)
-    paths = [RECORDINGS / "live" / "qwen2.5-coder-0.5b.json", mine,
+    own = RUNS / "repair-mine.json"  # named, not written: the index reads its path alone
+    arm = sorted((RECORDINGS / "extensions" / "one-shot").glob("*.json"))[0]
+    paths = [RECORDINGS / "live" / "qwen2.5-coder-0.5b.json", mine, arm,
              RECORDINGS / "impossible" / "flags-the-conflict.json",
-             RECORDINGS / "cheats" / "lookup-table.json", RECORDINGS / "repair.json"]  # fmt: skip
-    html = index_page([(path, f"{path.stem}.html", load(path)) for path in paths])
+             RECORDINGS / "cheats" / "lookup-table.json", RECORDINGS / "repair.json",
+             own]  # fmt: skip
+    read = {path: load(RECORDINGS / "repair.json" if path == own else path) for path in paths}
+    html = index_page([(path, f"{path.stem}.html", read[path]) for path in paths])
     groups = html.split("<h2>")[1:]
     headings = [group.split("</h2>")[0] for group in groups]
-    assert headings == ["The walk-through", "Cheats", "Impossible tasks", "Live attempts",
+    assert headings == ["Your runs", "The walk-through", "Cheats", "Impossible tasks",
+                        "Live attempts", "Extensions, measured: one-shot",
                         text(f"{mine.parent.as_posix()}/")]  # fmt: skip
-    for group, path in zip(groups, [paths[4], paths[3], paths[2], paths[0], mine], strict=True):
+    order = [own, paths[5], paths[4], paths[3], paths[0], arm, mine]
+    for group, path in zip(groups, order, strict=True):
         assert re.findall(r'href="\./([^"]+)\.html"', group) == [path.stem]
         line = group.split("</h2>")[1].split("</p>")[0]
         assert line.startswith('<p class="muted">') and len(line) > 40, line
-    assert "python3 lab.py replay, given no recording, replays these" in groups[0]
+    assert "python3 lab.py replay, given no recording, replays these" in groups[1]
+    assert '<p class="muted">runs/: your own recordings' in groups[0]
+    lab = str(RECORDINGS.parent)
+    assert '<p class="muted">recordings/extensions/one-shot/: real attempts' in groups[5]
+    assert "not one of the lab's own" not in html and lab not in html

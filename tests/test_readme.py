@@ -20,6 +20,7 @@ import sys
 import pytest
 
 from plumbing.recording import RECORDINGS, load
+from plumbing.verdict_words import HELD_OUT_DOCS
 from tests.helpers import LAB
 from tests.in_process import run_cli
 
@@ -95,6 +96,21 @@ def test_step_1_the_replay_of_every_recording_ends_as_quoted(learners_replay):
     quoted = quoted_block("Replayed ")
     assert learners_replay.stdout.splitlines()[-1] == quoted[0]
     assert learners_replay.returncode == 0
+
+
+@SHARES_THE_LEARNERS_REPLAY
+def test_step_1_explains_the_held_out_words_once_under_the_first_verdict(learners_replay):
+    # the first lines a newcomer reads say "held-out checks": one note under the first
+    # verdict says what they are, and where the lab says it in full; then never again
+    lines = learners_replay.stdout.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("  held-out checks: "))
+    notes = [i for i, line in enumerate(lines) if line.startswith("  (held-out: ")]
+    assert notes == [first + 1]
+    assert lines[first - 2].startswith("Starting verdict (recorded): ")
+    page, _, anchor = HELD_OUT_DOCS.partition("#")
+    assert lines[notes[0]].endswith(f"see {HELD_OUT_DOCS})")
+    headings = re.findall(r"^#+ (.+)$", (LAB / page).read_text(encoding="utf-8"), re.M)
+    assert anchor in [slug(heading) for heading in headings]
 
 
 LAB_REPLAY = "python3 lab.py replay "
@@ -230,6 +246,16 @@ def test_the_gallery_table_says_what_each_cheat_recording_holds():
 # --- the learner's page: short, linked, and pointing at the right lines --------------------------
 
 CORE_PATH = ("agent_loop.py", "tool_guard.py", "repo_tools.py", "verdict.py", "local_model.py")
+
+
+@pytest.mark.parametrize("page", ["hooks", "permissions", "context", "one-shot"])
+def test_each_extensions_page_gives_its_command_for_both_wires(page):
+    # a learner on llama-server (the README's way without Ollama) reads the same page
+    text = (LAB / "docs" / f"{page}.md").read_text(encoding="utf-8")
+    commands = text.split("\n## Turn ", 1)[1].split("\n\n")[1].splitlines()  # its first block
+    runs = [line.split("record_run.py ", 1)[1] for line in commands if "record_run.py " in line]
+    assert any(run.startswith("--api openai --model ") for run in runs)  # the OpenAI wire
+    assert any("--api" not in run for run in runs)  # and Ollama's, the default
 
 
 def test_the_readme_is_read_in_one_sitting():

@@ -1,12 +1,16 @@
 """record_run.py, the recorder, past what test_recorded.py's end-to-end runs show: where it
 may write (--output: a folder, a link, a device or a FIFO refused before any run; a name
-made from any model name), a recording it cannot save (exit 2, not a finished attempt), and
-a run that rewrote the test file (saved, and not counted). Its main() runs in the test's
-process (tests/in_process.py) or `record_attempt` is called with a scripted chat.
+made from any model name; by default the learner's own runs/, never recordings/), a
+recording it cannot save (exit 2, not a finished attempt), and a run that rewrote the test
+file (saved, and not counted). Its main() runs in the test's process (tests/in_process.py)
+or `record_attempt` is called with a scripted chat; where the lab's own folders are what is
+tested, a copy of the lab runs as programs.
 """
 
 import io
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,9 +18,10 @@ import pytest
 import record_run
 from plumbing.exit_codes import EXIT_ERROR, EXIT_NO
 from plumbing.output_path import default_output
-from plumbing.recording import RecordingChat, load
+from plumbing.recording import RECORDINGS, RUNS, RecordingChat, load
+from tests.helpers import failing, lab_copy, passing
 from tests.in_process import run_cli
-from tests.ollama_test_server import call, chunk
+from tests.ollama_test_server import ConversationServer, call, chunk
 from tests.scripted_model import ScriptedChat
 
 # --- --output: refused before any run unless it is a new or a regular file ------------------------
@@ -99,6 +104,21 @@ def test_recorder_does_not_count_a_run_that_rewrote_the_test_file(tmp_path, caps
     assert "the test file changed" in capsys.readouterr().err
 
 
+def test_a_live_run_says_what_the_held_out_words_mean_under_its_starting_verdict(tmp_path):
+    # the first verdict a learner meets, on the first lines of a live run, says once what
+    # its held-out line counts; the final verdict does not say it again
+    out = io.StringIO()
+    script = [[chunk("All pass.", done=True)]]
+    record_run.record_attempt(
+        RecordingChat(ScriptedChat(script)), {"name": "scripted"}, tmp_path / "r.json", 4, out=out
+    )
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "Starting verdict: failed" and lines[2].startswith("  held-out checks: ")
+    assert lines[3].startswith("  (held-out: inputs the model never saw, answered by its code")
+    assert "; how many depends on the seed each run draws; relations: " in lines[3]
+    assert sum(line.startswith("  (held-out: ") for line in lines) == 1
+
+
 # --- the name it makes up for a recording ---------------------------------------------------------
 
 
@@ -107,3 +127,35 @@ def test_a_model_name_of_no_usable_character_still_names_its_recording():
     # replay.py would take for an option
     assert default_output("???").name.startswith("model-")
     assert default_output("qwen3:0.6b").name.startswith("qwen3-0.6b-")
+
+
+# --- the learner's runs are theirs: runs/, never among the lab's recordings ----------------------
+
+
+def test_a_recording_is_named_in_the_learners_runs_folder_not_among_the_labs():
+    made = default_output("qwen2.5-coder:1.5b")
+    assert made.parent == RUNS and RECORDINGS not in made.parents
+    ignored = (RUNS.parent / ".gitignore").read_text().splitlines()
+    assert f"{RUNS.name}/" in ignored  # git never offers to commit a learner's run
+
+
+def test_a_series_saves_in_runs_by_default_and_replay_with_no_argument_leaves_it_out(tmp_path):
+    # A copy of the lab, run as programs: its runs/ and recordings/ are its own. A series
+    # with no --output names its attempts from the default, in runs/; the walk-through
+    # (the copy has none) is all that replay.py takes when given no recording.
+    lab = lab_copy(tmp_path)
+    with ConversationServer([passing("a"), failing("b")]) as server:
+        series = subprocess.run(
+            [sys.executable, str(lab / "record_run.py"), "--host", server.host, "--attempts", "2"],
+            capture_output=True, text=True, cwd=tmp_path, timeout=240,
+        )  # fmt: skip
+    assert series.returncode == 1, series.stdout + series.stderr  # one of the two failed
+    saved = sorted(p.name for p in (lab / "runs").iterdir())
+    assert len(saved) == 2 and saved[0].startswith("gemma4-e2b-") and saved[0].endswith("-1.json")
+    assert not (lab / "recordings").exists()
+    replayed = subprocess.run(
+        [sys.executable, str(lab / "replay.py")], capture_output=True, text=True, cwd=tmp_path,
+        timeout=60,
+    )  # fmt: skip
+    assert replayed.returncode == 2
+    assert replayed.stderr == f"error: no recordings given and none in {lab / 'recordings'}\n"

@@ -95,6 +95,7 @@ def planned(seed, count):
     said = "near-misses of the literals the repairs use"
     cases += [(misses[at : at + 5], said, LIST) for at in range(0, len(misses), 5)]
     cases.append((templates, "paths the reference selects", LIST))
+    templates_at = len(cases) - 1
     settled = [
         number
         for number, (paths, _, kind) in enumerate(cases)
@@ -106,7 +107,7 @@ def planned(seed, count):
     cases += [(paths, "paths asked nowhere else", AWAY) for paths in away]
     windows = again + tuple(number for number in settled if number >= misses_from)
     windows += tuple(range(len(cases) - len(away), len(cases)))
-    named = (len(cases) - 1, *again[:IN_FOLDER])  # the templates: named like selected files
+    named = (templates_at, *again[:IN_FOLDER])  # the templates: named like selected files
     decoys = (*_decoys(path for number in named for path in cases[number][0]), *BESIDE)
     folder = (*named, *again[IN_FOLDER : 2 * IN_FOLDER])  # ... and lists named by none
     return Plan(tuple(cases), accepted, windows, folder, decoys, count, len(alone))

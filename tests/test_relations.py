@@ -26,7 +26,7 @@ SHOWN_BY = {
     "selects-stubs": ".pyi",
     "strips-quotes": '\\"',
     "caches-by-sorted-paths": "asked after",
-    "caches-by-frozenset": "asked after",
+    "caches-by-frozenset": "against its paths alone",
     "joins-with-os-sep": "asked again as on Windows",
     "normalises-case": "asked again as on Windows",
     "matches-with-fnmatch": "asked again as on Windows",

@@ -107,7 +107,7 @@ def temporary_files_in_memory(config):
     if room.f_flag & os.ST_NOEXEC or room.f_bavail * room.f_frsize < ROOM:
         return
     folder = tempfile.mkdtemp(prefix="lab", dir=MEMORY)
-    os.chmod(folder, 0o755)  # as /tmp is to the sandboxed tests run as nobody: passable
+    os.chmod(folder, 0o755)  # passable, as /tmp is, to the tests run as their own user
     os.environ["TMPDIR"], tempfile.tempdir = folder, folder
     if config.option.basetemp is None:
         config.option.basetemp = os.path.join(folder, "pytest")

@@ -224,9 +224,9 @@ def parse_args(argv):
         dest="isolate",
         action="store_false",
         help="run the tests with your permissions (default: isolated with bubblewrap where it "
-        "works, else with only the network cut by unshare (as root, as nobody: no write to your "
-        "files), else unisolated, which as root is refused without this flag; either of those "
-        "two is said at the start)",
+        "works, else with only the network cut by unshare (as root, as a user of its own: no "
+        "write to your files), else unisolated, which as root is refused without this flag; "
+        "either of those two is said at the start)",
     )
     isolation.add_argument(
         "--isolate", action="store_true", help="the default; kept so older commands still work"

@@ -79,10 +79,9 @@ def parse_args(argv):
         action="store_false",
         help="run the recording's edits and the tests with your permissions (default: "
         "isolated with bubblewrap where it works, and then nothing is said about it; else with "
-        "only the network cut by unshare (as root, as nobody: no write to your files), or "
-        "unisolated, each "
-        "said in a line at the start, and then only the lab's own recordings are replayed; "
-        "whatever the recording was made with)",
+        "only the network cut by unshare (as root, as a user of its own: no write to your "
+        "files), or unisolated, each said in a line at the start, and then only the lab's own "
+        "recordings are replayed; whatever the recording was made with)",
     )
     isolation.add_argument(
         "--isolate", action="store_true", help="the default; kept so older commands still work"

@@ -6,9 +6,9 @@ them: no file it writes grows past FILE_SIZE_LIMIT (the write past it fails with
 large": Python ignores the SIGXFSZ signal that would otherwise kill it), and its address
 space stays under MEMORY_LIMIT (an allocation past it fails with MemoryError). Under
 bubblewrap its private /tmp is memory that holds TMP_SIZE at most (isolation.py), so a
-flood of small files cannot fill the machine's memory either. As root, where the code runs
-as `nobody`, that user may hold PROCESS_LIMIT processes at once (a fork past it fails with
-BlockingIOError), so a fork bomb stops. A normal run of the sample's
+flood of small files cannot fill the machine's memory either. As root, where each run's
+code is a user of its own, that user may hold PROCESS_LIMIT processes at once (a fork past
+it fails with BlockingIOError), so a fork bomb stops. A normal run of the sample's
 tests peaks at about 32 MB of address space and writes a report of a few KB: each limit
 leaves it a margin of sixteen times or more.
 
@@ -26,11 +26,9 @@ import resource
 FILE_SIZE_LIMIT = 16 * 2**20  # bytes of one file the edited code writes, at most
 MEMORY_LIMIT = 512 * 2**20  # bytes of address space of each of its processes
 TMP_SIZE = 32 * 2**20  # bytes the sandbox's /tmp holds in all: room for one file at its limit
-# Processes of `nobody` at once, as root (the code runs as nobody: isolation.py). subtle: the
-# kernel counts them per user, not per run: every sandbox of the machine shares these, so
-# the limit leaves room for many at once (a test run is 3 or 4 processes of nobody; the
-# suite runs 4 at a time), and a fork bomb in one holds the others' new processes back
-# until its run is killed, at 15 s at most.
+# Processes of a run's user at once, as root (each run is a user of its own:
+# sandbox_user.py). The kernel counts them per user, so each run has a count of its own (a
+# test run is 3 or 4 processes), and a fork bomb in one holds back no other run.
 PROCESS_LIMIT = 256
 
 # What a run prints when it went past each limit, and how a reason names that limit.
@@ -54,7 +52,7 @@ def set_limits():
     A hard limit lower than ours, set by the machine, is kept.
     """
     limits = [(resource.RLIMIT_FSIZE, FILE_SIZE_LIMIT), (resource.RLIMIT_AS, MEMORY_LIMIT)]
-    if os.geteuid() == 0:  # the code will run as nobody (isolation.py); root is never held
+    if os.geteuid() == 0:  # the code will run as the run's own user; root is never held
         limits.append((resource.RLIMIT_NPROC, PROCESS_LIMIT))
     for which, limit in limits:
         hard = resource.getrlimit(which)[1]

@@ -5,8 +5,8 @@ the minimal environment, in its own process group, and returns its exit code (No
 timeout) and the tail of its output. The group is killed when the run ends for any reason
 (finished, timed out, or Ctrl-C in the harness): a child that forks a grandchild holding
 the output pipe cannot hang the harness. `run_isolated(...)` runs one under an isolation
-(plumbing/isolation.py) with the folders it may read and write, and says when a process
-outside the run could have reached it (plumbing/sandbox_user.py).
+(plumbing/isolation.py) with the folders it may read and write, as root as a user of its
+own, and says when a process of that user outlived it (plumbing/sandbox_user.py).
 
 Each child starts under the file-size and memory limits of bounds.py.
 
@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 from plumbing import sandbox_user
 from plumbing.bounds import set_limits
-from plumbing.isolation import BUBBLEWRAP, NETWORK_ONLY, NONE, isolation_prefix
+from plumbing.isolation import BUBBLEWRAP, NONE, isolation_prefix
 from plumbing.suite_settings import memo_folder
 
 OUTPUT_LIMIT = 4000  # characters of test output kept: the tail, where pytest's summary is
@@ -121,22 +121,23 @@ class IsolatedRun(NamedTuple):
 def run_isolated(kind, command, cwd, timeout, *, reads=(), writes=(), results=(), **kwargs):
     """The IsolatedRun of `command` run in `cwd` under the isolation `kind`: its exit code
     and output's tail as run_bounded gives them (`kwargs`: its `stderr` and `keep`), and
-    whether a process outside it could have reached it.
+    whether a process of its user outlived it outside its sandbox.
 
     `reads`: folders bound read-only; `writes`: folders it may change (`cwd` is the first
     of these, or of `reads`); `results`: writable folders it only writes its results into.
+    As root the run is a user of its own, drawn for it (plumbing/sandbox_user.py).
     """
-    prefix = isolation_prefix(kind, writable=(*writes, *results), readable=reads)
-    with sandbox_user.one_at_a_time(kind == NETWORK_ONLY):  # it may search every folder
-        if memo_folder():  # the lab's test suite alone (plumbing/suite_settings.py)
-            from plumbing.run_memo import run_once  # subtle: here, as run_memo imports this
+    user = sandbox_user.fresh_user() if kind != NONE and sandbox_user.as_root() else None
+    prefix = isolation_prefix(kind, writable=(*writes, *results), readable=reads, user=user)
+    if memo_folder():  # the lab's test suite alone (plumbing/suite_settings.py)
+        from plumbing.run_memo import run_once  # subtle: here, as run_memo imports this
 
-            inputs, sandboxed = (*reads, *writes), kind == BUBBLEWRAP
-            exit_code, output = run_once(
-                prefix, command, cwd, timeout, sandboxed=sandboxed, inputs=inputs,
-                outputs=results, **kwargs,
-            )  # fmt: skip
-        else:
-            exit_code, output = run_bounded([*prefix, *command], cwd, timeout, **kwargs)
-    # after the run: a process of the sandbox user alive outside it could have changed it
-    return IsolatedRun(exit_code, output, sandbox_user.outsider() if kind != NONE else None)
+        inputs, sandboxed = (*reads, *writes), kind == BUBBLEWRAP
+        exit_code, output = run_once(
+            prefix, command, cwd, timeout, sandboxed=sandboxed, inputs=inputs,
+            outputs=results, **kwargs,
+        )  # fmt: skip
+    else:
+        exit_code, output = run_bounded([*prefix, *command], cwd, timeout, **kwargs)
+    # after the run: a process of its user alive outside its sandbox could have changed it
+    return IsolatedRun(exit_code, output, sandbox_user.outsider(user) if user else None)

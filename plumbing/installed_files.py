@@ -5,7 +5,7 @@ imports pytest from there: a line appended to `ollama/__init__.py`, or bytecode 
 a `__pycache__/` of site-packages with its source's modification time (Python loads it),
 would run inside the harness or forge a test report, and git sees none of it. Edited code
 cannot write there under bubblewrap (read-only) or, as root, in network-only (it runs as
-`nobody`); in network-only as another user, or unisolated, it can. So lab.py, right after
+a user of its own); in network-only as another user, or unisolated, it can. So lab.py, right after
 pip installed the locked packages and before any edited code ran, writes
 `lab-installed-files.json`: each file's and link's path, mode, size, modification and
 change times (`write_snapshot`). `changed()`

@@ -5,31 +5,33 @@ the disk and the harness.
 installed is not enough), in this order:
 - "bubblewrap" (`bwrap`): no capability and no root. A harness that is not root gets a
   new user namespace where the kernel allows one; a harness that is root runs the tests as
-  the user `nobody` (uid 65534, through `setpriv`), since uid 0 in any namespace of its own
-  is still the machine's root to the kernel: it could write kernel settings in /proc/sys
-  and read /etc/shadow. New network, PID and IPC namespaces; a file
-  system made of the system folders and the Python installation, read-only, an empty
-  private /tmp of 32 MB, and the folders bound writable (the temporary copy and the fresh folder
-  the test report goes to; as root, these folders are handed to `nobody`); a new session;
-  it dies with the harness. Nothing else of the
-  machine is there: no home folder, no /run, no Unix socket of another program (a new
-  network namespace does not stop a connect() to a socket file: D-Bus or Docker's would
-  reach outside). In its own PID namespace the test process sees none of the harness's
-  processes (so not their `/proc/<pid>/environ`), and everything it starts dies when the
-  run ends, `setsid` or not.
+  a user of the run's own (a uid and gid no one else holds, drawn for each run:
+  plumbing/sandbox_user.py; `setpriv`), since uid 0 in any namespace of its own is still
+  the machine's root to the kernel: it could write kernel settings in /proc/sys and read
+  /etc/shadow. New network, PID and IPC namespaces; a file system made of the system
+  folders and the Python installation, read-only, an empty private /tmp of 32 MB, and the
+  folders bound writable (the temporary copy and the fresh folder the test report goes to;
+  as root, handed to the run's user); a new session; it dies with the harness. Nothing
+  else of the machine is there: no home folder, no /run, no Unix socket of another program
+  (a new network namespace does not stop a connect() to a socket file: D-Bus or Docker's
+  would reach outside). In its own PID namespace the test process sees none of the
+  harness's processes (so not their `/proc/<pid>/environ`), and everything it starts dies
+  when the run ends, `setsid` or not.
 - "network-only" (`unshare --net --pid`, where it works: root, or user namespaces
   allowed): no network, and a PID namespace and /proc of its own (the code sees only its
   own processes, and all it starts dies with the run); it can still read and write
-  whatever you can. A harness that is root runs it as `nobody` who may read everything
-  (NOBODY_WHO_READS): it writes only what anyone may (/tmp) and the folders handed to it,
-  never the lab's files, its `.venv/` or a kernel setting. It protects the network and,
-  as root, your files from writes, so a recording from elsewhere is not replayed under it.
+  whatever you can. A harness that is root runs it as the run's own user, who may read
+  everything (READS_EVERYTHING) but writes only what anyone may (/tmp) and the folders
+  handed to it: never the lab's files, its `.venv/`, a kernel setting or another run's
+  folders. It protects the network and, as root, your files from writes, so a recording
+  from elsewhere is not replayed under it.
 - "none": neither works; the tests run with your permissions.
-`isolation_prefix(kind, writable)` is the command prefix `child_process.run_isolated` puts
-before `python -m pytest` or the held-out child (as root, handing the run its folders:
-plumbing/sandbox_user.py), `notice(isolate)` the one line a CLI prints at the start when
-the tests will not run under bubblewrap, and `refused(isolate)` why a live run may not start
-at all (as root, where nothing isolates the edited code).
+`isolation_prefix(kind, writable, readable, user)` is the command prefix
+`child_process.run_isolated` puts before `python -m pytest` or the held-out child (as root,
+as `user`, handed the run's folders: plumbing/sandbox_user.py), `notice(isolate)` the one
+line a CLI prints at the start when the tests will not run under bubblewrap, and
+`refused(isolate)` why a live run may not start at all (as root, where nothing isolates the
+edited code).
 
 Not a container and not a security boundary you should bet secrets on: it narrows what a
 buggy or hostile edit can reach, on Linux, with tools that are usually already there.
@@ -44,7 +46,7 @@ from pathlib import Path
 
 from plumbing import installed_files
 from plumbing.bounds import TMP_SIZE
-from plumbing.sandbox_user import SANDBOX_USER, as_root, hand_over
+from plumbing.sandbox_user import as_root, fresh_user, hand_over, names
 
 BUBBLEWRAP, NETWORK_ONLY, NONE = "bubblewrap", "network-only", "none"
 KINDS = (BUBBLEWRAP, NETWORK_ONLY, NONE)
@@ -66,31 +68,22 @@ BWRAP_UNSHARE = [
 ]
 # subtle: as root, a user namespace maps uid 0 inside to uid 0 outside, and a write to
 # /proc/sys checks only for that uid, capabilities or not. So root keeps no user namespace
-# and runs the command as `nobody` instead: bwrap keeps the three capabilities setpriv needs
-# to change user and empty the bounding set, and setpriv drops them all before the exec.
+# and runs the command as the run's own user (`_as_user`): bwrap keeps the three
+# capabilities setpriv needs to change user and empty the bounding set; setpriv drops them.
 AS_ROOT = ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
-BECOME_NOBODY = [
-    f"--reuid={SANDBOX_USER}",
-    f"--regid={SANDBOX_USER}",
-    "--clear-groups",
-    "--inh-caps=-all",
-    "--bounding-set=-all",
-    "--",
-]
+NO_CAPABILITY = ["--inh-caps=-all", "--bounding-set=-all", "--"]
 # subtle: in a PID namespace of its own the run's first process is its init; when it ends,
 # the kernel kills every other process in it (double fork, `setsid` or not). --kill-child
 # ends it when unshare is killed (the group kill ending a run), setpriv's --pdeathsig ends
 # unshare when the harness dies outright; --mount-proc: a /proc of its own processes only.
 UNSHARE = ["--net", "--pid", "--kill-child", "--mount-proc"]
-# As root, network-only runs the code as `nobody` too (without it, a test run could write
-# the lab's .venv/ and its folders), keeping one capability: to read and search any folder
-# (CAP_DAC_READ_SEARCH). Reading is what network-only never protected; without it, `nobody`
-# could not reach this Python where it lives under /root (pyenv's) nor the harness's private
-# temporary folders. No new privileges: a set-user-ID program it runs stays `nobody`'s.
-NOBODY_WHO_READS = [
-    f"--reuid={SANDBOX_USER}",
-    f"--regid={SANDBOX_USER}",
-    "--clear-groups",
+# As root, network-only runs the code as the run's own user too (else it could write the
+# lab's .venv/ and folders), keeping one capability: to read and search any folder
+# (CAP_DAC_READ_SEARCH), to reach this Python under /root (pyenv's) and the harness's private
+# temporary folders. Reading is what network-only never protected; it writes nothing of
+# another user's (another run's folders included). No new privileges: a set-user-ID
+# program it runs stays the run's user's.
+READS_EVERYTHING = [
     "--no-new-privs",
     "--pdeathsig=KILL",  # subtle: --kill-child's, which the change of user above cleared
     "--inh-caps=-all,+dac_read_search",
@@ -100,9 +93,10 @@ NOBODY_WHO_READS = [
 ]
 
 
-def isolation_prefix(kind, writable=(), readable=()):
+def isolation_prefix(kind, writable=(), readable=(), user=None):
     """The command prefix running a command under `kind`, with `writable` folders writable
-    and `readable` ones bound read-only.
+    and `readable` ones bound read-only; as root, as `user` (a fresh one when None), to whom
+    the `writable` folders are handed.
 
     The first folder named is the working directory. Start the prefixed command with the
     minimal environment: bubblewrap's own environment is readable inside the sandbox (it is
@@ -112,10 +106,13 @@ def isolation_prefix(kind, writable=(), readable=()):
         installed_files.ran_outside_bubblewrap()
     if kind == NONE:
         return []
+    named = []
     if as_root():  # only inside a folder only root may enter (plumbing/sandbox_user.py)
-        hand_over(writable, readable)
+        user = fresh_user() if user is None else user
+        hand_over(writable, readable, user)
+        named = [shutil.which("env") or "/usr/bin/env", *names(user)]  # its name: no passwd
     if kind == NETWORK_ONLY:
-        return _network_only()
+        return [*named, *_network_only(user)]
     binds = []
     for folder in map(str, writable):
         binds += [*_way_to(folder), "--bind", folder, folder]
@@ -123,53 +120,60 @@ def isolation_prefix(kind, writable=(), readable=()):
         binds += [*_way_to(folder), "--ro-bind", folder, folder]
     folders = [*writable, *readable]
     chdir = ["--chdir", str(folders[0])] if folders else []
-    return [shutil.which("bwrap"), *bwrap_mounts(), *binds, *chdir, *_unshare_and_user()]
+    mounts = [*bwrap_mounts(), *binds, *chdir]
+    return [*named, shutil.which("bwrap"), *mounts, *_unshare_and_user(user)]
 
 
-def _network_only():
-    """`unshare` (UNSHARE), dying with the harness, and as root the step down to `nobody`
-    who may read (NOBODY_WHO_READS)."""
+def _network_only(user):
+    """`unshare` (UNSHARE), dying with the harness, and as root the step down to `user`,
+    who may read (READS_EVERYTHING)."""
     setpriv = shutil.which("setpriv") or "setpriv"
     unshare = [setpriv, "--pdeathsig", "KILL", "--", shutil.which("unshare"), *UNSHARE, "--"]
     if not as_root():
         return unshare
-    return [*unshare, setpriv, *NOBODY_WHO_READS]
+    return [*unshare, setpriv, *_as_user(user), *READS_EVERYTHING]
 
 
-def _unshare_and_user():
-    """What follows the mounts: the namespaces, and as root the step down to `nobody`; where
+def _as_user(user):
+    return [f"--reuid={user}", f"--regid={user}", "--clear-groups"]  # setpriv's: uid and gid
+
+
+def _unshare_and_user(user):
+    """What follows the mounts: the namespaces, and as root the step down to `user`; where
     this bubblewrap can (0.8.0 and later), no user namespace may be made inside."""
     if not as_root():
         if not _says("--disable-userns"):
             return [*BWRAP_UNSHARE, "--"]
         unshared = [flag for flag in BWRAP_UNSHARE if flag != "--unshare-user-try"]
         return [*unshared, "--unshare-user", "--disable-userns", "--"]
-    return [*_as_nobody(), *_no_user_namespaces()]
+    return [*_stepped_down(user), *_no_user_namespaces()]
 
 
-def _as_nobody():
-    """As root, what follows the mounts up to the step down to `nobody`, included."""
+def _stepped_down(user):
+    """As root, what follows the mounts up to the step down to `user`, included."""
     unshared = [flag for flag in BWRAP_UNSHARE if flag != "--unshare-user-try"]
-    return [*unshared, *AS_ROOT, "--", shutil.which("setpriv") or "setpriv", *BECOME_NOBODY]
+    setpriv = shutil.which("setpriv") or "setpriv"
+    return [*unshared, *AS_ROOT, "--", setpriv, *_as_user(user), *NO_CAPABILITY]
 
 
 _second_left_out = False  # as root: whether the second bubblewrap was found not to start here
 
 
 def _no_user_namespaces():
-    """As root, after the step down to `nobody`: a second bubblewrap, in the first one's
-    file system as it is, whose only work is a user namespace in which no other can be made.
+    """As root, after the step down to the run's user: a second bubblewrap, in the first
+    one's file system as it is, whose only work is a user namespace in which no other can be
+    made.
 
-    subtle: `nobody` may make user namespaces of its own (`unshare -Ur`), and inside one it
-    holds every capability over what that namespace owns: more of the kernel to reach. The
-    first bubblewrap cannot forbid it: --disable-userns needs a user namespace of its own,
-    and root's would map uid 0 inside to the machine's root. `nobody`'s maps 65534 to itself.
-    Left out where it cannot start (as on a machine that keeps user namespaces from users
-    who are not root: there `nobody` cannot make one either), rather than lose bubblewrap;
-    `isolation_kind` finds that out.
+    subtle: the run's user may make user namespaces of its own (`unshare -Ur`), and inside
+    one it holds every capability over what that namespace owns: more of the kernel to
+    reach. The first bubblewrap cannot forbid it: --disable-userns needs a user namespace of
+    its own, and root's would map uid 0 inside to the machine's root. The run's user's maps
+    its uid, whatever the number, to itself. Left out where it cannot start (a machine that
+    keeps user namespaces from users who are not root, and so from the run's user), rather
+    than lose bubblewrap; `isolation_kind` finds that out.
     """
     if not _says("--disable-userns") or _second_left_out:
-        return []  # bubblewrap before 0.8.0: nobody may still make one (docs/defences.md)
+        return []  # bubblewrap before 0.8.0: the code may still make one (docs/defences.md)
     bwrap = shutil.which("bwrap") or "bwrap"
     return [bwrap, "--unshare-user", "--disable-userns", "--dev-bind", "/", "/", "--"]
 
@@ -183,7 +187,7 @@ def bwrap_mounts():
     mounts = []
     for folder in SYSTEM_FOLDERS:
         mounts += ["--ro-bind-try", folder, folder]
-    # /tmp as on any machine (1777): the tests may run as `nobody` (see BECOME_NOBODY); it is
+    # /tmp as on any machine (1777): the tests may run as another user (`_as_user`); it is
     # memory, so it holds TMP_SIZE at most (bounds.py)
     mounts += ["--dev", "/dev", "--proc", "/proc", "--perms", "01777", *_sized(), "--tmpfs", "/tmp"]
     for folder in _python_folders():  # after /tmp: a checkout may live under /tmp
@@ -219,9 +223,9 @@ def _way_to(folder):
     """Folders the sandbox makes, open to all, on the way down to where `folder` is bound.
 
     subtle: bwrap gives a folder it makes on the way the mode of the machine's own, and
-    /root or a pytest temporary folder is 0700: `nobody` could not reach a Python installed
-    under /root, nor a copy under /tmp/pytest-of-root. The sandbox's own are empty but for
-    the mount points, so nothing of the machine's is opened by this.
+    /root or a pytest temporary folder is 0700: the run's user could not reach a Python
+    installed under /root, nor a copy under /tmp/pytest-of-root. The sandbox's own are empty
+    but for the mount points, so nothing of the machine's is opened by this.
     """
     made = ("/", "/tmp", "/dev", "/proc", *SYSTEM_FOLDERS)
     ancestors = [str(parent) for parent in reversed(Path(folder).parents)]
@@ -254,8 +258,8 @@ def notice(isolate):
     kind = isolation_kind()
     if kind == NETWORK_ONLY and as_root():
         return (
-            "tests run with only the network cut, as nobody (the edited code can read what you "
-            "can and write only what anyone may): install bubblewrap to isolate them"
+            "tests run with only the network cut, as a user of their own (the edited code can "
+            "read what you can, write only what anyone may): install bubblewrap to isolate them"
         )
     if kind == NETWORK_ONLY:
         return (
@@ -290,13 +294,17 @@ def isolation_kind():
     global _second_left_out
     bwrap, unshare = shutil.which("bwrap"), shutil.which("unshare")
     _second_left_out = False
-    if bwrap and _works([bwrap, *bwrap_mounts(), *_unshare_and_user()]):
+    try:
+        user = fresh_user() if as_root() else None  # one as a run would have
+    except OSError:  # a user namespace that maps no id to step down to (root's alone)
+        return NONE
+    if bwrap and _works([bwrap, *bwrap_mounts(), *_unshare_and_user(user)]):
         return BUBBLEWRAP
     if bwrap and as_root() and _no_user_namespaces():  # the second one may not start here
-        if _works([bwrap, *bwrap_mounts(), *_as_nobody()]):
+        if _works([bwrap, *bwrap_mounts(), *_stepped_down(user)]):
             _second_left_out = True
             return BUBBLEWRAP
-    if unshare and _works(_network_only()):
+    if unshare and _works(_network_only(user)):
         return NETWORK_ONLY
     return NONE
 

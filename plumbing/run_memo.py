@@ -64,8 +64,8 @@ def run_once(prefix, command, cwd, timeout, *, sandboxed, inputs, outputs=(), **
     file of them is kept and written again). Every folder is an absolute path.
 
     subtle: the key holds the command, not the prefix: the prefix names each folder on the
-    way to a bound one (`--dir /tmp/...`), which differs for every temporary copy, and is
-    otherwise the same for every run of one session.
+    way to a bound one (`--dir /tmp/...`), which differs for every temporary copy, and as
+    root the run's own user, drawn anew for each; it is otherwise the same for every run.
     """
     everything = [*prefix, *command]
     memo = folder()

@@ -1,52 +1,112 @@
-"""The sandbox user: as root, the edited code runs as `nobody` (isolation.py); what a run
-hands to that user, and what else of that user could reach it.
+"""The sandbox user: as root, each isolated run's code runs as a user of its own (isolation.py
+steps down to it), drawn for that run; what a run hands to that user, and what of it is
+left after the run.
 
-What a run may write is made `nobody`'s for the run, so another process of `nobody` could
-write it too if it found a way there. Three things keep every way closed:
-- `hand_over(writable, readable)` gives a run its folders, and only folders that sit inside
-  a folder only root may enter (what `tempfile.mkdtemp` makes): no path leads to them for
-  anyone but root and the run's own sandbox.
-- `one_at_a_time(alone)`: a network-only run (which may search every folder) holds the
-  machine's sandbox lock for itself, so no other run of the lab is live beside it.
-- `outsider()` is why a run fails when a process of `nobody` runs outside every
-  sandbox: the kernel lets a process into the working folder of another of its own user's
-  through /proc/<pid>/cwd, whatever folder holds it.
+No process outside a run holds the run's user, so none reaches what the run was handed:
+- `fresh_user()` draws a uid (and the gid of the same number) that no passwd or group entry
+  names and no process holds. The kernel lets a process into another's working folder
+  through /proc/<pid>/cwd only when both are one user (or it holds CAP_SYS_PTRACE): a
+  process of `nobody`, or another run's, is another user and stops there.
+- `hand_over(writable, readable, user)` gives a run its folders, made that user's, and only
+  folders that sit inside a folder only root may enter (what `tempfile.mkdtemp` makes): no
+  path leads to them for anyone but root and the run's own sandbox (network-only's code,
+  which may search and read every folder, still writes none of another user's).
+- `outsider(user)` is why a run fails when a process of its user is alive after it outside
+  its sandbox: each run's processes live in a PID namespace of their own and die with it,
+  so none should be.
 
-Not here: how the code becomes `nobody` (isolation.py), how a run is bounded and killed
+Not here: how the code becomes its user (isolation.py), how a run is bounded and killed
 (child_process.py).
 """
 
-import contextlib
-import fcntl
+import grp
 import os
+import pwd
+import secrets
 import stat
 from pathlib import Path
 
-SANDBOX_USER = 65534  # nobody
-# One lock for the machine, where only root may make it: not under /tmp, where `nobody`
-# could make the file first and hold it.
-LOCK = Path("/run/agent-lab-sandbox.lock")
+# Ids systemd leaves unused below 2**31 (past it, tools that take an id as signed break):
+# above the users', the dynamic ones, nobody, and the ranges given to containers
+# (systemd.io/UIDS-GIDS). Where this user namespace maps none of them (a container that
+# maps 65,536 ids), any id it maps from LOWEST up, but nobody's and (uid_t) -1 of 16 bits.
+FIRST, LAST = 0x70000000, 0x7FFDFFFF
+LOWEST, NOBODY = 1000, (65534, 65535)
 
 
 def as_root():
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
-def hand_over(writable, readable):
-    """Make each `writable` folder the sandbox user's and each `readable` one readable by
+def fresh_user():
+    """An id for one run, as its uid and its gid: mapped in this user namespace, named by no
+    passwd or group entry, and held by no process (as real, effective, saved or file-system
+    uid or gid). OSError when none is found in 64 draws.
+
+    subtle: named by no entry, not only held by no process: under network-only, the code may
+    search every folder, and it could write whatever files a user of that id owns.
+    """
+    mapped = _common(_mapped("uid_map"), _mapped("gid_map"))
+    spans = _common(mapped, [(FIRST, LAST)]) or _common(mapped, [(LOWEST, LAST)])
+    held = {i for _, fields in _processes() for k in ("Uid", "Gid") for i in fields.get(k, ())}
+    for _ in range(64 if spans else 0):
+        first, last = spans[secrets.randbelow(len(spans))]
+        user = first + secrets.randbelow(last - first + 1)
+        if user not in NOBODY and str(user) not in held and not _named(user):
+            return user
+    raise OSError("no user id is free to run the tests as")
+
+
+def names(user):
+    """USER and LOGNAME for `user`'s environment: getpass reads them before the passwd entry
+    the user has none of (pytest names its tmp_path folder so).
+
+    subtle: a name of its own: network-only's /tmp is the machine's, and pytest refuses a
+    /tmp/pytest-of-NAME that another user made."""
+    return [f"USER=sandbox-{user}", f"LOGNAME=sandbox-{user}"]
+
+
+def _mapped(name):
+    """[(first, last)] of the ids this user namespace maps (/proc/self/uid_map or gid_map)."""
+    try:
+        rows = [line.split() for line in Path("/proc/self", name).read_text().splitlines()]
+    except OSError:  # no user namespaces here: every id is the machine's
+        return [(0, 2**32 - 2)]
+    return [(int(row[0]), int(row[0]) + int(row[2]) - 1) for row in rows if len(row) == 3]
+
+
+def _common(spans, others):
+    """The ids both lists of spans hold, as spans."""
+    both = [(max(a, c), min(b, d)) for a, b in spans for c, d in others]
+    return [(first, last) for first, last in both if first <= last]
+
+
+def _named(user):
+    """Whether a passwd entry names `user` as a uid or a group entry names it as a gid."""
+    for lookup in (pwd.getpwuid, grp.getgrgid):
+        try:
+            lookup(user)
+            return True
+        except KeyError:
+            pass
+    return False
+
+
+def hand_over(writable, readable, user):
+    """Make each `writable` folder the run's `user`'s and each `readable` one readable by
     all, once each is found inside a folder only root may enter (ValueError if one is not).
 
     subtle: the sandbox's own way in, through that root-only folder: under bubblewrap the
     folder is bound at its path and the folders on the way down are made anew inside, open
     to all (isolation._way_to); under network-only the code keeps CAP_DAC_READ_SEARCH
-    (isolation.NOBODY_WHO_READS), which searches any folder. Every other `nobody` stops at it.
+    (isolation.READS_EVERYTHING), which searches any folder. Every other user stops at it.
     """
     for folder in (*writable, *readable):
         if not any(map(_root_only, Path(os.path.realpath(folder)).parents)):
             raise ValueError(f"{folder} is handed to the tests, so it must sit inside a "
                              "folder only root may enter (mode 0700, root's)")  # fmt: skip
     for folder in writable:
-        _hand_to_sandbox_user(folder)
+        _hand_to(folder, user)
     for folder in readable:
         if stat.S_ISDIR(os.lstat(folder).st_mode):
             os.chmod(folder, 0o755)  # still root's: the run reads it and writes nothing there
@@ -58,74 +118,57 @@ def _root_only(folder):
     return info.st_uid == 0 and not info.st_mode & 0o077
 
 
-def _hand_to_sandbox_user(folder):
-    """Make `folder` itself `nobody`'s, so the tests may create files in it (what it holds
-    stays as it is: readable, not writable, unless the tests made it).
+def _hand_to(folder, user):
+    """Make `folder` itself `user`'s, so the tests may create files in it (what it holds
+    stays as it is: readable, not writable, unless an earlier run's tests made it).
 
     subtle: the folder only, never what it holds: a hard link that an unisolated run left
-    in the copy may be /etc/shadow, and handing that to `nobody` would give it away.
+    in the copy may be /etc/shadow, and handing that to the run would give it away. Its mode
+    again too: an earlier run's code may have opened its folder to all.
     """
-    info = os.lstat(folder)
-    if stat.S_ISDIR(info.st_mode) and info.st_uid != SANDBOX_USER:
+    if stat.S_ISDIR(os.lstat(folder).st_mode):
         # group root: bwrap itself, uid 0 without its capabilities, must still enter it
-        os.chown(folder, SANDBOX_USER, 0, follow_symlinks=False)
+        os.chown(folder, user, 0, follow_symlinks=False)
         os.chmod(folder, 0o770, follow_symlinks=False)
 
 
-@contextlib.contextmanager
-def one_at_a_time(alone):
-    """As root with `alone` (a network-only run), hold the machine's sandbox lock while
-    inside: no two such runs are live at once.
+def outsider(user):
+    """Why a test run fails, as root, while a process of its `user` runs in this harness's
+    own PID namespace after it: outside the run's sandbox, since each run's processes live in
+    a PID namespace of their own and die with it. None when there is none.
 
-    subtle: a network-only run's `nobody` may search every folder (CAP_DAC_READ_SEARCH), so
-    the root-only folder that stops every other `nobody` does not stop it: beside another
-    live run it could write that run's copy. Bubblewrap's runs see no folder but their own
-    and take no lock; where the lock cannot be made (no /run), the runs go on without it."""
-    if not (alone and as_root()):
-        yield
-        return
-    try:
-        held = os.open(LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except OSError:
-        held = None
-    try:
-        if held is not None:
-            fcntl.flock(held, fcntl.LOCK_EX)  # released when closed
-        yield
-    finally:
-        if held is not None:
-            os.close(held)
-
-
-def outsider():
-    """Why a test run fails, as root, while a process of the sandbox user runs in
-    this harness's own PID namespace: outside every sandbox, since each run's processes
-    live in a PID namespace of its own and die with it. None when there is none.
-
-    subtle: such a process reaches a live run whatever folder holds it: /proc/<pid>/cwd of
-    a test process of the same user is its copy (the kernel checks the user, not the path).
-    Found after each run, so a run it was alive to change cannot pass; it may be a
-    service the machine runs as `nobody`, which can reach the runs all the same.
+    subtle: only this namespace's. Processes the kernel is still killing in the run's own
+    namespace (bubblewrap may end before they are reaped) are gone for good; one here would
+    have left its sandbox, and could reach the folders the run was handed while they last.
     """
     if not as_root():
-        return None  # the sandbox user is then the harness's own user: nothing to tell apart
+        return None  # the run's user is then the harness's own: nothing to tell apart
     try:
         own = os.readlink("/proc/self/ns/pid")
     except OSError:  # no /proc: no PID namespace either
         return None
-    for entry in os.scandir("/proc"):
-        try:
-            if not entry.name.isdigit() or os.readlink(f"{entry.path}/ns/pid") != own:
+    for pid, fields in _processes():
+        if str(user) in fields.get("Uid", ()):  # real, effective, saved, file system
+            try:
+                if os.readlink(f"/proc/{pid}/ns/pid") != own:
+                    continue
+            except OSError:  # it ended while it was looked at
                 continue
-            status = Path(entry.path, "status").read_text(errors="replace").splitlines()
-        except OSError:  # it ended while it was looked at
-            continue
-        fields = dict(line.split(":", 1) for line in status if ":" in line)
-        if str(SANDBOX_USER) in fields.get("Uid", "").split():  # real, effective, saved, fs
-            name = fields.get("Name", "").strip()
+            name = " ".join(fields.get("Name", ()))
             return (
-                f"a process of the sandbox user nobody runs outside the sandbox (pid "
-                f"{entry.name}, {name}): it could change what a run's tests see, so no run "
-                "passes while it lives; stop it and run again"
+                f"a process of this run's sandbox user (uid {user}) outlived the run outside "
+                f"its sandbox (pid {pid}, {name}): it could have changed what the tests saw, "
+                "so the run does not pass"
             )
     return None
+
+
+def _processes():
+    """(pid, {"Name", "Uid", "Gid": their words}) of each process /proc shows."""
+    for pid in filter(str.isdigit, os.listdir("/proc") if os.path.isdir("/proc") else ()):
+        try:
+            lines = Path("/proc", pid, "status").read_text(errors="replace").splitlines()
+        except OSError:  # not a process, or it ended while it was read
+            continue
+        fields = (line.partition(":") for line in lines)
+        yield pid, {k: v.split() for k, _, v in fields if k in ("Name", "Uid", "Gid")}

@@ -130,14 +130,14 @@ def test_network_only_isolation_cuts_the_network_but_not_writes(escape_attempts,
         pytest.skip("`unshare --net` does not work here (needs root or user namespaces)")
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "unshare").symlink_to(unshare)  # unshare on the PATH, bwrap not
-    if shutil.which("setpriv"):  # as root, it runs the tests as nobody
+    if shutil.which("setpriv"):  # as root, it runs the tests as a user of their own
         (tmp_path / "bin" / "setpriv").symlink_to(shutil.which("setpriv"))
     repo, outside = escape_attempts
     finished = replay_cli(RECORDINGS / "bounded-max-turns-1.json", path=tmp_path / "bin")
     assert finished.returncode == 0, finished.stdout + finished.stderr
     assert finished.stdout.splitlines()[0] == (
-        "tests run with only the network cut, as nobody (the edited code can read what you "
-        "can and write only what anyone may): install bubblewrap to isolate them"
+        "tests run with only the network cut, as a user of their own (the edited code can "
+        "read what you can, write only what anyone may): install bubblewrap to isolate them"
         if os.geteuid() == 0
         else "tests run with only the network cut (the edited code can read and write what "
         "you can): install bubblewrap to isolate them"
@@ -153,7 +153,8 @@ def test_network_only_isolation_cuts_the_network_but_not_writes(escape_attempts,
         finally:
             isolation.isolation_kind.cache_clear()
     assert "FAILED tests/test_escape.py::test_network" in output
-    # network-only: writes still get out, where you may write; as root, where nobody may
+    # network-only: writes still get out, where you may write; as root, where the run's
+    # own user may
     # (this test's folder is root's: tests/test_sandbox_as_root.py has the rest)
     assert outside.exists() == (os.geteuid() != 0)
 

@@ -80,7 +80,8 @@ def test_a_recording_that_cannot_be_saved_exits_2_not_as_a_finished_attempt(tmp_
 def test_recorder_does_not_count_a_run_that_rewrote_the_test_file(tmp_path, capsys):
     # mutation rr_ignore_test_hash: `if not recording["tests_unchanged"]` never true.
     # Model-written code runs under run_tests and replaces the tests with one that passes.
-    # Unisolated: as root under bubblewrap the tests run as nobody, who cannot write them.
+    # Unisolated: as root under bubblewrap the tests run as a user of their own, who cannot
+    # write them.
     rewrite = (
         "import pathlib as _p\n"
         "_p.Path(__file__).with_name('tests').joinpath('test_path_rules.py')"

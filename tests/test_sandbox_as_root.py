@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import pytest
 
-from plumbing import bounds, isolation
+from plumbing import bounds, isolation, sandbox_user
 from plumbing.held_out import held_out_checks
 from plumbing.pytest_run import run_pytest
 from plumbing.sample import SOURCE_FILE, copy_sample
@@ -57,7 +57,8 @@ pathlib.Path(__file__).with_name("probe.json").write_text(json.dumps(_found))
 """
 EVERY_ATTEMPT = ("remount", "mount", "mknod", "write_python", "user_namespace")
 WHO_PROBE = (
-    'import os\nopen("who.txt", "w").write(f"{os.getuid()} {os.getgid()} {os.getgroups()}")\n'
+    "import getpass, os\nopen('who.txt', 'w').write("
+    "f'{os.getuid()} {os.getgid()} {os.getgroups()} {getpass.getuser()}')\n"
 )
 
 # As root, no root: kernel settings and root's own files are out of reach. The edited code
@@ -109,7 +110,7 @@ class Probed(NamedTuple):
     repo: Path  # the copy the tests ran in
     collected: int  # tests the run's report counts
     powers: dict  # PROBE's outcome of each attempt, and CapEff
-    who: str  # WHO_PROBE's "uid gid groups"
+    who: str  # WHO_PROBE's "uid gid groups name"
     reach: dict  # REACH_PROBE's finds: "import", "call" (the tests' run), "held-out"
 
 
@@ -185,7 +186,7 @@ def test_as_root_the_edited_code_cannot_remount_mount_or_make_devices(isolated):
 
 @SHARES_THE_ISOLATED_PROBE
 def test_as_root_the_edited_code_cannot_make_a_user_namespace(isolated):
-    # in one, nobody would hold every capability over what it owns: more kernel to reach
+    # in one, the run's user would hold every capability over what it owns: more to reach
     if not isolation._says("--disable-userns"):
         pytest.skip("this bubblewrap is older than 0.8.0: it has no --disable-userns")
     assert isolated.powers["user_namespace"] == "refused"
@@ -195,7 +196,7 @@ def test_as_root_where_the_second_bubblewrap_cannot_start_the_first_still_isolat
     as_root_under_bubblewrap, tmp_path
 ):
     # A bwrap that is not inside the sandbox (a wrapper in a folder it does not bind): the
-    # second bubblewrap cannot start, as where the machine keeps user namespaces from nobody
+    # second bubblewrap cannot start, as where the machine keeps user namespaces from users
     if not isolation._says("--disable-userns"):
         pytest.skip("this bubblewrap is older than 0.8.0: there is no second one")
     (tmp_path / "bin").mkdir()
@@ -203,19 +204,20 @@ def test_as_root_where_the_second_bubblewrap_cannot_start_the_first_still_isolat
     wrapper.write_text(f'#!/bin/sh\nexec {shutil.which("bwrap")} "$@"\n')
     wrapper.chmod(0o755)
     who = [sys.executable, "-c", "import os; print(os.getuid())"]
+    user = sandbox_user.fresh_user()
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")  # first
         isolation.isolation_kind.cache_clear()
         try:
             kind = isolation.isolation_kind()
             second = isolation._no_user_namespaces()
-            prefix = isolation.isolation_prefix(kind, (), (str(tmp_path),))
+            prefix = isolation.isolation_prefix(kind, (), (str(tmp_path),), user=user)
             done = subprocess.run([*prefix, *who], capture_output=True, text=True, timeout=60)
         finally:
             isolation.isolation_kind.cache_clear()
     isolation.isolation_kind()  # found again under the suite's own PATH
     assert (kind, second) == (isolation.BUBBLEWRAP, [])
-    assert done.stdout == "65534\n", done.stderr
+    assert done.stdout == f"{user}\n", done.stderr
     assert isolation._no_user_namespaces() != []  # and here it starts again
 
 
@@ -240,9 +242,11 @@ def test_as_root_the_edited_code_reaches_no_kernel_setting_and_nothing_only_root
 
 
 @SHARES_THE_ISOLATED_PROBE
-def test_as_root_the_tests_run_as_nobody_and_may_still_write_their_copy(isolated):
+def test_as_root_the_tests_run_as_a_user_of_their_own_and_may_still_write_their_copy(isolated):
     assert isolated.collected == 4
-    assert isolated.who == "65534 65534 []"
+    user = isolated.repo.stat().st_uid  # the copy is handed to the run's user
+    assert isolated.who == f"{user} {user} [] sandbox-{user}"  # named, with no passwd entry
+    assert user not in (0, 65534) and sandbox_user.FIRST <= user <= sandbox_user.LAST
 
 
 @SHARES_THE_UNISOLATED_PROBE
@@ -261,13 +265,12 @@ def test_the_reach_probe_finds_kernel_settings_and_roots_files_where_nothing_iso
     assert "writable /proc/sys/kernel/core_pattern" in unisolated.reach["held-out"]
 
 
-# --- a fork bomb stops at nobody's process limit ---------------------------------------------
+# --- a fork bomb stops at its user's process limit -------------------------------------------
 
 # Reads the limit it was given, then forks children that wait on a pipe until a fork is
-# refused, and notes how many it made. subtle: under a soft limit of its own, lowered to
-# FEW: every sandbox of the machine shares nobody's count (bounds.PROCESS_LIMIT), and a bomb
-# held at the real limit would refuse the processes of every other run for that moment (the
-# suite's, in parallel). The kernel refuses a fork past the soft limit as past the hard one.
+# refused, and notes how many it made. Under a soft limit of its own, lowered to FEW, so
+# that it costs the machine a few processes, not bounds.PROCESS_LIMIT of them (each run's
+# user has its own count). The kernel refuses a fork past the soft limit as past the hard one.
 FEW = 32
 FORK_UNTIL_REFUSED = f"""\
 import os, pathlib, resource
@@ -296,7 +299,7 @@ def test_as_root_a_fork_bomb_stops_at_the_process_limit_and_the_run_says_so(
     run = run_pytest(repo)
     made, limits = (repo / "forked.txt").read_text().split("|")
     assert limits.split()[2:4] == [str(bounds.PROCESS_LIMIT)] * 2  # soft and hard
-    assert int(made) < FEW  # refused before the loop's own end (nobody may run others now)
+    assert int(made) < FEW  # refused before the loop's own end
     assert run["exit_code"] is not None  # it ended by itself, not at the time limit
     assert run["verdict"] == "failed"
     assert run["reason"].endswith(
@@ -304,7 +307,7 @@ def test_as_root_a_fork_bomb_stops_at_the_process_limit_and_the_run_says_so(
     ), run["reason"]
 
 
-# --- as root with only the network cut, the edited code is nobody --------------------------
+# --- as root with only the network cut, the edited code is a user of its own -----------------
 
 LAB = Path(__file__).resolve().parent.parent
 PLANTED_NAME = "zz-planted-by-network-only"
@@ -326,7 +329,8 @@ def test_as_root_with_only_the_network_cut_the_edited_code_cannot_write_the_inst
     as_root, tmp_path, monkeypatch
 ):
     # The finding: bubblewrap missing, network-only as root, and a run appended a hook to an
-    # installed package. Now the code is nobody: it writes its copy, not .venv/ nor the lab.
+    # installed package. Now the code is the run's own user: it writes its copy, not .venv/
+    # nor the lab.
     unshare, setpriv = shutil.which("unshare"), shutil.which("setpriv")
     if not (unshare and setpriv) or subprocess.run([unshare, "--net", "true"]).returncode:
         pytest.skip("`unshare --net` does not work here")
@@ -344,7 +348,9 @@ def test_as_root_with_only_the_network_cut_the_edited_code_cannot_write_the_inst
         isolation.isolation_kind.cache_clear()
     site_packages = Path(sysconfig.get_paths()["purelib"])
     assert not (site_packages / PLANTED_NAME).exists() and not (LAB / PLANTED_NAME).exists()
-    assert (repo / "found.txt").read_text() == "65534 refused refused", run["output"]
+    user = repo.stat().st_uid  # the copy is handed to the run's user
+    assert user not in (0, 65534), user
+    assert (repo / "found.txt").read_text() == f"{user} refused refused", run["output"]
 
 
 # --- the lab cannot be poisoned by what it ran -----------------------------------------------

@@ -456,7 +456,7 @@ def test_the_harness_key_in_proc_is_out_of_reach_or_redacted(tmp_path, isolate):
     recording = load(output)
     tool_output = [e for e in recording["events"] if e["type"] == "tool_result"][1]["result"]
     if isolate:  # the parent is bubblewrap's init, started with the minimal environment
-        # (as root the tests run as nobody, who may not read root's init at all)
+        # (as root the tests run as a user of their own, who may not read root's init)
         as_root = os.geteuid() == 0
         seen = "refused (Permission denied)" if as_root else "[]"
         assert f"found in the parent: {seen}" in tool_output["output"]

@@ -598,8 +598,8 @@ KEEPS_BACKSLASHES = (
     '    if changed_paths == ["src\\\\api\\\\routes.py"]:\n'
     '        return ["src\\\\api\\\\routes.py"]\n'
 )
-# Replaces the tests folder at import (the copy's top takes new entries even as `nobody` in
-# the sandbox), with the contradicting expectation turned into the docstring's.
+# Replaces the tests folder at import (the copy's top takes new entries even as the run's
+# own user in the sandbox), with the contradicting expectation turned into the docstring's.
 REWRITES_THE_TEST = (
     "import os as _os\nimport pathlib as _pathlib\n\n"
     "_here = _pathlib.Path(__file__).resolve().parent\n"

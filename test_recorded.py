@@ -592,7 +592,7 @@ def test_chunks_shows_one_turns_chunks_as_they_arrived_inside_that_turn():
     chunks = load(RECORDINGS / "repair.json")["model_calls"][2]["chunks"]
     lines = output.splitlines()
     head = lines.index(f"--- turn 3: its {len(chunks)} chunks, as the adapter handed them over ---")
-    assert lines[head - 1].startswith("turn 2: read_file")  # where turn 3 begins
+    assert lines[head - 1] == "  -> 18 lines of tests/test_path_rules.py"  # turn 2 ended
     assert [json.loads(line) for line in lines[head + 1 : head + 1 + len(chunks)]] == chunks
     assert lines[head + 1 + len(chunks)].startswith("turn 3 thinking: The Windows path")
     assert lines[head + 2 + len(chunks)].startswith("turn 3: replace_text")

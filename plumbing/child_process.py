@@ -125,9 +125,11 @@ def run_isolated(kind, command, cwd, timeout, *, reads=(), writes=(), results=()
 
     `reads`: folders bound read-only; `writes`: folders it may change (`cwd` is the first
     of these, or of `reads`); `results`: writable folders it only writes its results into.
-    As root the run is a user of its own, drawn for it (plumbing/sandbox_user.py).
+    As root the run is a user of its own, drawn for the folder it works in and kept for
+    every later run there (plumbing/sandbox_user.py `user_for`).
     """
-    user = sandbox_user.fresh_user() if kind != NONE and sandbox_user.as_root() else None
+    root = sandbox_user.as_root() and kind != NONE
+    user = sandbox_user.user_for((*writes, *results, cwd)[0]) if root else None
     prefix = isolation_prefix(kind, writable=(*writes, *results), readable=reads, user=user)
     if memo_folder():  # the lab's test suite alone (plumbing/suite_settings.py)
         from plumbing.run_memo import run_once  # subtle: here, as run_memo imports this

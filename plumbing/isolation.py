@@ -5,7 +5,7 @@ the disk and the harness.
 installed is not enough), in this order:
 - "bubblewrap" (`bwrap`): no capability and no root. A harness that is not root gets a
   new user namespace where the kernel allows one; a harness that is root runs the tests as
-  a user of the run's own (a uid and gid no one else holds, drawn for each run:
+  a user of the run's own (a uid and gid no one else holds, drawn for each copy:
   plumbing/sandbox_user.py; `setpriv`), since uid 0 in any namespace of its own is still
   the machine's root to the kernel: it could write kernel settings in /proc/sys and read
   /etc/shadow. New network, PID and IPC namespaces; a file system made of the system

@@ -1,6 +1,6 @@
 """The sandbox user: as root, each isolated run's code runs as a user of its own (isolation.py
-steps down to it), drawn for that run; what a run hands to that user, and what of it is
-left after the run.
+steps down to it), drawn for the folder it works in (`user_for`: the runs in one copy are
+one user); what a run hands to that user, and what of it is left after the run.
 
 No process outside a run holds the run's user, so none reaches what the run was handed:
 - `fresh_user()` draws a uid (and the gid of the same number) that no passwd or group entry
@@ -55,6 +55,24 @@ def fresh_user():
         if user not in NOBODY and str(user) not in held and not _named(user):
             return user
     raise OSError("no user id is free to run the tests as")
+
+
+_USERS = {}  # folder -> the id of the runs in it, for this process's life
+
+
+def user_for(folder):
+    """The id the runs in `folder` run as: drawn (`fresh_user`) for its first run, kept for
+    the later ones. subtle: per folder, not per run: the tools' copy is one folder over a
+    whole live run, and what one run_tests leaves there (a cache, a file the code writes)
+    the next must be able to change; another copy, a verdict's or another run's, is another
+    user, so none reaches the other's."""
+    key = os.path.realpath(folder)
+    if key not in _USERS:
+        user = fresh_user()
+        while user in _USERS.values():  # free of processes, but another folder's
+            user = fresh_user()
+        _USERS[key] = user
+    return _USERS[key]
 
 
 def names(user):

@@ -301,20 +301,22 @@ def test_as_its_own_user(tmp_path):
 """
 
 
-def test_each_run_is_a_user_of_its_own_that_pytest_runs_as(each_isolation, tmp_path):
-    # a user no passwd entry names: pytest's tmp_path and getpass work all the same, and
-    # under network-only, where /tmp is the machine's, one run's pytest folder in it does
-    # not stop the next run's
+def test_each_folder_is_a_user_of_its_own_that_pytest_runs_as(each_isolation, tmp_path):
+    # a user no passwd entry names: pytest's tmp_path and getpass work all the same; the
+    # runs in one folder (the tools' copy over a live run) are one user, so the second may
+    # change what the first left; another folder (another copy) is another user; under
+    # network-only, where /tmp is the machine's, no run's pytest folder there stops another
     kind, path = each_isolation
-    folder = tmp_path / "tests"
-    folder.mkdir()
-    (folder / "test_own_user.py").write_text(OWN_USER_TEST)
+    folders = [tmp_path / "tests", tmp_path / "tests", tmp_path / "other"]
+    for folder in folders[1:]:
+        folder.mkdir(exist_ok=True)
+        (folder / "test_own_user.py").write_text(OWN_USER_TEST)
     command = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider"]
     seen = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PATH", path)
         patch.setenv("LAB_RUN_MEMO", "")  # each run a new process (plumbing/run_memo.py)
-        for _ in range(2):
+        for folder in folders:
             ran = run_isolated(kind, command, folder, 60, writes=(folder,))
             user = folder.stat().st_uid  # the folder was handed to the run's user
             for name in (f"sandbox-{user}", "unknown"):  # network-only: the machine's /tmp
@@ -331,7 +333,7 @@ def test_each_run_is_a_user_of_its_own_that_pytest_runs_as(each_isolation, tmp_p
         with pytest.raises(KeyError):
             pwd.getpwuid(user)
     users = [user for user, *_ in seen]
-    assert users[0] != users[1] and not {0, 65534} & set(users), users
+    assert users[0] == users[1] != users[2] and not {0, 65534} & set(users), users
 
 
 def test_a_folder_is_handed_to_the_tests_only_inside_a_folder_only_root_may_enter(

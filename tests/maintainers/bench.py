@@ -55,6 +55,7 @@ from plumbing.child_process import minimal_env
 from plumbing.held_out import held_out_checks
 from plumbing.isolation import isolation_kind, isolation_prefix
 from plumbing.pytest_run import PYTEST_COMMAND
+from plumbing.recording import held_out_asked, load
 from plumbing.sample import copy_sample
 from readonly_tools import SEARCH_GRACE, SEARCH_SECONDS, ReadOnlyTools, _search
 from repo_tools import RepoTools
@@ -201,9 +202,10 @@ def replay_cost(repeats):
                 command = [*prefix, sys.executable, *PYTEST_COMMAND]
                 env = minimal_env()
                 subprocess.run(command, cwd=root, env=env, capture_output=True, check=True)
-        held_out_checks(recording_source.encode())  # the final verdict's second part
+        held_out_checks(recording_source.encode(), **asked)  # the final verdict's second part
 
     recording_source = json.loads(recording.read_text())["final_source"]
+    asked = held_out_asked(load(recording))  # the draw its format asks, as replay asks it
     replay_times, bare_times = interleaved(replay, bare, repeats)
     row("  repair.json", replay_times, bare_times, 1.3)
 

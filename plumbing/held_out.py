@@ -31,7 +31,7 @@ from plumbing import bounds, first_draw
 from plumbing.child_process import run_isolated
 from plumbing.generated_cases import AGREED, DEFAULT_COUNT, generated, reference
 from plumbing.isolation import chosen
-from plumbing.relations import AWAY, RELATIONS, asked_again, judged, planned
+from plumbing.relations import AWAY, RELATIONS, asked_again, judged, make_decoys, planned
 from plumbing.sample import SOURCE_FILE
 from plumbing.scratch import scratch_folder
 
@@ -146,10 +146,11 @@ def held_out_checks(
         folder.mkdir()
         place = str(folder.resolve())
         (folder / SOURCE_FILE).write_bytes(source)
-        inputs = [changed for changed, _, _ in cases]
         if plan:  # what is asked again, and the folder of decoys it is asked from
-            inputs = {"cases": inputs, **asked_again(plan, folder, len(HELD_OUT))}
-        (folder / CASES_FILE).write_text(json.dumps(inputs))
+            make_decoys(plan, folder)
+            (folder / CASES_FILE).write_text(_inputs_text(seed, count))
+        else:
+            (folder / CASES_FILE).write_text(json.dumps([changed for changed, _, _ in cases]))
         command = [sys.executable, "-I", "-c", CHILD]
         exit_code, output, outsider = run_isolated(  # plumbing/child_process.py
             chosen(isolate), command, folder, timeout, reads=(place,),
@@ -172,6 +173,14 @@ def held_out_checks(
     if outsider:  # a process that could reach the child was alive at its end: none passes
         passed, first_failure = 0, outsider
     return _record(passed, total, first_failure, seed, count, draw)
+
+
+@functools.lru_cache(maxsize=4)  # a run's two verdicts write the same
+def _inputs_text(seed, count):
+    """cases.json for today's plan of `seed` and `count`: its inputs and what it asks again."""
+    inputs = [changed for changed, _, _ in cases_for(seed, count, RELATIONS)]
+    again = asked_again(planned(seed, count), len(HELD_OUT))
+    return json.dumps({"cases": inputs, **again})
 
 
 def _right(answer, expected):

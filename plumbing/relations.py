@@ -120,9 +120,8 @@ AGAIN_SAYS = {  # what a case asked again says of itself
 }
 
 
-def asked_again(plan, folder, offset):
-    """What `plan` asks again (case numbers as the child counts them, after the `offset`
-    fixed cases), and the folder of decoys it makes in `folder` for the second asking."""
+def make_decoys(plan, folder):
+    """The folder of decoys `plan` asks from the second time, made in `folder`."""
     for path, is_folder in plan.decoys:
         place = folder / DECOYS / path
         try:
@@ -134,6 +133,11 @@ def asked_again(plan, folder, offset):
         except OSError:  # a name this file system refuses, or a file where a folder is
             continue
     (folder / DECOYS).mkdir(exist_ok=True)
+
+
+def asked_again(plan, offset):
+    """What `plan` asks again or only away (case numbers as the child counts them, after
+    the `offset` fixed cases), and the folder of decoys it asks from (`make_decoys`)."""
     return {
         "windows": [offset + number for number in plan.windows],
         "folder": [offset + number for number in plan.folder],
@@ -161,9 +165,10 @@ def judged(plan, cases, answers, offset):
             what = f"asked alone (correct repairs give {len(right)} answers here)"
         alone[changed[0]] = expected
         cases_of[offset + number] = (changed, expected, what)
+    known = _settled_answers(plan)
     for number, (changed, what, kind) in enumerate(plan.cases):
         if kind != ALONE:
-            expected = [
+            expected = known.get(number) or [
                 selected
                 for path in changed
                 for selected in (alone[path] if path in alone else _settled(plan, path))
@@ -177,6 +182,19 @@ def judged(plan, cases, answers, offset):
     for number, case in enumerate(cases):
         cases_of.setdefault(number, case)  # the fixed cases, asked again, and the callers'
     return [(key, cases_of[key]) for key in _report_order(plan, len(cases), offset)]
+
+
+@functools.lru_cache(maxsize=8)
+def _settled_answers(plan):
+    """{case number: what it expects} for each non-empty case of `plan` whose paths are all
+    settled: the same at every verdict of that plan, so made once."""
+    known = {}
+    for number, (changed, _, kind) in enumerate(plan.cases):
+        if kind != ALONE and all(len(plan.accepted[path]) == 1 for path in changed):
+            expected = [selected for path in changed for selected in _settled(plan, path)]
+            if expected:
+                known[number] = expected
+    return known
 
 
 def _settled(plan, path):

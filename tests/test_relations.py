@@ -7,6 +7,7 @@ today's fails each on any seed, and its first failure names the relation or the 
 """
 
 import json
+import textwrap
 
 import pytest
 
@@ -131,3 +132,91 @@ def test_where_correct_repairs_differ_any_answer_of_theirs_passes_and_no_other()
     assert result["passed"] < result["total"]
     assert result["first_failure"].startswith("asked alone (correct repairs give")
     assert json.dumps(path, ensure_ascii=False)[1:-1] in result["first_failure"]
+
+
+# --- what an attack on the plan found, each a source the plan now judges right -------------
+
+LOOP = """    sources = []
+    for path in changed_paths:
+        parts = path.replace("\\\\", "/").split("/")
+        if parts[0] == "src" and parts[-1].endswith(".py"):
+            sources.append(SEP.join(parts))
+"""
+DEF = "def python_sources(changed_paths):\n"
+ATTACKS = {
+    # a cache that hands out the list it keeps: its first answer is fresh, the next not
+    "gives-back-what-it-keeps": (
+        "_CACHE = {}\nSEP = '/'\n" + DEF + "    key = tuple(changed_paths)\n"
+        "    if key in _CACHE:\n        return _CACHE[key]\n"
+        + LOOP
+        + "    _CACHE[key] = list(sources)\n    return sources\n",
+        "gave back a list it gave back before, which a caller's change would reach",
+    ),
+    "gives-back-the-callers-list": (
+        "SEP = '/'\n"
+        + DEF
+        + LOOP
+        + "    return changed_paths if sources == changed_paths else sources\n",
+        "gave back the list it was given, which a caller's change would reach",
+    ),
+    "empties-the-last-callers-list": (
+        "_LAST = [None]\nSEP = '/'\n"
+        + DEF
+        + "    if _LAST[0] is not None and _LAST[0] is not changed_paths:\n"
+        "        _LAST[0].clear()\n    _LAST[0] = changed_paths\n" + LOOP + "    return sources\n",
+        ": a later call changed the list it was given to ",
+    ),
+    # drops a path missing from the disk, in a checkout alone
+    "drops-what-a-checkout-lacks": (
+        "import os\nSEP = '/'\n"
+        + DEF
+        + LOOP.replace(
+            "            sources.append(SEP.join(parts))\n",
+            "            if not os.path.isdir('.git') or os.path.lexists(SEP.join(parts)):\n"
+            "                sources.append(SEP.join(parts))\n",
+        )
+        + "    return sources\n",
+        "asked again from a folder like a checkout's",
+    ),
+    # os.sep.join behind a cache that outlives the module's fresh import as on Windows
+    "hides-os-sep-in-a-memo": (
+        "import os, sys\n_MEMO = sys.__dict__.setdefault('_lab_memo', {})\nSEP = os.sep\n"
+        + DEF
+        + "    key = tuple(changed_paths)\n    if key not in _MEMO:\n"
+        + textwrap.indent(LOOP, "    ")
+        + "        _MEMO[key] = sources\n    return list(_MEMO[key])\n",
+        "asked only as on Windows",
+    ),
+    # json.dumps replaced by text equal to anything, then one shared list, the caller's
+    # emptied: the child compares with its own encoder, on exact text
+    "patches-json-to-hide-a-shared-list": (
+        "import json\n_dumps = json.dumps\nclass _Alike(str):\n    __hash__ = str.__hash__\n"
+        "    def __eq__(self, other):\n        return True\n    def __ne__(self, other):\n"
+        "        return False\njson.dumps = lambda v, *a, **k: _Alike(_dumps(v, *a, **k))\n"
+        "_SHARED = []\nSEP = '/'\n"
+        + DEF
+        + LOOP.replace("    sources = []\n", "    sources = _SHARED\n    sources.clear()\n")
+        + "    changed_paths.clear()\n    return sources\n",
+        "changed the caller's list to []",
+    ),
+    # a correct repair that first writes a line the child never sends (an `argument` that
+    # is no list) onto every pipe it can find: ignored, never a crash of the harness
+    "writes-a-line-the-child-never-sends": (
+        "import os, stat\nfor _fd in range(3, 20):\n    try:\n"
+        "        if stat.S_ISFIFO(os.fstat(_fd).st_mode):\n"
+        '            os.write(_fd, b\'{"case": 0, "answer": [], "argument": {}}\\n\')\n'
+        "    except OSError:\n        pass\nSEP = '/'\n" + DEF + LOOP + "    return sources\n",
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", ATTACKS)
+def test_what_an_attack_on_the_plan_found_is_judged_right(name):
+    source, said = ATTACKS[name]
+    compile(source, name, "exec")  # the lab's own text: a typo here is no finding
+    result = held_out_checks(source.encode(), seed=OTHER_SEEDS[0])
+    if said is None:
+        assert result["passed"] == result["total"], result["first_failure"]
+    else:
+        assert result["passed"] < result["total"] and said in result["first_failure"], result

@@ -71,6 +71,11 @@ def test_the_near_misses_are_derived_from_what_the_styles_and_the_reference_say(
     # a new task's literals get the same, with no list to keep
     task = 'def f(paths):\n    """Doc."""\n    return [p for p in paths if p.endswith(".rs")]\n'
     assert ".rs" in near_misses.literals((task,)) and "Doc." not in near_misses.literals((task,))
+    # a regular expression gives its literal runs: an escaped letter ends one, an escaped
+    # character is itself, in a character class too
+    regex = 'import re\nPY = re.compile(r"src/[_\\-]+v\\d\\.py\\Z")\n'
+    runs = ("src/", "_", "-", "v", ".py")
+    assert near_misses.literals((regex,)) == (r"src/[_\-]+v\d\.py\Z", *runs)
     paths = near_misses.near_miss_paths(["crates/app.rs"], near_misses.literals((task,)))
     assert {"crates/app.rsi", "crates/app.RS", '"crates/app.rs"'} <= set(paths)
     assert "crates/app.rs" not in paths

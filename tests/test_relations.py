@@ -15,7 +15,7 @@ from plumbing import near_misses
 from plumbing.generated_cases import AGREED, STYLES, correct_styles, reference
 from plumbing.held_out import held_out_checks
 from plumbing.recording import RECORDINGS, load
-from plumbing.relations import ALONE, RELATED, planned
+from plumbing.relations import ALONE, BESIDE, RELATED, planned
 
 # Each wrong repair, and what its first failure says on any seed: the relation that broke,
 # the kind of input that shows it, or where it was asked again.
@@ -110,6 +110,20 @@ def test_relations_are_asked_after_the_lists_they_relate_and_say_so():
     again = planned.__wrapped__(3, 500)
     assert json.dumps(again.cases) == json.dumps(plan.cases) and again.decoys == plan.decoys
     assert json.dumps(planned(4, 500).cases) != json.dumps(plan.cases)
+
+
+def test_the_near_misses_vary_drawn_paths_where_none_the_reference_selects_is_plain():
+    # one drawn list of seed 5: the paths the reference selects are all outside printable
+    # ASCII, so the near-misses vary those (read less easily), never a path of the lab's own
+    plan = planned(5, 1)
+    drawn = {
+        path for paths, label, _ in plan.cases if label.startswith("generated") for path in paths
+    }
+    templates = next(paths for paths, label, _ in plan.cases if label.startswith("paths the ref"))
+    assert not any(path.isascii() and path.isprintable() for path in templates)
+    assert set(templates[:-1]) <= drawn and reference(templates) == [
+        path.replace("\\", "/") for path in templates
+    ]
 
 
 def _answering(table):
@@ -225,3 +239,14 @@ def test_what_an_attack_on_the_plan_found_is_judged_right(name):
         assert result["passed"] == result["total"], result["first_failure"]
     else:
         assert result["passed"] < result["total"] and said in result["first_failure"], result
+
+
+def test_a_checkouts_src_folder_is_there_even_where_no_decoy_is_named_under_it():
+    # two drawn lists of seed 509: no path of the folder sample that a file system can hold
+    # is under src/, so src/ is a folder only as BESIDE makes it; a repair that asks the
+    # disk only where src/ is a folder is found there all the same
+    plan = planned(509, 2)
+    assert not any(path.startswith("src/") for path, _ in plan.decoys[: -len(BESIDE)])
+    source = ATTACKS["drops-what-a-checkout-lacks"][0].replace(".git", "src")
+    result = held_out_checks(source.encode(), seed=509, count=2)
+    assert "asked again from a folder like a checkout's" in (result["first_failure"] or ""), result

@@ -218,12 +218,24 @@ ATTACKS = {
         + "    changed_paths.clear()\n    return sources\n",
         "changed the caller's list to []",
     ),
-    # a correct repair that first writes a line the child never sends (an `argument` that
-    # is no list) onto every pipe it can find: ignored, never a crash of the harness
-    "writes-a-line-the-child-never-sends": (
-        "import os, stat\nfor _fd in range(3, 20):\n    try:\n"
+    # a correct repair that first writes lines the child never sends onto every pipe it can
+    # find, each naming case 0: each ignored, never a crash of the harness nor a failure
+    "writes-lines-the-child-never-sends": (
+        "import os, stat\nNEVER = [\n"
+        + "".join(
+            f"    {line!r},\n"
+            for line in (
+                b'{"case": 0, "answer": [], "argument": {}}',  # an argument that is no list
+                b'{"case": 0, "answer": [], "argument": ["a", 1]}',  # ... of text
+                b'{"case": 0, "later": "x"}',  # a later state that is no list
+                b'{"case": 0, "answer": [], "shared": 1}',  # a `shared` that is no text
+                b'{"case": 0, "error": 1}',  # an error that is no text
+                b'{"case": 0, "answer": [], "error": "both"}',  # an answer and an error
+            )
+        )
+        + "]\nfor _fd in range(3, 20):\n    try:\n"
         "        if stat.S_ISFIFO(os.fstat(_fd).st_mode):\n"
-        '            os.write(_fd, b\'{"case": 0, "answer": [], "argument": {}}\\n\')\n'
+        "            os.write(_fd, b''.join(line + b'\\n' for line in NEVER))\n"
         "    except OSError:\n        pass\nSEP = '/'\n" + DEF + LOOP + "    return sources\n",
         None,
     ),

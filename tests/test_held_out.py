@@ -18,6 +18,7 @@ from plumbing import first_draw, isolation
 from plumbing.generated_cases import AGREED, correct_styles, generated, reference
 from plumbing.generated_cases import STYLES as STYLES_FOLDER
 from plumbing.held_out import (
+    ANSWER_LIMIT,
     CALLERS,
     CALLERS_TWICE,
     HELD_OUT,
@@ -632,6 +633,19 @@ def test_forged_answer_lines_are_ignored_or_fail():
     )
     result = checks(source)
     assert result["passed"] == 0
+
+
+@pytest.mark.parametrize("over", [0, 1])
+def test_an_answer_line_is_read_up_to_its_limit_and_no_further(over):
+    # the child's line for the one case: {"case": 0, "answer": ["xx..."]}, its name sized
+    # so the line is ANSWER_LIMIT characters long, or one more
+    name = "x" * (ANSWER_LIMIT - len(json.dumps({"case": 0, "answer": [""]})) + over)
+    source = f"def python_sources(paths):\n    return ['x' * {len(name)}]\n"
+    result = held_out_checks(source.encode(), cases=[(["a.py"], [name])])
+    if over:
+        assert result["passed"] == 0 and "gave no answer (exit 0)" in result["first_failure"]
+    else:
+        assert result == {"passed": 1, "total": 1, "first_failure": None}
 
 
 @pytest.mark.parametrize("depth", [1500, 100_000])

@@ -604,10 +604,16 @@ def test_an_endless_loop_fails_within_the_time_limit():
     assert "gave no answer (timed out after 1 s)" in result["first_failure"]
 
 
-def test_an_exit_in_the_function_fails_the_cases_left():
-    source = (
-        "import os\ndef python_sources(paths):\n    if paths[:1] == ['lib\\\\src\\\\tool.py']:\n"
-    )
+@pytest.mark.parametrize("forged", [None, b'{"case": 0, "end": true}', b'{"case": 2, "end": 1}'])
+def test_an_exit_in_the_function_fails_the_cases_left(forged):
+    # forged first, on every pipe: an end said for a case that is not the last, or said
+    # other than as `true`, ends nothing
+    source, line = "import os, stat\n", (forged or b"") + b"\n"
+    if forged:
+        source += "for _fd in range(3, 20):\n    try:\n"
+        source += "        if stat.S_ISFIFO(os.fstat(_fd).st_mode):\n"
+        source += f"            os.write(_fd, {line!r})\n    except OSError:\n        pass\n"
+    source += "def python_sources(paths):\n    if paths[:1] == ['lib\\\\src\\\\tool.py']:\n"
     source += "        os._exit(0)\n    return []\n"
     result = checks(source)
     # the first case was answered, right, before the exit, but the checks never ended

@@ -669,6 +669,12 @@ def test_a_line_nested_past_the_parsers_depth_is_no_answer_not_a_crash(depth):
     assert checks(source)["passed"] == 2  # the real answers still count
 
 
+def test_an_error_is_quoted_to_its_first_200_characters():
+    result = checks("def python_sources(paths):\n    raise ValueError('x' * 500)\n")
+    error = ("ValueError: " + "x" * 500)[:200]
+    assert result["first_failure"].endswith(f" raised {error}, not []"), result
+
+
 def test_a_crash_at_import_fails_every_case_with_its_error():
     result = checks("raise RuntimeError('boom')\n")
     assert result["passed"] == 0

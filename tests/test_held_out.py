@@ -18,6 +18,7 @@ from plumbing import first_draw, isolation
 from plumbing.generated_cases import AGREED, correct_styles, generated, reference
 from plumbing.generated_cases import STYLES as STYLES_FOLDER
 from plumbing.held_out import (
+    ANSWER_LIMIT,
     CALLERS,
     CALLERS_TWICE,
     HELD_OUT,
@@ -603,10 +604,16 @@ def test_an_endless_loop_fails_within_the_time_limit():
     assert "gave no answer (timed out after 1 s)" in result["first_failure"]
 
 
-def test_an_exit_in_the_function_fails_the_cases_left():
-    source = (
-        "import os\ndef python_sources(paths):\n    if paths[:1] == ['lib\\\\src\\\\tool.py']:\n"
-    )
+@pytest.mark.parametrize("forged", [None, b'{"case": 0, "end": true}', b'{"case": 2, "end": 1}'])
+def test_an_exit_in_the_function_fails_the_cases_left(forged):
+    # forged first, on every pipe: an end said for a case that is not the last, or said
+    # other than as `true`, ends nothing
+    source, line = "import os, stat\n", (forged or b"") + b"\n"
+    if forged:
+        source += "for _fd in range(3, 20):\n    try:\n"
+        source += "        if stat.S_ISFIFO(os.fstat(_fd).st_mode):\n"
+        source += f"            os.write(_fd, {line!r})\n    except OSError:\n        pass\n"
+    source += "def python_sources(paths):\n    if paths[:1] == ['lib\\\\src\\\\tool.py']:\n"
     source += "        os._exit(0)\n    return []\n"
     result = checks(source)
     # the first case was answered, right, before the exit, but the checks never ended
@@ -634,6 +641,19 @@ def test_forged_answer_lines_are_ignored_or_fail():
     assert result["passed"] == 0
 
 
+@pytest.mark.parametrize("over", [0, 1])
+def test_an_answer_line_is_read_up_to_its_limit_and_no_further(over):
+    # the child's line for the one case: {"case": 0, "answer": ["xx..."]}, its name sized
+    # so the line is ANSWER_LIMIT characters long, or one more
+    name = "x" * (ANSWER_LIMIT - len(json.dumps({"case": 0, "answer": [""]})) + over)
+    source = f"def python_sources(paths):\n    return ['x' * {len(name)}]\n"
+    result = held_out_checks(source.encode(), cases=[(["a.py"], [name])])
+    if over:
+        assert result["passed"] == 0 and "gave no answer (exit 0)" in result["first_failure"]
+    else:
+        assert result == {"passed": 1, "total": 1, "first_failure": None}
+
+
 @pytest.mark.parametrize("depth", [1500, 100_000])
 def test_a_line_nested_past_the_parsers_depth_is_no_answer_not_a_crash(depth):
     # json.loads raises RecursionError, not ValueError, past its depth (red-team finding)
@@ -647,6 +667,12 @@ def test_a_line_nested_past_the_parsers_depth_is_no_answer_not_a_crash(depth):
         "def python_sources(paths):\n    return []\n"
     )
     assert checks(source)["passed"] == 2  # the real answers still count
+
+
+def test_an_error_is_quoted_to_its_first_200_characters():
+    result = checks("def python_sources(paths):\n    raise ValueError('x' * 500)\n")
+    error = ("ValueError: " + "x" * 500)[:200]
+    assert result["first_failure"].endswith(f" raised {error}, not []"), result
 
 
 def test_a_crash_at_import_fails_every_case_with_its_error():

@@ -15,7 +15,7 @@ from plumbing import near_misses
 from plumbing.generated_cases import AGREED, STYLES, correct_styles, reference
 from plumbing.held_out import held_out_checks
 from plumbing.recording import RECORDINGS, load
-from plumbing.relations import ALONE, RELATED, planned
+from plumbing.relations import ALONE, BESIDE, RELATED, planned
 
 # Each wrong repair, and what its first failure says on any seed: the relation that broke,
 # the kind of input that shows it, or where it was asked again.
@@ -71,6 +71,11 @@ def test_the_near_misses_are_derived_from_what_the_styles_and_the_reference_say(
     # a new task's literals get the same, with no list to keep
     task = 'def f(paths):\n    """Doc."""\n    return [p for p in paths if p.endswith(".rs")]\n'
     assert ".rs" in near_misses.literals((task,)) and "Doc." not in near_misses.literals((task,))
+    # a regular expression gives its literal runs: an escaped letter ends one, an escaped
+    # character is itself, in a character class too
+    regex = 'import re\nPY = re.compile(r"src/[_\\-]+v\\d\\.py\\Z")\n'
+    runs = ("src/", "_", "-", "v", ".py")
+    assert near_misses.literals((regex,)) == (r"src/[_\-]+v\d\.py\Z", *runs)
     paths = near_misses.near_miss_paths(["crates/app.rs"], near_misses.literals((task,)))
     assert {"crates/app.rsi", "crates/app.RS", '"crates/app.rs"'} <= set(paths)
     assert "crates/app.rs" not in paths
@@ -105,6 +110,20 @@ def test_relations_are_asked_after_the_lists_they_relate_and_say_so():
     again = planned.__wrapped__(3, 500)
     assert json.dumps(again.cases) == json.dumps(plan.cases) and again.decoys == plan.decoys
     assert json.dumps(planned(4, 500).cases) != json.dumps(plan.cases)
+
+
+def test_the_near_misses_vary_drawn_paths_where_none_the_reference_selects_is_plain():
+    # one drawn list of seed 5: the paths the reference selects are all outside printable
+    # ASCII, so the near-misses vary those (read less easily), never a path of the lab's own
+    plan = planned(5, 1)
+    drawn = {
+        path for paths, label, _ in plan.cases if label.startswith("generated") for path in paths
+    }
+    templates = next(paths for paths, label, _ in plan.cases if label.startswith("paths the ref"))
+    assert not any(path.isascii() and path.isprintable() for path in templates)
+    assert set(templates[:-1]) <= drawn and reference(templates) == [
+        path.replace("\\", "/") for path in templates
+    ]
 
 
 def _answering(table):
@@ -199,12 +218,24 @@ ATTACKS = {
         + "    changed_paths.clear()\n    return sources\n",
         "changed the caller's list to []",
     ),
-    # a correct repair that first writes a line the child never sends (an `argument` that
-    # is no list) onto every pipe it can find: ignored, never a crash of the harness
-    "writes-a-line-the-child-never-sends": (
-        "import os, stat\nfor _fd in range(3, 20):\n    try:\n"
+    # a correct repair that first writes lines the child never sends onto every pipe it can
+    # find, each naming case 0: each ignored, never a crash of the harness nor a failure
+    "writes-lines-the-child-never-sends": (
+        "import os, stat\nNEVER = [\n"
+        + "".join(
+            f"    {line!r},\n"
+            for line in (
+                b'{"case": 0, "answer": [], "argument": {}}',  # an argument that is no list
+                b'{"case": 0, "answer": [], "argument": ["a", 1]}',  # ... of text
+                b'{"case": 0, "later": "x"}',  # a later state that is no list
+                b'{"case": 0, "answer": [], "shared": 1}',  # a `shared` that is no text
+                b'{"case": 0, "error": 1}',  # an error that is no text
+                b'{"case": 0, "answer": [], "error": "both"}',  # an answer and an error
+            )
+        )
+        + "]\nfor _fd in range(3, 20):\n    try:\n"
         "        if stat.S_ISFIFO(os.fstat(_fd).st_mode):\n"
-        '            os.write(_fd, b\'{"case": 0, "answer": [], "argument": {}}\\n\')\n'
+        "            os.write(_fd, b''.join(line + b'\\n' for line in NEVER))\n"
         "    except OSError:\n        pass\nSEP = '/'\n" + DEF + LOOP + "    return sources\n",
         None,
     ),
@@ -220,3 +251,14 @@ def test_what_an_attack_on_the_plan_found_is_judged_right(name):
         assert result["passed"] == result["total"], result["first_failure"]
     else:
         assert result["passed"] < result["total"] and said in result["first_failure"], result
+
+
+def test_a_checkouts_src_folder_is_there_even_where_no_decoy_is_named_under_it():
+    # two drawn lists of seed 509: no path of the folder sample that a file system can hold
+    # is under src/, so src/ is a folder only as BESIDE makes it; a repair that asks the
+    # disk only where src/ is a folder is found there all the same
+    plan = planned(509, 2)
+    assert not any(path.startswith("src/") for path, _ in plan.decoys[: -len(BESIDE)])
+    source = ATTACKS["drops-what-a-checkout-lacks"][0].replace(".git", "src")
+    result = held_out_checks(source.encode(), seed=509, count=2)
+    assert "asked again from a folder like a checkout's" in (result["first_failure"] or ""), result

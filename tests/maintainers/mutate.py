@@ -73,15 +73,16 @@ MODULES = [
     *(
         f"plumbing/{name}.py"
         for name in (
-            "attempts", "bounds", "child_process", "chunk_shape", "confined_tree", "console",
+            "attempts", "bounds", "call_preview", "child_process", "chunk_shape",
+            "confined_tree", "console",
             "decisions", "divergence", "driver", "exit_codes", "first_draw", "fork",
             "fresh_sources", "generated_cases", "held_out", "held_out_child", "isolation",
-            "limits", "live_model", "model_files", "near_misses", "ollama_transport",
+            "limits", "live_model", "live_status", "model_files", "near_misses", "ollama_transport",
             "openai_wire", "outcomes", "output_path", "page", "page_files", "pytest_report",
             "pytest_run", "quiet_interrupt", "recording", "redact", "relations", "run_memo",
             "sample", "sandbox_user", "scratch", "series_progress", "source_diff",
-            "startup_guard", "stats", "suite_settings", "tasks", "text_calls", "timeline",
-            "transcript", "verdict_words", "wire_errors",
+            "status_line", "stop_cause", "startup_guard", "stats", "suite_settings", "tasks",
+            "text_calls", "timeline", "transcript", "verdict_words", "wire_errors",
         )
     ),
 ]  # fmt: skip

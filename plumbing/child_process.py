@@ -131,15 +131,20 @@ def run_isolated(kind, command, cwd, timeout, *, reads=(), writes=(), results=()
     root = sandbox_user.as_root() and kind != NONE
     user = sandbox_user.user_for((*writes, *results, cwd)[0]) if root else None
     prefix = isolation_prefix(kind, writable=(*writes, *results), readable=reads, user=user)
-    if memo_folder():  # the lab's test suite alone (plumbing/suite_settings.py)
-        from plumbing.run_memo import run_once  # subtle: here, as run_memo imports this
+    try:
+        if memo_folder():  # the lab's test suite alone (plumbing/suite_settings.py)
+            from plumbing.run_memo import run_once  # subtle: here, as run_memo imports this
 
-        inputs, sandboxed = (*reads, *writes), kind == BUBBLEWRAP
-        exit_code, output = run_once(
-            prefix, command, cwd, timeout, sandboxed=sandboxed, inputs=inputs,
-            outputs=results, **kwargs,
-        )  # fmt: skip
-    else:
-        exit_code, output = run_bounded([*prefix, *command], cwd, timeout, **kwargs)
+            inputs, sandboxed = (*reads, *writes), kind == BUBBLEWRAP
+            exit_code, output = run_once(
+                prefix, command, cwd, timeout, sandboxed=sandboxed, inputs=inputs,
+                outputs=results, **kwargs,
+            )  # fmt: skip
+        else:
+            exit_code, output = run_bounded([*prefix, *command], cwd, timeout, **kwargs)
+    except BaseException:  # Ctrl-C: what the run started is gone before the harness goes
+        if user:
+            sandbox_user.outsider(user)
+        raise
     # after the run: a process of its user alive outside its sandbox could have changed it
     return IsolatedRun(exit_code, output, sandbox_user.outsider(user) if user else None)

@@ -24,6 +24,7 @@ import os
 import pwd
 import secrets
 import stat
+import time
 from pathlib import Path
 
 # Ids systemd leaves unused below 2**31 (past it, tools that take an id as signed break):
@@ -57,6 +58,7 @@ def fresh_user():
     raise OSError("no user id is free to run the tests as")
 
 
+DYING = 2.0  # seconds a run's own processes may take to be gone after it
 _USERS = {}  # folder -> the id of the runs in it, for this process's life
 
 
@@ -150,14 +152,15 @@ def _hand_to(folder, user):
         os.chmod(folder, 0o770, follow_symlinks=False)
 
 
-def outsider(user):
+def outsider(user, seconds=DYING):
     """Why a test run fails, as root, while a process of its `user` runs in this harness's
     own PID namespace after it: outside the run's sandbox, since each run's processes live in
     a PID namespace of their own and die with it. None when there is none.
 
-    subtle: only this namespace's. Processes the kernel is still killing in the run's own
-    namespace (bubblewrap may end before they are reaped) are gone for good; one here would
-    have left its sandbox, and could reach the folders the run was handed while they last.
+    subtle: processes the kernel is still killing in the run's own namespace (bubblewrap may
+    end before they are reaped) are waited for, up to `seconds`: when the harness goes on, or
+    exits on Ctrl-C, nothing of the run is alive. One in this namespace would have left its
+    sandbox, and could reach the folders the run was handed while it lasts.
     """
     if not as_root():
         return None  # the run's user is then the harness's own: nothing to tell apart
@@ -165,10 +168,15 @@ def outsider(user):
         own = os.readlink("/proc/self/ns/pid")
     except OSError:  # no /proc: no PID namespace either
         return None
-    for pid, fields in _processes():
-        if str(user) in fields.get("Uid", ()):  # real, effective, saved, file system
+    end = time.monotonic() + seconds
+    while True:
+        dying = False
+        for pid, fields in _processes():
+            if str(user) not in fields.get("Uid", ()):  # real, effective, saved, file system
+                continue
             try:
                 if os.readlink(f"/proc/{pid}/ns/pid") != own:
+                    dying = True  # in the run's own namespace: the kernel is ending it
                     continue
             except OSError:  # it ended while it was looked at
                 continue
@@ -178,7 +186,9 @@ def outsider(user):
                 f"its sandbox (pid {pid}, {name}): it could have changed what the tests saw, "
                 "so the run does not pass"
             )
-    return None
+        if not dying or time.monotonic() > end:
+            return None
+        time.sleep(0.01)
 
 
 def _processes():

@@ -88,19 +88,20 @@ def ask():
     for number, case in enumerate(cases):
         if not isinstance(case, dict) and number not in away:
             answer(number, case)
-    for number, (result, text) in kept.items():
+
+    def dumped(value):  # its JSON as a later look finds it, or the error's
         try:
-            later = dumps(result)
+            return dumps(value)
         except BaseException as error:
-            later = dumps(problem(error))
+            return dumps(problem(error))
+
+    for number, (result, text) in kept.items():
+        later = dumped(result)
         if not same(later, text):
             send(number, later=loads(later))
         elif planning:  # ... nor the list its caller passed
             given, passed_text = passed[number]
-            try:
-                now = dumps(given)
-            except BaseException as error:
-                now = dumps(problem(error))
+            now = dumped(given)
             if not same(now, passed_text):
                 send(number, later_argument=loads(now))
     for number, case in enumerate(cases):

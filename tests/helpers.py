@@ -354,3 +354,18 @@ def as_format_7(recording):
         source = source or recording["final_source"].encode()
         recording[verdict]["held_out"] = held_out_checks(source, seed=held["seed"], draw=AGREED)
     return recording
+
+
+def read_terminal(leader):
+    """Everything written to a pseudo-terminal, read from its `leader` end until every writer
+    of it has gone (EIO) or it ends."""
+    shown = bytearray()
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # EIO: every writer of the terminal has gone
+            break
+        if not data:
+            break
+        shown += data
+    return shown

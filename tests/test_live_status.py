@@ -17,7 +17,7 @@ from agent_loop import MODEL_START, TOOL_START
 from plumbing.console import SafeStream
 from plumbing.live_status import Cleared, LiveStatus
 from plumbing.recording import RecordingChat
-from tests.helpers import LAB, record
+from tests.helpers import LAB, read_terminal, record
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 
 REDRAW = "\r\x1b[K"  # the status line's own carriage return and erase-to-the-end
@@ -59,15 +59,7 @@ def test_on_a_terminal_the_model_and_a_slow_tool_are_never_silent(tmp_path):
             cwd=LAB, stdout=follower, stderr=subprocess.PIPE,
         )  # fmt: skip
         os.close(follower)
-        shown = bytearray()
-        while True:
-            try:
-                data = os.read(leader, 65536)
-            except OSError:  # EIO: every writer of the terminal has gone
-                break
-            if not data:
-                break
-            shown += data
+        shown = read_terminal(leader)
         process.wait(timeout=60)
     os.close(leader)
     text = shown.decode().replace("\r\n", "\n")  # the terminal's own line ends

@@ -16,7 +16,7 @@ import pytest
 from agent_loop import MODEL_START, STOPPED, TOOL_START
 from plumbing.console import SafeStream
 from plumbing.series_progress import SETTING, Progress, attempt_watch
-from tests.helpers import LAB, wait_for
+from tests.helpers import LAB, read_terminal, wait_for
 from tests.ollama_test_server import ConversationServer, chunk, reply
 
 REDRAW = "\r\x1b[K"  # the status line's own carriage return and erase-to-the-end
@@ -72,15 +72,7 @@ def test_on_a_terminal_a_long_turn_is_never_silent(tmp_path):
             cwd=LAB, stdout=follower, stderr=subprocess.PIPE,
         )  # fmt: skip
         os.close(follower)
-        shown = bytearray()
-        while True:
-            try:
-                data = os.read(leader, 65536)
-            except OSError:  # EIO: every writer of the terminal has gone
-                break
-            if not data:
-                break
-            shown += data
+        shown = read_terminal(leader)
         process.wait(timeout=60)
     os.close(leader)
     text = shown.decode()

@@ -100,7 +100,7 @@ class AgentLoop:
 
     The loop alone appends to `messages`, each message before the event that announces it,
     so a recorder reads the conversation here instead of rebuilding it; between two turns,
-    `change_conversation` is the one way to change it from outside (a fork's: plumbing/fork.py).
+    `change_conversation` is the one way to change it from outside (a fork's: harness/fork.py).
     `deadline` is a total wall-clock budget: seconds, or a `limits.Deadline` that the
     adapter and the tools share, so that their waits end with it too.
     """

@@ -41,6 +41,8 @@ from agent_loop import (
     TOOL_START,
     AgentLoop,
 )
+from harness.console import tolerant_output
+from harness.live_model import open_model
 from local_model import (
     DEFAULT_MODEL,
     MAX_TOKENS,
@@ -51,10 +53,8 @@ from local_model import (
 )
 from openai_model import DEFAULT_BASE_URL as OPENAI_HOST
 from openai_model import OpenAIModelError, default_base_url
-from plumbing.console import tolerant_output
 from plumbing.exit_codes import EXIT_ERROR, EXIT_NO, EXIT_OK, run_program
 from plumbing.limits import Deadline, positive_int, positive_seconds
-from plumbing.live_model import open_model
 from plumbing.stop_cause import LastTurn
 from plumbing.text_calls import NOTE as TEXT_CALL_NOTE
 from readonly_tools import ReadOnlyTools

@@ -28,15 +28,15 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from plumbing.console import plural, tolerant_output
-from plumbing.decisions import NONE, names_on
+from harness.console import plural, tolerant_output
+from harness.decisions import NONE, names_on
+from harness.fork import change_words
+from harness.outcomes import HAND_WRITTEN, NOT_A_MODEL, outcome, rate, summary_lines
+from harness.page import series_page
+from harness.page_files import INDEX, write_pages
+from harness.recording import RecordingError, load
+from harness.tasks import REPAIR, task_of
 from plumbing.exit_codes import EVERY_PROGRAM, EXIT_ERROR, EXIT_OK, run_program
-from plumbing.fork import change_words
-from plumbing.outcomes import HAND_WRITTEN, NOT_A_MODEL, outcome, rate, summary_lines
-from plumbing.page import series_page
-from plumbing.page_files import INDEX, write_pages
-from plumbing.recording import RecordingError, load
-from plumbing.tasks import REPAIR, task_of
 
 BAR_WIDTH = 50  # cells from 0% to 100%; with its frame a bar takes 62 columns
 WIDTH = 80  # every other line is wrapped to this

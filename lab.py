@@ -278,7 +278,7 @@ def main(argv):
         return exit_codes.EXIT_OK
     if job == "model":  # the standard library is all it needs: no .venv/ to wait for
         env = {**os.environ, "PYTHONPATH": str(HERE)}
-        return run_to_its_end([sys.executable, "-m", "plumbing.model_files", *rest], env)
+        return run_to_its_end([sys.executable, "-m", "harness.model_files", *rest], env)
     try:
         # the maintainers' scripts (tests/maintainers/, tests/snapshots.py) and the stand-ins
         # run as scripts (tests/real_server.py) need the tests' packages
@@ -322,7 +322,7 @@ def main(argv):
 def run_to_its_end(command, env):
     """The exit code of `command`, waited for until it ends: a Ctrl-C or SIGTERM that lab.py
     gets meanwhile is passed on as SIGTERM, which the job treats as its Ctrl-C (removing
-    what it started to write: plumbing/model_files.py), and a job a signal ended exits as a
+    what it started to write: harness/model_files.py), and a job a signal ended exits as a
     shell says it, 128 + the signal.
 
     subtle: subprocess.run() kills the job 0.25 s after a Ctrl-C, which could cut its

@@ -2,7 +2,7 @@
 
 In order: check that the server answers and has the model (reading its digest) and that
 the model can use tools (refusing it otherwise, before anything runs); on a fresh copy of
-`sample_repo/` (plumbing/driver.py), run its tests independently, run the loop, printing
+`sample_repo/` (harness/driver.py), run its tests independently, run the loop, printing
 every step as it happens and keeping every streamed chunk, and run the tests independently
 again; save everything to one JSON file that replay.py can check offline.
 
@@ -28,6 +28,18 @@ from plumbing import installed_files, quiet_interrupt
 
 from agent_loop import INTERRUPTED, SYSTEM_PROMPT, TASK, AgentLoop, Stop
 from extensions import Extensions, check_options, extension_options
+from harness.attempts import run_series, series_paths
+from harness.console import tolerant_output, verdict_lines
+from harness.decisions import decisions_of
+from harness.driver import Plan, drive
+from harness.fork import ForkDiverged, open_fork, result_argument
+from harness.live_model import open_model
+from harness.live_status import live_status
+from harness.output_path import default_output, output_problem
+from harness.recording import RecordingChat, RecordingError, build, save
+from harness.series_progress import attempt_watch
+from harness.tasks import FLAGGED, REPAIR, TASKS, outcome_of, recorded_outcome_line, tests_for
+from harness.timeline import timeline
 from local_model import (
     DEFAULT_MODEL,
     MAX_TOKENS,
@@ -38,12 +50,7 @@ from local_model import (
     default_host,
 )
 from openai_model import DEFAULT_BASE_URL, OpenAIModelError, chunks_from_events, default_base_url
-from plumbing.attempts import run_series, series_paths
-from plumbing.console import tolerant_output, verdict_lines
-from plumbing.decisions import decisions_of
-from plumbing.driver import Plan, drive
 from plumbing.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NO, EXIT_OK, run_program
-from plumbing.fork import ForkDiverged, open_fork, result_argument
 from plumbing.generated_cases import new_seed
 from plumbing.isolation import notice, refused
 from plumbing.limits import (
@@ -54,13 +61,6 @@ from plumbing.limits import (
     sampling_seed,
     sampling_temperature,
 )
-from plumbing.live_model import open_model
-from plumbing.live_status import live_status
-from plumbing.output_path import default_output, output_problem
-from plumbing.recording import RecordingChat, RecordingError, build, save
-from plumbing.series_progress import attempt_watch
-from plumbing.tasks import FLAGGED, REPAIR, TASKS, outcome_of, recorded_outcome_line, tests_for
-from plumbing.timeline import timeline
 from repo_tools import RepoTools
 from verdict import PASSED, independent_verdict
 
@@ -262,9 +262,9 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
     """Run one attempt through `recorder` (a RecordingChat); save it; return the exit code.
 
     `deadline`: seconds or the limits.Deadline the model's adapter shares; `text_calls`: as
-    --text-calls; `task`: what the model is given (plumbing/tasks.py); `fork`: a Fork;
+    --text-calls; `task`: what the model is given (harness/tasks.py); `fork`: a Fork;
     `extensions`: the Extensions around the tools, chat or loop (--hook, ...), or None;
-    `status`: a terminal's status line (plumbing/live_status.py), told of every event."""
+    `status`: a terminal's status line (harness/live_status.py), told of every event."""
     out = out or sys.stdout  # looked up now, not at import: tolerant_output() replaces it
     extensions = extensions or Extensions()
     deadline = deadline if isinstance(deadline, Deadline) else Deadline(deadline)

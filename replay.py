@@ -26,15 +26,12 @@ from plumbing import installed_files, quiet_interrupt
 
 from agent_loop import DEADLINE, INTERRUPTED, MODEL_START, STOPPED, AgentLoop
 from extensions import Extensions
-from plumbing.console import made_by, tolerant_output, verdict_lines
-from plumbing.decisions import decisions_of
-from plumbing.divergence import divergences
-from plumbing.driver import Cut, Plan, drive
-from plumbing.exit_codes import EVERY_PROGRAM, EXIT_ERROR, EXIT_NO, EXIT_OK, run_program
-from plumbing.fork import RecordedFork
-from plumbing.isolation import notice
-from plumbing.limits import positive_int
-from plumbing.recording import (
+from harness.console import made_by, tolerant_output, verdict_lines
+from harness.decisions import decisions_of
+from harness.divergence import divergences
+from harness.driver import Cut, Plan, drive
+from harness.fork import RecordedFork
+from harness.recording import (
     RECORDINGS,
     RecordingError,
     ReplayChat,
@@ -42,10 +39,13 @@ from plumbing.recording import (
     held_out_asked,
     load,
 )
-from plumbing.replayable import check_isolation, check_sample
-from plumbing.tasks import assess, task_of, tests_for
-from plumbing.timeline import timeline
-from plumbing.transcript import ChunkLog, chunk_lines, full_request_lines, request_lines
+from harness.replayable import check_isolation, check_sample
+from harness.tasks import assess, task_of, tests_for
+from harness.timeline import timeline
+from harness.transcript import ChunkLog, chunk_lines, full_request_lines, request_lines
+from plumbing.exit_codes import EVERY_PROGRAM, EXIT_ERROR, EXIT_NO, EXIT_OK, run_program
+from plumbing.isolation import notice
+from plumbing.limits import positive_int
 from repo_tools import RepoTools
 from verdict import independent_verdict
 

@@ -30,11 +30,9 @@ from agent_loop import (
     TOOL_START,
     agent_events,
 )
-from plumbing.console import RunPrinter
-from plumbing.model_files import QWEN_05B, QWEN_15B
-from plumbing.pytest_report import count_results
-from plumbing.pytest_run import run_pytest
-from plumbing.recording import (
+from harness.console import RunPrinter
+from harness.model_files import QWEN_05B, QWEN_15B
+from harness.recording import (
     ENDED_DONE,
     ENDED_WITHOUT_DONE,
     RECORDINGS,
@@ -46,8 +44,10 @@ from plumbing.recording import (
     save,
     sha256_file,
 )
+from harness.transcript import block, result_lines
+from plumbing.pytest_report import count_results
+from plumbing.pytest_run import run_pytest
 from plumbing.sample import SAMPLE_REPO, TEST_FILE, copy_sample
-from plumbing.transcript import block, result_lines
 from replay import CANNOT_REPLAY, DIVERGED, FULL, REPRODUCED, TURNS, parse_args
 from repo_tools import RepoTools
 from tests import openai_test_server as openai

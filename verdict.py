@@ -62,9 +62,9 @@ def independent_verdict(
     failed, `tests_changed: true` when it failed because the tests changed (the test file,
     or tests it does not define), `judged: false` when the code was kept from it (see
     `_unjudged`), and how long it took. `tests` (bytes) is the test file the run was given,
-    when it is not the sample's (an impossible task's: plumbing/tasks.py); `draw` is which
+    when it is not the sample's (an impossible task's: harness/tasks.py); `draw` is which
     draw asks the generated inputs (today's relations; AGREED or FIRST for a recording of an
-    older format: plumbing/recording.py).
+    older format: harness/recording.py).
 
     subtle: not run in `root`. The edited code ran there, and may have left things behind
     that change what the next run does without touching path_rules.py (a conftest.py, a

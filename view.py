@@ -3,8 +3,8 @@
     python3 view.py RECORDING [RECORDING ...] [--out FOLDER]
 
 Writes FOLDER/<recording name>.html for each recording (and FOLDER/index.html, a table of
-them, when there are several: plumbing/page_files.py) and prints each page's file://
-address. A page shows the run from the recording alone (plumbing/page.py): the conversation
+them, when there are several: harness/page_files.py) and prints each page's file://
+address. A page shows the run from the recording alone (harness/page.py): the conversation
 request by request, each turn's chunks over time, the calls and their results, each edit's
 diff, why it stopped and what decided.
 
@@ -16,9 +16,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from plumbing.console import tolerant_output
+from harness.console import tolerant_output
+from harness.page_files import write_pages  # each page from harness/page.py
 from plumbing.exit_codes import EVERY_PROGRAM, EXIT_ERROR, EXIT_OK, run_program
-from plumbing.page_files import write_pages  # each page from plumbing/page.py
 
 DEFAULT_FOLDER = Path("views")
 

@@ -15,9 +15,9 @@ is there, and agent_loop.py has no line for it. Four kinds ship:
   itself: one turn, no tools.
 
 `Extensions` is the set a run turns on: it wraps the tools the driver makes
-(plumbing/driver.py's `tools`), the chat it is given and its loop (`loop`), keeps every
+(harness/driver.py's `tools`), the chat it is given and its loop (`loop`), keeps every
 decision in a `Log`, shows each one in the terminal as the run goes (a `watch` of the
-driver's), and says what a recording keeps of them (plumbing/decisions.py); replay.py
+driver's), and says what a recording keeps of them (harness/decisions.py); replay.py
 builds the same set from a recording and asks no one. Above plumbing/ and beside the loop:
 nothing below imports this folder.
 """
@@ -29,10 +29,10 @@ from extensions.one_shot import OneShot
 from extensions.permissions import Approve, PlanOnly, Terminal
 from extensions.syntax import Syntax
 from extensions.tests_after_edit import TestsAfterEdit
-from plumbing.decisions import calls_made, decision_line
+from harness.decisions import calls_made, decision_line
+from harness.recording import NO_RELATIONS, RecordingError
+from harness.tasks import TASKS
 from plumbing.limits import is_whole, positive_int
-from plumbing.recording import NO_RELATIONS, RecordingError
-from plumbing.tasks import TASKS
 
 # In the order they wrap the tools, innermost first, whatever order the flags came in: an
 # edit the syntax hook undoes runs no tests; you are asked about the model's calls before
@@ -164,7 +164,7 @@ class Extensions:
         return Extensions.of(recording, wanted, path, at, self.terminal or Terminal())
 
     def tools(self, make):
-        """A `tools` for plumbing/driver.py's drive: `make`'s tools, wrapped."""
+        """A `tools` for harness/driver.py's drive: `make`'s tools, wrapped."""
 
         def build(*args, **options):
             tools = make(*args, **options)
@@ -229,7 +229,7 @@ class Extensions:
         return watch
 
     def recorded(self):
-        """The recording's `extensions` field (plumbing/decisions.py), or None: none on."""
+        """The recording's `extensions` field (harness/decisions.py), or None: none on."""
         return {"on": self.on, "decisions": self.log.decisions} if self.on else None
 
 

@@ -12,7 +12,7 @@ the conversation it keeps, are never changed: only the request is.
 
 Decisions: `shortened`, once per result, at the request that first sends it as its line
 (`call`: how many calls the tools had run by then). The request a recording says was sent
-is its messages with those lines in place (plumbing/decisions.py: `as_sent`).
+is its messages with those lines in place (harness/decisions.py: `as_sent`).
 
 Not here: summarising with the model, a result returned as a user message (a call written
 as text, --text-calls: it stays whole), the other messages (the model's own turns).
@@ -21,7 +21,7 @@ as text, --text-calls: it stays whole), the other messages (the model's own turn
 import json
 
 from extensions.hooks import Hook
-from plumbing.decisions import with_lines
+from harness.decisions import with_lines
 
 
 class KeepResults:

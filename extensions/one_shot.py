@@ -13,7 +13,7 @@ path_rules.py. The independent verdict then judges the copy, as after any run.
 
 The stop reason is the loop's own: how the one turn ended (`assistant_finished`,
 `incomplete_model_turn`, ...). What the lab did with the answer is a decision about it
-(`call` 0, plumbing/decisions.py): `written`, or, leaving path_rules.py as it was,
+(`call` 0, harness/decisions.py): `written`, or, leaving path_rules.py as it was,
 `unchanged` (the block is the file, byte for byte), `no-block`, `several-blocks`,
 `too-large` or `unwritable` (docs/one-shot.md).
 
@@ -21,7 +21,7 @@ Not here: retries, choosing among answers, merging part of a file into it.
 """
 
 from agent_loop import MODEL_DONE, MODEL_START
-from plumbing.decisions import ANSWER
+from harness.decisions import ANSWER
 from plumbing.fenced_blocks import blocks
 from plumbing.sample import SOURCE_FILE, SOURCE_LIMIT, TEST_FILE, write_atomically
 

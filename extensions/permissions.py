@@ -3,10 +3,10 @@ read-only tools alone (docs/permissions.md: what the Claude Agent SDK and others
 
 - `Approve`, a hook (extensions/hooks.py): before `replace_text` and `run_tests` the terminal
   shows the call (an edit as its diff, one that changes nothing said to be one:
-  plumbing/call_preview.py) and asks allow, deny with a reason, or allow the rest of the run.
+  harness/call_preview.py) and asks allow, deny with a reason, or allow the rest of the run.
   A denial is the call's result, so the model reads why. No terminal: each is denied, said
   once. A replay applies the recorded decisions and asks no one. The seconds you took to
-  answer are kept on the decision, apart from the tool's own time (plumbing/timeline.py).
+  answer are kept on the decision, apart from the tool's own time (harness/timeline.py).
 - `PlanOnly`: only `read_file` is offered; the run ends with the model's plan, as text.
 
 Not here: rules by pattern (the SDK's allow and deny lists), a time limit on asking.
@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from extensions.hooks import Hook
-from plumbing.call_preview import preview
-from plumbing.console import visible
+from harness.call_preview import preview
+from harness.console import visible
 from plumbing.redact import redact
 from plumbing.sample import SOURCE_FILE
 

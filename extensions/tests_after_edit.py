@@ -12,12 +12,12 @@ model reads it with the edit's result, without spending a turn on it.
 Decision: `added`, with the summary; the recording keeps the test run whole beside it
 (`tests`: what run_tests returned, pytest's report of each test of an impossible task in
 `by_test`), so an impossible task's outcome counts it as it counts the model's own runs
-(plumbing/tasks.py): a contradicting test that passed only here was still made to pass.
+(harness/tasks.py): a contradicting test that passed only here was still made to pass.
 Other calls, and edits that did not land, pass through without a decision.
 """
 
 from extensions.hooks import Hook, landed
-from plumbing.console import test_line
+from harness.console import test_line
 
 
 class TestsAfterEdit(Hook):

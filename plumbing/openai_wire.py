@@ -5,8 +5,8 @@ the loop's conversation into a request.
 assembling tool calls that arrive as fragments of a JSON string; `request_body` turns the
 loop's Ollama-shaped conversation back into an OpenAI request (ids for calls,
 `tool_call_id` for results). Both are pure: the adapter (openai_model.py) runs them on a
-live stream, replay and the summaries of recordings (plumbing/outcomes.py,
-plumbing/transcript.py) on the events a recording kept, so every reader assembles a turn
+live stream, replay and the summaries of recordings (harness/outcomes.py,
+harness/transcript.py) on the events a recording kept, so every reader assembles a turn
 with the same code and none imports the adapter.
 
 Not here: HTTP, Server-Sent Events or any failure of the connection (openai_model.py).

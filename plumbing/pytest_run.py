@@ -112,7 +112,7 @@ def _judged(root, exit_code, report, timeout, tests):
             "collected": len(values),
         }
     expected = expected_tests(tests)
-    if tests is not None:  # a task's own test file: which of its tests passed (plumbing/tasks.py)
+    if tests is not None:  # a task's own test file: which of its tests passed (harness/tasks.py)
         counts["by_test"] = {n.rsplit(".", 1)[1]: outcomes[n] for n in expected if n in outcomes}
     ran = [name for name in expected if outcomes.get(name, "skipped") != "skipped"]
     unexpected = sorted(set(outcomes) - set(expected))

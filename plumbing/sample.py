@@ -40,7 +40,7 @@ PRISTINE_TESTS = SAMPLE_FILES[TEST_FILE]
 def copy_sample(parent, source=None, tests=None):
     """A fresh copy of the sample inside the directory `parent` (as the harness started
     with it), optionally with `source` (bytes) as its path_rules.py and `tests` (bytes, an
-    impossible task's: plumbing/tasks.py) as its test file."""
+    impossible task's: harness/tasks.py) as its test file."""
     root = Path(parent) / "repo"
     given = {SOURCE_FILE: source, TEST_FILE: tests}
     for name, data in SAMPLE_FILES.items():

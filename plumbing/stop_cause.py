@@ -4,7 +4,7 @@ The loop stops with `incomplete_model_turn` for two causes, and acts on neither 
 turn may hold a half-decided call): the server ended the answer at its token budget
 (Ollama's `done_reason: "length"`; OpenAI's `finish_reason: "length"`, which
 openai_wire.py turns into the same), or the stream ended before the server's final chunk.
-`LastTurn` wraps the chat the loop is given (plumbing/driver.py, ask.py) and keeps, of the
+`LastTurn` wraps the chat the loop is given (harness/driver.py, ask.py) and keeps, of the
 call being read, its final chunk, its text and the tools it offered; `cause_lines()` says
 which cause it was and, when the text holds a call written as text (plumbing/text_calls.py),
 the likely reason the server never made it a call. A replay feeds the recorded chunks

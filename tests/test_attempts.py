@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from compare import NOT_A_MODEL, rate_bar
-from plumbing.outcomes import outcome, passed
-from plumbing.recording import RECORDINGS, load
+from harness.outcomes import outcome, passed
+from harness.recording import RECORDINGS, load
+from harness.timeline import context_lines, context_window
 from plumbing.stats import wilson_interval
-from plumbing.timeline import context_lines, context_window
 from replay import REPRODUCED, replay_one
 from tests import openai_test_server as openai
 from tests.helpers import altered, failing, passing, record

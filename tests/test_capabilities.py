@@ -21,8 +21,8 @@ import openai_model
 import record_run
 from agent_loop import ASSISTANT_FINISHED, STOPPED, TASK, agent_events
 from ask import ASK_PROMPT
+from harness.recording import RUNS, load, save
 from local_model import CAPABILITIES_KEPT, OPTIONS, LocalModel, ModelError
-from plumbing.recording import RUNS, load, save
 from plumbing.sample import copy_sample
 from plumbing.text_calls import MAX_SCAN, MAX_SPAN, UNREADABLE, text_tool_call
 from readonly_tools import ReadOnlyTools

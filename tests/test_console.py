@@ -4,9 +4,9 @@ import io
 
 import pytest
 
-from plumbing import console  # not `import test_line`: pytest would collect it as a test
-from plumbing.console import RunPrinter, verdict_lines
-from plumbing.recording import RECORDINGS, load
+from harness import console  # not `import test_line`: pytest would collect it as a test
+from harness.console import RunPrinter, verdict_lines
+from harness.recording import RECORDINGS, load
 from plumbing.sample import SAMPLE_REPO, copy_sample
 from plumbing.verdict_words import HELD_OUT_DOCS
 

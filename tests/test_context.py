@@ -12,9 +12,9 @@ import pytest
 
 from agent_loop import AgentLoop
 from extensions import Extensions
-from plumbing.decisions import as_sent
-from plumbing.page import recording_page
-from plumbing.recording import load, save
+from harness.decisions import as_sent
+from harness.page import recording_page
+from harness.recording import load, save
 from plumbing.sample import SOURCE_FILE, TEST_FILE
 from replay import DIVERGED, REPRODUCED
 from repo_tools import RepoTools

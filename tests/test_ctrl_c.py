@@ -25,9 +25,9 @@ import pytest
 
 import record_run
 from agent_loop import TOOL_START
+from harness.recording import RECORDINGS, RecordingChat, RecordingError, load, save
 from plumbing.exit_codes import EXIT_INTERRUPTED
 from plumbing.pytest_run import run_pytest
-from plumbing.recording import RECORDINGS, RecordingChat, RecordingError, load, save
 from readonly_tools import SEARCH_SECONDS
 from replay import REPRODUCED, replay_one
 from tests.helpers import (
@@ -323,7 +323,7 @@ def test_ctrl_c_while_an_attempt_is_being_started_stops_that_attempt_too(tmp_pat
     # this process may be taken by one of its other threads (the stand-in server's, the
     # test runner's), and the handler would then run only once the main thread next wakes,
     # after the attempt has ended. record_run.py's own waiter threads block SIGINT.
-    from plumbing.attempts import Series
+    from harness.attempts import Series
 
     class CtrlCOnFirstLook(type(tmp_path)):
         pressed = False

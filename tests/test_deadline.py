@@ -37,11 +37,11 @@ from agent_loop import (
     TOOL_START,
     agent_events,
 )
+from harness.recording import RecordingChat, load
 from local_model import LocalModel
 from openai_model import OpenAICompatibleModel
 from plumbing.limits import Deadline, DeadlineExceeded, Watchdog
 from plumbing.ollama_transport import _LimitedStream, _WatchedBackend, _WatchedStream
-from plumbing.recording import RecordingChat, load
 from plumbing.wire_errors import CONNECT_TIMEOUT, translated
 from readonly_tools import SEARCH_SECONDS
 from replay import REPRODUCED, replay_one

@@ -1,4 +1,4 @@
-"""How a replay's differences are worded (plumbing/divergence.py): from its own functions,
+"""How a replay's differences are worded (harness/divergence.py): from its own functions,
 the parts the replays in test_recorded.py reach only slowly or not at all (no recording
 there lacks a final source, or holds a value beyond ASCII that differs); then through
 replay, an event changed or missing from a copy of repair.json."""
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from plumbing.divergence import comparable, divergences, normalise, short, tool_divergences
-from plumbing.recording import RECORDINGS, load
+from harness.divergence import comparable, divergences, normalise, short, tool_divergences
+from harness.recording import RECORDINGS, load
 from replay import DIVERGED
 from tests.helpers import altered, replay
 

@@ -1,4 +1,4 @@
-"""Forks (plumbing/fork.py, `record_run.py --fork RECORDING --at K`): a recording's turns
+"""Forks (harness/fork.py, `record_run.py --fork RECORDING --at K`): a recording's turns
 before K replayed through the real loop and tools and checked as replay checks them, then a
 live model from turn K on; the forked recording says what it is and replays whole.
 
@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from compare import fork_point_of, group_key, label, left_out
+from harness.console import made_by
+from harness.fork import Fork, ResultError, edit_of, fork_problem, last_turn, read_result
+from harness.outcomes import attempt_line, outcome
+from harness.page import recording_page
+from harness.recording import RECORDINGS, RecordingError, load, save
 from plumbing import isolation
-from plumbing.console import made_by
-from plumbing.fork import Fork, ResultError, edit_of, fork_problem, last_turn, read_result
 from plumbing.limits import MAX_RESULT_BYTES
-from plumbing.outcomes import attempt_line, outcome
-from plumbing.page import recording_page
-from plumbing.recording import RECORDINGS, RecordingError, load, save
 from replay import REPRODUCED
 from tests import openai_test_server as openai
 from tests.helpers import FAULTY_LINE, FIXED_LINE, altered, replay

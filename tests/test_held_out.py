@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.recording import RECORDINGS, held_out_asked, load
 from plumbing import first_draw, isolation
 from plumbing.generated_cases import AGREED, correct_styles, generated, reference
 from plumbing.generated_cases import STYLES as STYLES_FOLDER
@@ -27,7 +28,6 @@ from plumbing.held_out import (
     cases_for,
     held_out_checks,
 )
-from plumbing.recording import RECORDINGS, held_out_asked, load
 from plumbing.relations import RELATIONS, planned
 from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, copy_sample
 from plumbing.verdict_words import held_out_line
@@ -451,8 +451,8 @@ def test_a_recordings_held_out_seed_and_count_are_read_within_their_limits(
 ):
     # a hand-edited count would make a replay ask for millions of inputs; the seed is what
     # new_seed draws (below 2**63), so a suite seed past it is folded into that range
+    from harness.recording import RecordingError
     from plumbing.generated_cases import new_seed
-    from plumbing.recording import RecordingError
     from plumbing.suite_settings import HELD_OUT_SEED as SUITE_SEED
 
     recording = json.loads((RECORDINGS / "repair.json").read_text(encoding="utf-8"))
@@ -480,7 +480,7 @@ def test_a_recordings_held_out_seed_and_count_are_read_within_their_limits(
 def test_a_recording_says_how_many_generated_inputs_it_asked_from_format_6_on(
     tmp_path, name, asked, accepted
 ):
-    from plumbing.recording import RecordingError
+    from harness.recording import RecordingError
 
     recording = json.loads((RECORDINGS / name).read_text(encoding="utf-8"))
     held_out = recording["final_tests"]["held_out"]

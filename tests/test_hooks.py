@@ -16,9 +16,9 @@ import pytest
 
 from extensions import Extensions, tests_after_edit
 from extensions.syntax import Syntax, compile_problem
-from plumbing import decisions
-from plumbing.page import recording_page
-from plumbing.recording import RECORDINGS, RecordingError, load, save
+from harness import decisions
+from harness.page import recording_page
+from harness.recording import RECORDINGS, RecordingError, load, save
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE, SOURCE_LIMIT
 from replay import CANNOT_REPLAY, DIVERGED, REPRODUCED
 from repo_tools import RepoTools

@@ -1,6 +1,6 @@
 """Characters that draw nothing are written out in the terminal, as control characters are:
 zero-width and other format characters (Unicode category Cf), tag characters, and the
-rest of what draws nothing (plumbing/console.py's `visible`, the terminal's one helper).
+rest of what draws nothing (harness/console.py's `visible`, the terminal's one helper).
 
 A recording, a model or a file name can hide text in them: a zero-width space makes two
 names that look alike differ, and tag characters (U+E0020-U+E007F) spell a whole message
@@ -9,7 +9,7 @@ no terminal shows.
 
 import pytest
 
-from plumbing.console import visible
+from harness.console import visible
 from tests.helpers import altered
 from tests.in_process import run_cli
 

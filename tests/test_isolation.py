@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.recording import RECORDINGS, RecordingChat, load
+from harness.replayable import shipped
 from plumbing import isolation
 from plumbing.pytest_run import run_pytest
-from plumbing.recording import RECORDINGS, RecordingChat, load
-from plumbing.replayable import shipped
 from record_run import record_attempt
 from replay import REPRODUCED, replay_one
 from repo_tools import RepoTools
@@ -314,7 +314,7 @@ def test_where_nothing_isolates_replay_runs_only_the_labs_own_recordings(
 
 
 def test_the_list_of_shipped_recordings_is_every_shipped_recording_as_it_is():
-    from plumbing.recording import SHIPPED, sha256_file
+    from harness.recording import SHIPPED, sha256_file
 
     listed = dict(reversed(line.split()) for line in SHIPPED.read_text().splitlines())
     here = {p.relative_to(RECORDINGS).as_posix(): p for p in RECORDINGS.rglob("*.json")}
@@ -339,7 +339,7 @@ def test_sha256sums_is_what_write_shipped_hashes_writes_for_the_shipped_recordin
     lab = lab_copy(tmp_path, "recordings")
     (lab / "recordings" / "SHA256SUMS").unlink()
     script = (
-        "from plumbing.recording import shipped_hashes, write_shipped_hashes\n"
+        "from harness.recording import shipped_hashes, write_shipped_hashes\n"
         "print(shipped_hashes() == set())\n"
         "write_shipped_hashes()\n"
         "print(len(shipped_hashes()))\n"

@@ -1,4 +1,4 @@
-"""The live model's preflight (plumbing/live_model.py) when the learner's server is not the
+"""The live model's preflight (harness/live_model.py) when the learner's server is not the
 one the options name: each error says the next step. With Ollama unreachable and an
 OpenAI-compatible server answering at its default address, the error says `--api openai`
 and a model that server lists; an Ollama name (name:tag) sent to a server that lists none
@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import openai_model
-from plumbing.live_model import OTHER_WIRE
+from harness.live_model import OTHER_WIRE
 from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer
 from tests.openai_test_server import OpenAITestServer

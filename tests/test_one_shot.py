@@ -16,10 +16,10 @@ from agent_loop import AgentLoop
 from extensions import Extensions
 from extensions.hooks import Log
 from extensions.one_shot import SYSTEM, TASK, OneShot
-from plumbing import decisions
+from harness import decisions
+from harness.page import recording_page
+from harness.recording import RECORDINGS, RecordingError, load, save
 from plumbing.fenced_blocks import blocks
-from plumbing.page import recording_page
-from plumbing.recording import RECORDINGS, RecordingError, load, save
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE, TEST_FILE
 from replay import CANNOT_REPLAY, DIVERGED, REPRODUCED
 from repo_tools import RepoTools

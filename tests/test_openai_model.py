@@ -29,10 +29,10 @@ from agent_loop import (
     TOOL_START,
     agent_events,
 )
+from harness.recording import RecordingChat
 from openai_model import OpenAICompatibleModel, OpenAIModelError, chunks_from_events, request_body
 from plumbing import openai_wire
 from plumbing.limits import ARGUMENTS_TOO_LONG, MAX_LINE_BYTES, LineTooLong
-from plumbing.recording import RecordingChat
 from repo_tools import RepoTools
 from tests.helpers import FAULTY_LINE, FIXED_LINE, of_type, wait_for
 from tests.openai_test_server import (

@@ -1,4 +1,4 @@
-"""What one recording says of its attempt (plumbing/outcomes.py), read from small recordings
+"""What one recording says of its attempt (harness/outcomes.py), read from small recordings
 made here: the verdict, what counts as interrupted, the tokens and the seconds. compare.py
 and record_run.py --attempts print these figures; tests/test_attempts.py runs those CLIs."""
 
@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from plumbing.outcomes import _count, outcome, passed
+from harness.outcomes import _count, outcome, passed
 
 
 def recording(**changes):
@@ -111,7 +111,7 @@ def test_an_outcome_is_a_value_it_cannot_be_changed_and_can_be_a_key():
     # unhashable: a summary could then alter the outcome another display reads
     import dataclasses
 
-    from plumbing.outcomes import Outcome
+    from harness.outcomes import Outcome
 
     outcome = Outcome(True, False, "assistant_finished", 3, 2, 900, 120, 4.2)
     with pytest.raises(dataclasses.FrozenInstanceError):

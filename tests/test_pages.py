@@ -4,7 +4,7 @@ Playwright with `executable_path`: no browser download).
 Every shipped recording's page shows the run's facts, raises no script error and makes no
 request; a hostile recording's page shows its strings as text and runs none of them; the
 arrow keys step through the turns. The size bounds need no browser, nor do the limits and
-fallbacks of the drawing itself (plumbing/page.py, each pinned at its edge), which run in
+fallbacks of the drawing itself (harness/page.py, each pinned at its edge), which run in
 the test's process.
 """
 
@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from agent_loop import TOOL_START
-from plumbing.console import made_by
-from plumbing.outcomes import NOT_A_MODEL
-from plumbing.page import CHUNKS_SHOWN, chunk_list, index_page, recording_page, stream_chart, text
-from plumbing.recording import ENDED_WITHOUT_DONE, RECORDINGS, RUNS, load, save
+from harness.console import made_by
+from harness.outcomes import NOT_A_MODEL
+from harness.page import CHUNKS_SHOWN, chunk_list, index_page, recording_page, stream_chart, text
+from harness.recording import ENDED_WITHOUT_DONE, RECORDINGS, RUNS, load, save
 from tests.helpers import SHOWN, altered, lab_copy
 from tests.in_process import run_cli
 
@@ -641,7 +641,7 @@ def test_the_page_of_an_edit_it_cannot_redo_shows_no_diff(tmp_path, argument, va
     # mutation: the `isinstance(old, str) and isinstance(new, str)` check weakened to one
     # side tried the edit with 3: a TypeError, and the page could not be drawn at all;
     # without `source.count(old) != 1`, an `old` found 4 times drew a diff of the first
-    from plumbing.page import recording_page
+    from harness.page import recording_page
 
     def change(recording):
         start = next(e for e in recording["events"] if e.get("name") == "replace_text")
@@ -656,7 +656,7 @@ def test_the_page_of_an_edit_it_cannot_redo_shows_no_diff(tmp_path, argument, va
 def test_the_page_of_an_edit_whose_arguments_are_not_an_object_shows_no_diff(tmp_path, arguments):
     # load() keeps a tool_start's arguments whatever their type: the page cannot redo an
     # edit from a list or a text, so it draws the call without its diff, not no page at all
-    from plumbing.page import recording_page
+    from harness.page import recording_page
 
     def change(recording):
         start = next(e for e in recording["events"] if e.get("name") == "replace_text")
@@ -669,7 +669,7 @@ def test_the_page_of_an_edit_whose_arguments_are_not_an_object_shows_no_diff(tmp
 def test_the_page_of_requests_said_to_hold_no_message_is_drawn(tmp_path):
     # mutation: `max(...) or 1` without its fallback divided by zero: load() accepts a
     # request_length of 0, and then every bar of the growth chart is 0 characters long
-    from plumbing.page import recording_page
+    from harness.page import recording_page
 
     def change(recording):
         for saved in recording["model_calls"]:
@@ -681,7 +681,7 @@ def test_the_page_of_requests_said_to_hold_no_message_is_drawn(tmp_path):
 
 def test_a_request_that_adds_no_message_says_so_on_its_page(tmp_path):
     # mutation: `new_text or "(nothing new)"` without its fallback drew an empty block
-    from plumbing.page import recording_page
+    from harness.page import recording_page
 
     def change(recording):
         calls = recording["model_calls"]
@@ -695,7 +695,7 @@ def test_a_page_draws_chunks_that_are_not_objects_as_text(tmp_path):
     # mutations: _kind's guards for an item or a message that is not an object dropped (an
     # AttributeError: no page at all), or its "text" made None (a mark coloured var(--None));
     # load() keeps such chunks, as a malformed stream's recording holds them
-    from plumbing.page import recording_page
+    from harness.page import recording_page
 
     def change(recording):
         call = recording["model_calls"][0]
@@ -711,7 +711,7 @@ def test_a_page_draws_chunks_that_are_not_objects_as_text(tmp_path):
 def test_a_stream_whose_chunks_all_arrived_at_once_is_drawn_in_their_order():
     # mutations: `max(arrived) or 0.001` without its fallback divided by zero; on the time
     # scale both marks fell at the start, one on the other
-    from plumbing.page import stream_chart
+    from harness.page import stream_chart
     from tests.ollama_test_server import chunk
 
     chart = stream_chart({"arrived": [0.0, 0.0], "chunks": [chunk("a"), chunk(done=True)]})
@@ -722,8 +722,8 @@ def test_a_stream_whose_chunks_all_arrived_at_once_is_drawn_in_their_order():
 def test_a_result_of_up_to_1200_characters_is_shown_open_a_longer_one_folded():
     # mutations: `len(shown) <= FOLD_AFTER` -> `<`, and FOLD_AFTER 1200 -> 1201 (the figure
     # docs/recordings.md gives)
-    from plumbing.page import result_block
-    from plumbing.transcript import message_lines
+    from harness.page import result_block
+    from harness.transcript import message_lines
 
     def shown(n):
         content = json.dumps({"path": "path_rules.py", "text": "x" * n})
@@ -745,7 +745,7 @@ def test_a_page_draws_100_calls_of_a_turn_and_counts_the_rest(tmp_path, calls, n
     # mutations: the cap's guard dropped, or its closing line made `pass`, drew all 101 or
     # left the 101st unsaid; the note's `shown > CALLS_SHOWN` -> `>=` said "... and 0 more"
     # of exactly 100; the loop caps a turn at 32 calls, a hand-made file need not
-    from plumbing.page import recording_page
+    from harness.page import recording_page
 
     def change(recording):
         events = recording["events"]
@@ -762,7 +762,7 @@ def test_a_page_draws_100_calls_of_a_turn_and_counts_the_rest(tmp_path, calls, n
 
 def test_the_stop_of_a_turn_cut_off_in_no_measurable_time_says_0_00_s():
     # mutation: `stop.get("seconds") is not None` read as truthiness dropped the line
-    from plumbing.page import stop_block
+    from harness.page import stop_block
 
     block = stop_block({"type": "stopped", "turn": 1, "reason": "deadline", "seconds": 0.0})
     assert "the turn it cut off took 0.00 s" in block
@@ -772,8 +772,8 @@ def test_the_stop_of_a_turn_cut_off_in_no_measurable_time_says_0_00_s():
 def test_a_series_page_shows_a_count_of_0_as_0_and_only_a_missing_one_as_n_a():
     # mutation: `"n/a" if v is None` read as truthiness showed 0 model calls and 0 tokens
     # (an attempt cut off before its first answer) as "n/a"
-    from plumbing.outcomes import Outcome
-    from plumbing.page import series_page
+    from harness.outcomes import Outcome
+    from harness.page import series_page
 
     cut = Outcome(False, True, "interrupted", 0, 0, 0, None, 1.5)
     page = series_page([("live · max_turns 12", [("a-1.html", cut)])])

@@ -23,9 +23,9 @@ import pytest
 from extensions import Extensions
 from extensions.hooks import Log
 from extensions.permissions import NO_TERMINAL, QUESTION, Approve, Terminal
-from plumbing.call_preview import preview
-from plumbing.page import recording_page
-from plumbing.recording import RecordingError, load, save
+from harness.call_preview import preview
+from harness.page import recording_page
+from harness.recording import RecordingError, load, save
 from plumbing.sample import SOURCE_FILE
 from replay import DIVERGED, REPRODUCED
 from repo_tools import RepoTools

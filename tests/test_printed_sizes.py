@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from plumbing.console import ARGUMENTS_SHOWN, RunPrinter
+from harness.console import ARGUMENTS_SHOWN, RunPrinter
 from plumbing.source_diff import DIFF_CHARACTERS, DIFF_LINES, bounded, unified
 from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from plumbing.divergence import event_divergence
-from plumbing.recording import RECORDINGS, RecordingError, load, save
-from plumbing.timeline import timeline
+from harness.divergence import event_divergence
+from harness.recording import RECORDINGS, RecordingError, load, save
+from harness.timeline import timeline
 from tests.helpers import SHOWN
 from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, chunk

@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from plumbing.recording import RECORDINGS, load
+from harness.recording import RECORDINGS, load
 from plumbing.verdict_words import HELD_OUT_DOCS
 from tests.helpers import LAB
 from tests.in_process import run_cli

@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from agent_loop import INCOMPLETE_MODEL_TURN, MODEL_ERROR, TOOL_START
+from harness.tasks import CHEATED, FAILED_ATTEMPT, FLAGGED, outcome_of
 from plumbing.sample import SOURCE_FILE, copy_sample
-from plumbing.tasks import CHEATED, FAILED_ATTEMPT, FLAGGED, outcome_of
 from tests.helpers import Reader, wait_until_gone
 from tests.in_process import run_cli
 from tests.real_server import (

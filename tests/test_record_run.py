@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 import record_run
+from harness.output_path import default_output
+from harness.recording import RECORDINGS, RUNS, RecordingChat, load
 from plumbing.exit_codes import EXIT_ERROR, EXIT_NO
-from plumbing.output_path import default_output
-from plumbing.recording import RECORDINGS, RUNS, RecordingChat, load
 from tests.helpers import failing, lab_copy, passing
 from tests.in_process import run_cli
 from tests.ollama_test_server import ConversationServer, call, chunk

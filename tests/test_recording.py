@@ -1,4 +1,4 @@
-"""The recording format (plumbing/recording.py): what save() writes, what load() accepts,
+"""The recording format (harness/recording.py): what save() writes, what load() accepts,
 and what the recorder keeps of a stream.
 
 save() is atomic, writes readable UTF-8 and never replaces anything but a regular file;
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import record_run
-from plumbing.recording import RECORDINGS, RecordingChat, RecordingError, load, save
+from harness.recording import RECORDINGS, RecordingChat, RecordingError, load, save
 from replay import CANNOT_REPLAY
 from tests.helpers import altered, replay
 from tests.in_process import run_cli
@@ -47,7 +47,7 @@ def test_a_crash_mid_save_leaves_the_old_recording_intact(tmp_path):
 
 
 def test_save_refuses_to_replace_anything_but_a_regular_file(tmp_path):
-    from plumbing.recording import save
+    from harness.recording import save
 
     os.mkfifo(tmp_path / "fifo")
     with pytest.raises(OSError, match="is not a regular file"):
@@ -58,7 +58,7 @@ def test_save_refuses_to_replace_anything_but_a_regular_file(tmp_path):
 def test_a_recording_is_saved_as_readable_utf8_even_when_it_holds_a_non_finite_number(tmp_path):
     # mutation: `ensure_ascii=False` -> True (either json.dumps) saved "é" as "\u00e9": it
     # loads back the same, but the file is no longer text a learner can read or diff
-    from plumbing.recording import save
+    from harness.recording import save
 
     for extra in ({}, {"odd": float("nan")}):
         path = tmp_path / "r.json"
@@ -298,14 +298,14 @@ def nested(levels, leaf, kind):
 def test_a_value_nested_exactly_max_depth_levels_is_held_and_one_more_is_not(kind, leaf):
     # mutations: a list's level counted as two, and the deep walk's `>` read as `<=` (text
     # past the depth was then never looked at): each moved where the limit falls
-    from plumbing.recording import MAX_DEPTH, held_problem
+    from harness.recording import MAX_DEPTH, held_problem
 
     assert held_problem(nested(MAX_DEPTH, leaf, kind), "", 0) is None
     assert "nested deeper than" in held_problem(nested(MAX_DEPTH + 1, leaf, kind), "", 0)
 
 
 def test_a_place_too_deep_is_named_cut_at_80_characters_and_a_key_before_its_value():
-    from plumbing.recording import MAX_DEPTH, held_problem
+    from harness.recording import MAX_DEPTH, held_problem
 
     said = held_problem({"k" * 100: nested(MAX_DEPTH, [], "list")}, "", 0)
     assert said.endswith(f"(at .{'k' * 79}...)")  # `.` and the key, cut

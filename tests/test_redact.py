@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from plumbing.recording import RECORDINGS
+from harness.recording import RECORDINGS
 from plumbing.redact import credentials_of, secret_values
 from tests.helpers import LAB
 from tests.in_process import run_cli

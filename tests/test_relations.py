@@ -11,10 +11,10 @@ import textwrap
 
 import pytest
 
+from harness.recording import RECORDINGS, load
 from plumbing import near_misses
 from plumbing.generated_cases import AGREED, STYLES, correct_styles, reference
 from plumbing.held_out import held_out_checks
-from plumbing.recording import RECORDINGS, load
 from plumbing.relations import ALONE, BESIDE, RELATED, planned
 
 # Each wrong repair, and what its first failure says on any seed: the relation that broke,

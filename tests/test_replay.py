@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
+from harness.recording import RECORDINGS, load, save
+from harness.transcript import ChunkLog
 from plumbing.exit_codes import EXIT_ERROR, EXIT_NO
-from plumbing.recording import RECORDINGS, load, save
-from plumbing.transcript import ChunkLog
 from replay import CANNOT_REPLAY, REPRODUCED
 from tests.helpers import LAB, altered, lab_copy, replay
 

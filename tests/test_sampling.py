@@ -6,7 +6,7 @@ written by hand.
 
 import pytest
 
-from plumbing.recording import load
+from harness.recording import load
 from tests import ollama_test_server as ollama
 from tests import openai_test_server as openai
 from tests.in_process import run_cli

@@ -1,4 +1,4 @@
-"""What a series shows while its attempts run (plumbing/series_progress.py): on a terminal,
+"""What a series shows while its attempts run (harness/series_progress.py): on a terminal,
 one status line rewritten in place every second; piped, a line per turn (that case is
 tests/test_attempts.py's, in the series it runs). A real series of record_run.py children
 in a pseudo-terminal, against the Ollama stand-in; and the two sides of the pipe, real,
@@ -14,8 +14,8 @@ import threading
 import pytest
 
 from agent_loop import MODEL_START, STOPPED, TOOL_START
-from plumbing.console import SafeStream
-from plumbing.series_progress import SETTING, Progress, attempt_watch
+from harness.console import SafeStream
+from harness.series_progress import SETTING, Progress, attempt_watch
 from tests.helpers import LAB, read_terminal, wait_for
 from tests.ollama_test_server import ConversationServer, chunk, reply
 

@@ -6,8 +6,8 @@ recording replayed prints the same lines; ask.py says the same on stderr."""
 
 import pytest
 
-from plumbing.page import recording_page
-from plumbing.recording import load
+from harness.page import recording_page
+from harness.recording import load
 from plumbing.stop_cause import BROKEN, LENGTH, WRITTEN
 from replay import REPRODUCED
 from tests import ollama_test_server as ollama

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from plumbing.console import visible
+from harness.console import visible
 from plumbing.sample import copy_sample
 from tests.helpers import altered
 from tests.in_process import run_cli
@@ -105,7 +105,8 @@ def test_a_password_learned_after_the_stream_was_made_is_redacted_from_its_first
 ):
     # mutation: the stream's count of learned secrets starting at 1 skipped the refresh
     # when the first secret was learned before anything was written: it was printed plain
-    from plumbing import console, redact
+    from harness import console
+    from plumbing import redact
 
     learned = []  # this process's own list stays as it was
     monkeypatch.setattr(redact, "LEARNED", learned)

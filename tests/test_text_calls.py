@@ -24,11 +24,11 @@ from agent_loop import (
     TOOL_START,
     agent_events,
 )
+from harness.page import recording_page
+from harness.recording import RECORDINGS, RecordingError, load, save
+from harness.tasks import FLAGGED, outcome_of
 from local_model import LocalModel
 from openai_model import OpenAICompatibleModel
-from plumbing.page import recording_page
-from plumbing.recording import RECORDINGS, RecordingError, load, save
-from plumbing.tasks import FLAGGED, outcome_of
 from plumbing.text_calls import WRITTEN_RESULT, runnable_call, text_tool_call
 from repo_tools import RepoTools
 from tests import ollama_test_server as ollama

@@ -13,9 +13,9 @@ import pytest
 
 import record_run
 from agent_loop import MODEL_DONE, TASK, TOOL_RESULT, agent_events
-from plumbing.recording import RecordingChat, load
+from harness.recording import RecordingChat, load
+from harness.timeline import context_lines, context_window, timeline
 from plumbing.sample import copy_sample
-from plumbing.timeline import context_lines, context_window, timeline
 from repo_tools import RepoTools
 from tests.ollama_test_server import call, chunk
 from tests.scripted_model import ScriptedChat
@@ -211,7 +211,7 @@ def test_the_timeline_is_80_columns_wide_when_no_terminal_can_be_asked():
     # terminal to ask, so 80 columns and bars of (80 - 53) // 2 = 13. A program, since this
     # test's own stdout may be a terminal. EVENTS go in as JSON: the timeline alone is loaded.
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    code = "import json, sys; from plumbing.timeline import timeline; "
+    code = "import json, sys; from harness.timeline import timeline; "
     code += "print(timeline(json.load(sys.stdin))[1])"
     finished = subprocess.run(
         [sys.executable, "-c", code],
@@ -255,7 +255,7 @@ def test_independent_tests_of_zero_seconds_are_still_shown():
 def test_after_ctrl_c_the_test_time_is_said_to_be_the_starting_verdicts_alone():
     # beside "Independent verdict: not run", a bare "independent tests 0.31s" read as the
     # final verdict's time; the terminal's timeline (test_ctrl_c.py) and the page say whose
-    from plumbing.page import recording_page
+    from harness.page import recording_page
 
     alone = "        independent tests 0.31s, the starting verdict's alone (no final verdict ran)"
     assert timeline(EVENTS, tests_seconds=0.31, width=100, final_ran=False)[-1] == alone
@@ -291,7 +291,7 @@ def test_context_bars_leave_27_columns_for_the_turn_and_the_figures():
 
 def test_a_context_window_of_one_token_is_a_window():
     # mutation: `value > 0` -> `value > 1` dropped the smallest window there is
-    from plumbing.timeline import context_window
+    from harness.timeline import context_window
 
     assert context_window({"options": {"num_ctx": 1}}) == (1, "num_ctx")
     assert context_window({"options": {"num_ctx": 0}}) is None
@@ -301,7 +301,7 @@ def test_a_context_window_of_one_token_is_a_window():
 def test_a_model_turn_recorded_without_its_seconds_counts_as_0_in_the_timeline():
     # mutation: `event.get("seconds", 0.0)` -> 1.0 made up a second for a turn whose
     # recording (load() accepts it) does not say how long it took
-    from plumbing.timeline import timeline
+    from harness.timeline import timeline
 
     events = [
         {"type": "model_start", "turn": 1},

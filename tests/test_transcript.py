@@ -1,6 +1,6 @@
-"""Small pieces of replay's transcript (plumbing/transcript.py), from its own functions."""
+"""Small pieces of replay's transcript (harness/transcript.py), from its own functions."""
 
-from plumbing.transcript import INDENT, block, chunk_lines
+from harness.transcript import INDENT, block, chunk_lines
 
 
 def test_an_empty_block_keeps_one_indented_line_and_blank_lines_stay_blank():

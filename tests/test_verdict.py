@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 
 import replay
+from harness.recording import RECORDINGS, load, save
 from plumbing import sample
 from plumbing.child_process import OUTPUT_LIMIT, minimal_env, run_bounded
 from plumbing.held_out import case_count
 from plumbing.pytest_report import NO_REPORT, REPORT_LIMIT, expected_tests
 from plumbing.pytest_run import judge, visible_run
-from plumbing.recording import RECORDINGS, load, save
 from plumbing.redact import REDACTED, redact, secret_values
 from plumbing.relations import planned
 from plumbing.sample import SAMPLE_REPO, SOURCE_FILE, TEST_FILE, copy_sample, final_source
@@ -226,7 +226,7 @@ def test_a_deleted_test_file_is_not_a_pass(repo):
     assert sample.tests_unchanged(repo) is False  # via the module: pytest collects test*
     result = independent_verdict(repo, seed=3)
     assert result["verdict"] == "failed" and result["reason"].startswith("tests changed")
-    assert result["tests_changed"] is True  # the fact plumbing/tasks.py reads, not the words
+    assert result["tests_changed"] is True  # the fact harness/tasks.py reads, not the words
 
 
 def test_a_run_says_as_a_fact_that_the_tests_changed_and_the_model_never_sees_it(repo):

@@ -50,12 +50,12 @@ if __name__ == "__main__":  # run directly, not through lab.py: the lab is one f
 import ollama
 
 from agent_loop import TASK, TEXT_DELTA, agent_events, conversation_start
+from harness.recording import held_out_asked, load
 from local_model import OPTIONS, LocalModel
 from plumbing.child_process import minimal_env
 from plumbing.held_out import held_out_checks
 from plumbing.isolation import isolation_kind, isolation_prefix
 from plumbing.pytest_run import PYTEST_COMMAND
-from plumbing.recording import held_out_asked, load
 from plumbing.sample import copy_sample
 from readonly_tools import SEARCH_GRACE, SEARCH_SECONDS, ReadOnlyTools, _search
 from repo_tools import RepoTools

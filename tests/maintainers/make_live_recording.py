@@ -27,9 +27,9 @@ if __name__ == "__main__":  # run directly, not through lab.py: the lab is one f
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from agent_loop import TOOL_START
-from plumbing.attempts import series_paths
-from plumbing.console import verdict_lines
-from plumbing.recording import RECORDINGS, save, write_shipped_hashes
+from harness.attempts import series_paths
+from harness.console import verdict_lines
+from harness.recording import RECORDINGS, save, write_shipped_hashes
 from tests.real_server import (
     ANSWER_TOKENS,
     MODEL,

@@ -19,8 +19,8 @@ from pathlib import Path
 if __name__ == "__main__":  # run directly, not through lab.py: the lab is one folder up
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from harness.recording import RECORDINGS, save, write_shipped_hashes
 from plumbing.held_out import HELD_OUT
-from plumbing.recording import RECORDINGS, save, write_shipped_hashes
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 
 HERE = Path(__file__).resolve().parents[2]
@@ -589,7 +589,7 @@ SHIPPED = [
     ),
 ]
 
-# --- the impossible task (plumbing/tasks.py): its visible tests contradict the docstring ---------
+# --- the impossible task (harness/tasks.py): its visible tests contradict the docstring ---------
 # Two ways a model games it, and the honest answer. Each is written by hand.
 READ_THE_TESTS = tool_turn(
     "Read the tests first.", call("read_file", path="tests/test_path_rules.py")

@@ -24,10 +24,10 @@ if __name__ == "__main__":  # run directly, not through lab.py: the lab is one f
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from extensions.syntax import compile_problem
-from plumbing.decisions import decisions_of
-from plumbing.model_files import QWEN_15B
-from plumbing.outcomes import final_chunks, outcome, rate, rate_text, stops_text
-from plumbing.recording import load, save, write_shipped_hashes
+from harness.decisions import decisions_of
+from harness.model_files import QWEN_15B
+from harness.outcomes import final_chunks, outcome, rate, rate_text, stops_text
+from harness.recording import load, save, write_shipped_hashes
 from plumbing.stats import median
 from tests.maintainers.make_live_recording import model_facts
 from tests.real_server import LlamaServer, model_file, server_binary

@@ -55,7 +55,7 @@ if __name__ == "__main__":  # run directly, not through lab.py: the lab is two f
 from plumbing.near_misses import docstring_nodes  # noqa: E402 -- after the path above
 
 # Every module with logic: the learner's files, the CLIs, and what they lean on. Left out:
-# the test servers and scripts in tests/, lab.py (set-up only) and plumbing/__init__.py.
+# the test servers and scripts in tests/, lab.py (set-up only) and the folders' empty __init__.py.
 MODULES = [
     "agent_loop.py",
     "tool_guard.py",
@@ -71,18 +71,24 @@ MODULES = [
     "view.py",
     *(f"extensions/{name}.py" for name in ("__init__", "hooks", "syntax", "tests_after_edit")),
     *(
+        f"harness/{name}.py"
+        for name in (
+            "attempts", "call_preview", "console", "decisions", "divergence", "driver", "fork",
+            "live_model", "live_status", "model_files", "outcomes", "output_path", "page",
+            "page_files", "recording", "series_progress", "status_line", "tasks", "timeline",
+            "transcript",
+        )
+    ),
+    *(
         f"plumbing/{name}.py"
         for name in (
-            "attempts", "bounds", "call_preview", "child_process", "chunk_shape",
-            "confined_tree", "console",
-            "decisions", "divergence", "driver", "exit_codes", "first_draw", "fork",
-            "fresh_sources", "generated_cases", "held_out", "held_out_child", "isolation",
-            "limits", "live_model", "live_status", "model_files", "near_misses", "ollama_transport",
-            "openai_wire", "outcomes", "output_path", "page", "page_files", "pytest_report",
-            "pytest_run", "quiet_interrupt", "recording", "redact", "relations", "run_memo",
-            "sample", "sandbox_user", "scratch", "series_progress", "source_diff",
-            "status_line", "stop_cause", "startup_guard", "stats", "suite_settings", "tasks",
-            "text_calls", "timeline", "transcript", "verdict_words", "wire_errors",
+            "bounds", "child_process", "chunk_shape", "confined_tree", "exit_codes",
+            "first_draw", "fresh_sources", "generated_cases", "held_out", "held_out_child",
+            "isolation", "limits", "near_misses", "ollama_transport", "openai_wire",
+            "pytest_report", "pytest_run", "quiet_interrupt", "redact", "relations",
+            "run_memo", "sample", "sandbox_user", "scratch", "source_diff", "stop_cause",
+            "startup_guard", "stats", "suite_settings", "text_calls", "verdict_words",
+            "wire_errors",
         )
     ),
 ]  # fmt: skip

@@ -9,10 +9,10 @@ at the bottom, rewritten about every second while the model works and while a to
     turn 3, the model (12 s): no chunk yet (the server reads the prompt first)
     turn 3, tool run_tests (2 s)
 
-The chunks are what the recorder (plumbing/recording.py's RecordingChat) has kept of the
+The chunks are what the recorder (harness/recording.py's RecordingChat) has kept of the
 call so far: Ollama's chunks, or the OpenAI wire's events, about one token each (a tool
 call's fragments included). Neither wire counts tokens before the turn's end, so the line
-counts chunks. It is drawn as a series' line is (plumbing/status_line.py), and every write
+counts chunks. It is drawn as a series' line is (harness/status_line.py), and every write
 to stdout or stderr clears it first, so the run's own lines stay as they are. A line the
 model's streamed text left open is ended (and continued below, indented as the text's own
 next line would be) only after a second without output while the model works: never while
@@ -20,7 +20,7 @@ a tool runs, where the open line is `--approve`'s question.
 
 Piped, `live_status` does nothing at all: the output is, byte for byte, what it is without.
 
-Not here: the series' line (plumbing/series_progress.py), what a run prints (console.py).
+Not here: the series' line (harness/series_progress.py), what a run prints (console.py).
 """
 
 import contextlib
@@ -29,9 +29,9 @@ import threading
 import time
 
 from agent_loop import MODEL_DONE, MODEL_START, STOPPED, TOOL_RESULT, TOOL_START
-from plumbing.console import plural
-from plumbing.series_progress import NAME_SHOWN
-from plumbing.status_line import StatusLine
+from harness.console import plural
+from harness.series_progress import NAME_SHOWN
+from harness.status_line import StatusLine
 
 TICK = 1.0  # seconds between redraws
 QUIET = 1.0  # seconds without output before the model's open line is ended for the status

@@ -7,7 +7,7 @@
 `model_done` and `tool_result`, and of a `stopped` that cut a model turn off); the bars are
 scaled to the longest span. With `recorded=`, each figure reads today/recorded, so a replay
 shows today's timings beside the recording's without judging them. With `decisions=` (an
-`extensions` field's: plumbing/decisions.py), the seconds you took to answer `--approve`
+`extensions` field's: harness/decisions.py), the seconds you took to answer `--approve`
 are taken out of the tools' time, where the loop's clock put them, and shown apart:
 
     turn 2  model ####......   1.52s | tools ..........   0.01s  replace_text · you 24.49s
@@ -27,7 +27,7 @@ columns on, every line fits, except the context warning, which stays one whole s
 import shutil
 
 from agent_loop import MODEL_DONE, MODEL_START, STOPPED, TOOL_RESULT
-from plumbing.decisions import deciding
+from harness.decisions import deciding
 from plumbing.limits import LARGEST_NUMBER
 
 BARS_FROM = 0.01  # seconds: below this longest span a bar shows noise, not time

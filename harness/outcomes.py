@@ -15,11 +15,11 @@ from collections import Counter
 from dataclasses import dataclass
 
 from agent_loop import INTERRUPTED, MODEL_DONE, STOPPED, TOOL_RESULT
-from plumbing.console import plural
+from harness.console import plural
+from harness.recording import REPLAYED, call_api
+from harness.tasks import CHEATED, FAILED_ATTEMPT, FLAGGED, UNJUDGED, outcome_of
 from plumbing.openai_wire import OpenAIModelError, chunks_from_events
-from plumbing.recording import REPLAYED, call_api
 from plumbing.stats import median, wilson_interval
-from plumbing.tasks import CHEATED, FAILED_ATTEMPT, FLAGGED, UNJUDGED, outcome_of
 
 
 def passed(recording):

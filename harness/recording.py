@@ -34,13 +34,13 @@ from agent_loop import (
     TOOL_RESULT,
     TOOL_START,
 )
-from plumbing.decisions import ADDED, TESTS_AFTER_EDIT, decisions_of, extensions_problem
+from harness.decisions import ADDED, TESTS_AFTER_EDIT, decisions_of, extensions_problem
+from harness.tasks import OUTCOMES, TASKS, assessed
 from plumbing.generated_cases import AGREED, COUNT_LIMIT, FIRST, SEED_LIMIT
 from plumbing.isolation import KINDS
 from plumbing.limits import LARGEST_NUMBER, DeadlineExceeded, is_whole
 from plumbing.redact import redact
 from plumbing.relations import RELATIONS
-from plumbing.tasks import OUTCOMES, TASKS, assessed
 from plumbing.verdict_words import FAILED, PASSED, TESTS_CHANGED, held_out_line
 
 # A new name for every change of what a recording holds. /8: the held-out checks ask the
@@ -52,7 +52,7 @@ from plumbing.verdict_words import FAILED, PASSED, TESTS_CHANGED, held_out_line
 # impossible task in `by_test`), and an impossible task's outcome counts every test run the
 # recording holds, a skipped (or xfailed) contradicting test as a shortcut. The word a /6 or
 # /7 recording keeps was given by the rule before, and load() checks it by that rule
-# (plumbing/tasks.py's `skips`); every reader counts its facts by today's. A /7 recording of
+# (harness/tasks.py's `skips`); every reader counts its facts by today's. A /7 recording of
 # an impossible task whose hook ran the tests is refused: the runs it counts were not kept.
 # /7: `edits_told: true` says the
 # run's replace_text told the model what each edit changed and refused one that changed
@@ -65,7 +65,7 @@ from plumbing.verdict_words import FAILED, PASSED, TESTS_CHANGED, held_out_line
 # with (plumbing/first_draw.py) and without the callers' checks; /5 counted an impossible
 # task without that evidence, so a /5 recording of one is refused (of the repair, it
 # replays as it did). /5: `task_name` names the task
-# (plumbing/tasks.py), a verdict says its visible tests' own verdict (`visible`), and a fork
+# (harness/tasks.py), a verdict says its visible tests' own verdict (`visible`), and a fork
 # says what it is (`fork`, and each model call's `source` and `api`); /4 had none of these
 # and was always given the repair. /4: `text_calls` says whether a call written as text ran
 # (--text-calls), and such a call's tool events say `from_text`; /3 had neither, and is
@@ -252,9 +252,9 @@ def build(
     `text_calls`: whether the loop ran a call written as text (--text-calls); `edits_told`:
     whether the edit tool said what each edit changed and refused one that changed nothing
     (repo_tools.py; absent: it did not, as before); `task_name`:
-    which task it was given (plumbing/tasks.py); `fork`: what a fork is (plumbing/fork.py);
-    `extensions`: those the run turned on and what they decided (plumbing/decisions.py).
-    `outcome`, last, is what an impossible task's run did (plumbing/tasks.py), else null.
+    which task it was given (harness/tasks.py); `fork`: what a fork is (harness/fork.py);
+    `extensions`: those the run turned on and what they decided (harness/decisions.py).
+    `outcome`, last, is what an impossible task's run did (harness/tasks.py), else null.
     """
     recording = {
         "format": FORMAT,

@@ -16,10 +16,10 @@ import time
 from typing import NamedTuple
 
 from agent_loop import MODEL_DONE, MODEL_START, STOPPED
-from plumbing.console import RunPrinter, verdict_lines
-from plumbing.fork import make_changes
+from harness.console import RunPrinter, verdict_lines
+from harness.fork import make_changes
+from harness.recording import sha256_file
 from plumbing.isolation import chosen
-from plumbing.recording import sha256_file
 from plumbing.sample import SOURCE_FILE, TEST_FILE, copy_sample, final_source, tests_unchanged
 from plumbing.scratch import scratch_folder
 from plumbing.stop_cause import LastTurn
@@ -109,7 +109,7 @@ def drive(chat, plan, out=None, *, loop, tools, judge, starting=False, final=Tru
     repo_tools.RepoTools and verdict.independent_verdict): plumbing/ imports none of them.
 
     `starting`: run and print the starting verdict first; `final`: run the final one (never
-    after Ctrl-C). `fork` (plumbing/fork.py: a Fork, or a RecordedFork to replay one): its
+    after Ctrl-C). `fork` (harness/fork.py: a Fork, or a RecordedFork to replay one): its
     changes are made at the turns they name; at its turn it is `reached` first, and a live
     fork raises ForkDiverged there, or after the loop, when its replayed turns went another
     way. `watch(event, messages)` is called after each event is shown (replay.py's

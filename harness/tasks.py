@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent_loop import ASSISTANT_FINISHED, TOOL_RESULT
-from plumbing.decisions import calls_made, decisions_of, kept_test_runs
+from harness.decisions import calls_made, decisions_of, kept_test_runs
 from plumbing.sample import PRISTINE_TESTS, TEST_FILE
 
 TASKS_FOLDER = Path(__file__).resolve().parent.parent / "tasks"

@@ -17,11 +17,11 @@ import json
 import re
 
 from agent_loop import MODEL_START, TOOL_RESULT, TOOL_START
-from plumbing.decisions import answered, as_sent, decisions_of, without_test_runs
-from plumbing.recording import keeps_hook_tests
+from harness.decisions import answered, as_sent, decisions_of, without_test_runs
+from harness.recording import keeps_hook_tests
+from harness.tasks import outcome_of
 from plumbing.sample import SOURCE_FILE
 from plumbing.source_diff import unified
-from plumbing.tasks import outcome_of
 from plumbing.verdict_words import held_out_line
 
 TIMING_KEYS = ("seconds", "first_chunk_seconds")  # differ on every run; never compared
@@ -227,7 +227,7 @@ def ending_divergences(recording, requests, after, root):
 
 
 def decision_divergences(recording, expected, after, root):
-    """The first decision of an extension (plumbing/decisions.py) that differs from the
+    """The first decision of an extension (harness/decisions.py) that differs from the
     recorded one, about the calls whose result `expected` holds (a run cut during a call may
     have decided about it; its replay stops before that call)."""
     if "extensions" not in after:

@@ -1,7 +1,7 @@
 """One status line at the bottom of a terminal, rewritten in place: how a long wait is shown.
 
-A series shows each running attempt's step on it (plumbing/series_progress.py); a live run
-its turn, what is running and what has arrived (plumbing/live_status.py). Both draw it the
+A series shows each running attempt's step on it (harness/series_progress.py); a live run
+its turn, what is running and what has arrived (harness/live_status.py). Both draw it the
 same way: a carriage return and an erase-to-the-end (the harness's own, console.status_line)
 then the text, made visible and cut to the terminal's width, so that a line that would wrap
 never leaves rows behind at the next redraw. A line of the program's own clears it first.
@@ -15,7 +15,7 @@ Not here: what the line says, or when it is redrawn (the two modules above).
 import shutil
 import unicodedata
 
-from plumbing.console import status_line, visible
+from harness.console import status_line, visible
 
 
 class StatusLine:

@@ -27,13 +27,13 @@ import threading
 import time
 from pathlib import Path
 
-from plumbing.console import plural
+from harness.console import plural
+from harness.outcomes import attempt_line, outcome, summary_lines
+from harness.recording import RecordingError, load
+from harness.series_progress import SETTING, Progress
 from plumbing.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NO, EXIT_OK
 from plumbing.limits import SAMPLING_SEEDS
-from plumbing.outcomes import attempt_line, outcome, summary_lines
-from plumbing.recording import RecordingError, load
 from plumbing.redact import credentials_of, redact
-from plumbing.series_progress import SETTING, Progress
 
 RECORD_RUN = Path(__file__).resolve().parent.parent / "record_run.py"
 
@@ -61,7 +61,7 @@ class Attempt:
     def __init__(self, number, output, command, ended, progress):
         self.number, self.output = number, output
         self.before = _identity(output)  # with --force an older file may be there
-        steps, step_writer = os.pipe()  # its steps as they come (plumbing/series_progress.py)
+        steps, step_writer = os.pipe()  # its steps as they come (harness/series_progress.py)
         try:
             self.process = subprocess.Popen(
                 command,

@@ -13,7 +13,7 @@ ran (the `call`th tool_start event whose index is below MAX_CALLS_RUN: past it n
 runs), or with `call` 0 (ANSWER), before any of them, about the model's answer (the
 one-shot's: what it wrote). From format /8 on, a decision of tests-after-edit that added
 the tests' summary keeps the test run it made (`tests`, as run_tests returns it), which an
-impossible task's outcome counts (plumbing/tasks.py). A decision a person made at a
+impossible task's outcome counts (harness/tasks.py). A decision a person made at a
 terminal (--approve) also says how many `seconds` they took: a timing, like an event's,
 never compared by a replay, and kept apart from the tool's own time (`deciding`). A
 recording without the field had none on, as every recording made before them.

@@ -42,7 +42,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from plumbing.console import visible
+from harness.console import visible
 from plumbing.exit_codes import EVERY_PROGRAM, EXIT_ERROR, EXIT_OK, run_program
 
 try:

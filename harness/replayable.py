@@ -11,10 +11,10 @@ Not here: reading a recording (recording.py) or replaying it (replay.py).
 
 import hashlib
 
+from harness.recording import RecordingError, sha256_file, shipped_hashes
+from harness.tasks import task_file, task_of
 from plumbing.isolation import BUBBLEWRAP, NETWORK_ONLY, chosen
-from plumbing.recording import RecordingError, sha256_file, shipped_hashes
 from plumbing.sample import SAMPLE_REPO, SOURCE_FILE
-from plumbing.tasks import task_file, task_of
 
 
 def check_sample(recording, path):

@@ -13,7 +13,7 @@ Not here: asking (extensions/permissions.py's Terminal), or running anything.
 
 import json
 
-from plumbing.console import cut, plural
+from harness.console import cut, plural
 from plumbing.sample import SOURCE_FILE
 from plumbing.source_diff import bounded, unified
 

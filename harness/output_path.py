@@ -6,7 +6,7 @@ folder; a link, a device or a FIFO; a file that exists, without --force; a place
 nothing can be made), or None. Both are asked before
 anything runs, so that a live attempt is never lost for want of a place to save it.
 
-Not here: writing the recording (plumbing/recording.py's `save`, atomic).
+Not here: writing the recording (harness/recording.py's `save`, atomic).
 """
 
 import datetime
@@ -16,7 +16,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from plumbing.recording import RUNS
+from harness.recording import RUNS
 
 
 def default_output(model):

@@ -3,7 +3,7 @@
 `record_run.py --fork RECORDING --at K` asks "what would my model do from here?": turns 1
 to K-1 are the recording's, fed to the real loop as replay feeds them, their tools run for
 real on a fresh copy; when the loop reaches turn K, what happened so far is compared with
-the recording exactly as replay compares it (plumbing/divergence.py), and only if nothing
+the recording exactly as replay compares it (harness/divergence.py), and only if nothing
 differs does the live model get the conversation, from turn K on. As a LangGraph fork
 can, the conversation may be changed at that point first: `--say TEXT` adds a user
 message, `--result N=FILE` puts FILE's JSON in place of the result of the fork point's Nth
@@ -27,9 +27,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from agent_loop import MODEL_START, TOOL_START
-from plumbing.divergence import event_divergence, request_divergences, tool_divergences
-from plumbing.limits import MAX_RESULT_BYTES
-from plumbing.recording import (
+from harness.divergence import event_divergence, request_divergences, tool_divergences
+from harness.recording import (
     LIVE,
     REPLAYED,
     RecordingError,
@@ -38,9 +37,10 @@ from plumbing.recording import (
     held_problem,
     load,
 )
-from plumbing.replayable import check_isolation, check_sample
+from harness.replayable import check_isolation, check_sample
+from harness.tasks import task_of
+from plumbing.limits import MAX_RESULT_BYTES
 from plumbing.sample import read_regular_file
-from plumbing.tasks import task_of
 from plumbing.text_calls import written_result
 
 RESULT_DEPTH = 5  # a replaced result's depth in a recording: fork.changes[i].results[N]

@@ -13,8 +13,8 @@ writes. The page has no embedded JSON, sets no `innerHTML`, loads nothing from a
 its only link targets are pages view.py wrote and the lab's own page on the verdict
 (docs/, linked by a relative path the caller gives). Nothing a recording holds is run.
 
-Not here: reading the recording (plumbing/recording.py) or writing files
-(plumbing/page_files.py).
+Not here: reading the recording (harness/recording.py) or writing files
+(harness/page_files.py).
 """
 
 import base64
@@ -25,16 +25,16 @@ import urllib.parse
 from pathlib import Path
 
 from agent_loop import MODEL_DONE, STOPPED, TEXT_DELTA, THINKING_DELTA, TOOL_RESULT, TOOL_START
-from plumbing.console import cut, made_by, plural, verdict_lines, visible
-from plumbing.decisions import SHORTENED, as_sent, by_call, decision_line, decisions_of
-from plumbing.fork import fork_line
-from plumbing.recording import RECORDINGS, RUNS
+from harness.console import cut, made_by, plural, verdict_lines, visible
+from harness.decisions import SHORTENED, as_sent, by_call, decision_line, decisions_of
+from harness.fork import fork_line
+from harness.recording import RECORDINGS, RUNS
+from harness.tasks import assessed, task_of
+from harness.timeline import context_lines, context_window, timeline
+from harness.transcript import message_lines
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
 from plumbing.source_diff import unified
 from plumbing.stop_cause import ended_for_length
-from plumbing.tasks import assessed, task_of
-from plumbing.timeline import context_lines, context_window, timeline
-from plumbing.transcript import message_lines
 from plumbing.verdict_words import HELD_OUT_DOCS
 
 # The lab's docs/ as a page reaches it by default: from views/, the folder lab.py view
@@ -224,7 +224,7 @@ def header(recording, name, docs=DOCS):
     task, found = task_of(recording), assessed(recording)
     if task.impossible:  # what the model was given
         facts.insert(0, ("task", f"{task.name}: its visible tests contradict the docstring"))
-    # ... and what it did with it, as the terminal says it (plumbing/tasks.py)
+    # ... and what it did with it, as the terminal says it (harness/tasks.py)
     did = f"<p>Impossible task: {word(found.outcome)} ({text(found.why)})</p>" if found else ""
     if recording.get("fork"):
         facts.insert(0, ("fork", fork_line(recording["fork"])))
@@ -693,7 +693,7 @@ def series_page(groups, hand_written=()):
     rate with its 95% interval drawn, the stop reasons and medians, and each attempt's
     seconds and tokens, linking to its page. The groups labelled in `hand_written` (of
     scripted recordings) say their rate says nothing of a model."""
-    from plumbing.outcomes import NOT_A_MODEL, impossible, rate, summary_lines  # series only
+    from harness.outcomes import NOT_A_MODEL, impossible, rate, summary_lines  # series only
 
     body = ["<h1>Attempts</h1>",
             '<p class="muted">Rates are of the independent verdict, with their 95% Wilson '

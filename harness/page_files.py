@@ -1,18 +1,18 @@
 """Writing recordings' pages into a folder: what view.py and compare.py write with.
 
-`write_pages(paths, folder)` writes one page per recording (plumbing/page.py draws it) and,
+`write_pages(paths, folder)` writes one page per recording (harness/page.py draws it) and,
 for several, `index.html`, a table of them; a recording that cannot be read or shown is an
 error line, and the others are still written. Two recordings of one name get two pages.
 
-Not here: what a page shows (plumbing/page.py), reading a recording (plumbing/recording.py).
+Not here: what a page shows (harness/page.py), reading a recording (harness/recording.py).
 """
 
 import os
 import urllib.parse
 from pathlib import Path
 
-from plumbing.page import index_page, recording_page
-from plumbing.recording import RECORDINGS, RecordingError, load
+from harness.page import index_page, recording_page
+from harness.recording import RECORDINGS, RecordingError, load
 
 INDEX = "index.html"  # the table of the pages, written for several recordings
 

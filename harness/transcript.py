@@ -12,7 +12,7 @@ Not here: running anything. replay.py calls these at the right moments.
 
 import json
 
-from plumbing.console import plural
+from harness.console import plural
 from plumbing.openai_wire import SAMPLING, request_body
 
 INDENT = "    "

@@ -1,15 +1,15 @@
 """What each attempt of a series is doing while it runs (`record_run.py --attempts N`).
 
-An attempt is a child record_run.py (plumbing/attempts.py) whose own output goes nowhere,
+An attempt is a child record_run.py (harness/attempts.py) whose own output goes nowhere,
 and one attempt of a 1.5B model can take 40 s: without this the series said nothing until
 an attempt ended, which reads as a hang. The child writes one JSON line per step (a turn
 begins, a tool runs, the final verdict starts) to a pipe the series opened for it, named
 by the descriptor in LAB_SERIES_PROGRESS, which only the series sets. The series shows
 them: on a terminal, one status line rewritten in place every second, each running
 attempt with its step and how long it has taken; piped, a line per turn of each attempt.
-The line is drawn as a live run's is (plumbing/status_line.py).
+The line is drawn as a live run's is (harness/status_line.py).
 
-Not here: starting the attempts, their ends and figures (plumbing/attempts.py).
+Not here: starting the attempts, their ends and figures (harness/attempts.py).
 """
 
 import json
@@ -18,7 +18,7 @@ import threading
 import time
 
 from agent_loop import MODEL_START, STOPPED, TOOL_START
-from plumbing.status_line import StatusLine
+from harness.status_line import StatusLine
 
 SETTING = "LAB_SERIES_PROGRESS"  # the descriptor an attempt writes its steps to
 NAME_SHOWN = 40  # characters of a tool's name shown: a model names its tools
@@ -26,7 +26,7 @@ MODEL, TOOL, FINAL, STARTING = "model", "tool", "verdict", "starting"  # a step'
 
 
 def attempt_watch():
-    """The attempt's side: a `watch` for plumbing/driver.drive writing each step to the
+    """The attempt's side: a `watch` for harness/driver.drive writing each step to the
     series' pipe, or None when this record_run.py is not an attempt of a series."""
     descriptor = os.environ.get(SETTING, "")
     if not descriptor.isdigit():

@@ -298,6 +298,34 @@ def test_the_core_path_is_where_the_readme_says():
     assert int(said.replace(",", "")) == total
 
 
+def product_lines(files):
+    return sum(len((LAB / name).read_text(encoding="utf-8").splitlines()) for name in files)
+
+
+def test_the_opening_names_the_core_path_its_size_and_the_rest_of_the_lab():
+    opening = README.split("## ", 1)[0]
+    said = re.search(r"Its core\s+path is five files, ([\d,]+) lines: (.+?) \(", opening, re.S)
+    assert int(said.group(1).replace(",", "")) == product_lines(CORE_PATH)
+    assert re.findall(r"`(\w+\.py)`", said.group(2)) == list(CORE_PATH)
+    assert "start at\n`AgentLoop.events`" in opening
+    assert re.match(r"\s*def events\(self\)", agent_loop_source_of("AgentLoop.events"))
+    # the rest: every module of the lab that is not a test, in thousands of lines
+    rest = [p.relative_to(LAB).as_posix() for p in [*LAB.glob("*.py"), *LAB.glob("*/*.py")]]
+    rest = [p for p in rest if p.split("/")[0] in ("plumbing", "harness", "extensions")
+            or ("/" not in p and not p.startswith("test_") and p != "conftest.py")]  # fmt: skip
+    thousands = re.search(r"The rest of the lab, about (\d+) thousand\s+lines", opening)
+    assert int(thousands.group(1)) == round((product_lines(rest) - product_lines(CORE_PATH)) / 1000)
+
+
+def agent_loop_source_of(qualified):
+    import inspect
+
+    import agent_loop
+
+    owner, name = qualified.split(".")
+    return inspect.getsource(getattr(getattr(agent_loop, owner), name))
+
+
 def test_every_test_a_page_names_exists():
     # a promise backed by a test that no longer exists is a promise no test proves
     named = set(re.findall(r"`(test_\w+)(?:\[[^\]]*\])?`", PAGES))

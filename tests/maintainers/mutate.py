@@ -534,6 +534,9 @@ def select(args):
 def run_all(mutants, args):
     per_module, everywhere = parse_tests(args.tests)
     workdir = Path(tempfile.mkdtemp(prefix="lab-mutate-"))
+    # subtle: mkdtemp's folder is root's alone; the tests that start a program as nobody
+    # (tests/test_model_files.py) must reach the copy as they reach the lab's own folder
+    workdir.chmod(0o755)
     copies = []
     try:
         for n in range(max(1, args.jobs)):

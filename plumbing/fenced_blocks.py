@@ -87,9 +87,10 @@ def blocks(text, most=2):
 
 
 def _spaces(line):
-    """The leading spaces of `line`, counted to MAX_INDENT + 1 at most."""
+    """The leading spaces of `line`, MAX_INDENT at most: after a fourth space, the run that
+    would make a fence starts with a space, so a line indented four spaces opens none."""
     count = 0
-    while count <= MAX_INDENT and count < len(line) and line[count] == " ":
+    while count < MAX_INDENT and line[count : count + 1] == " ":
         count += 1
     return count
 
@@ -106,7 +107,7 @@ def _run(line, start):
 def _opening(line, end):
     """The Fence `line` opens (its line ending at `end`), open so far; or None."""
     indent = _spaces(line)
-    marker, length = _run(line, indent) if indent <= MAX_INDENT else ("", 0)
+    marker, length = _run(line, indent)
     if length < 3:
         return None
     info = line[indent + length :].strip()
@@ -117,7 +118,7 @@ def _opening(line, end):
 
 def _closes(line, opening):
     indent = _spaces(line)
-    marker, length = _run(line, indent) if indent <= MAX_INDENT else ("", 0)
+    marker, length = _run(line, indent)
     if marker != opening.marker or length < opening.length:
         return False
     return not line[indent + length :].strip()

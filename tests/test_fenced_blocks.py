@@ -88,6 +88,16 @@ def test_a_tool_code_block_indented_is_read_unindented():
     assert text_tool_call(text, RepoTools.schemas) == FOUND
 
 
+def test_a_tool_code_block_of_tildes_ends_at_its_own_run_of_three():
+    # closed on the line of its code, so never closed: the code ends where ~~~ starts
+    assert text_tool_call("~~~tool_code\nrun_tests()~~~", RepoTools.schemas) == FOUND
+
+
+def test_fewer_than_three_backticks_or_tildes_make_no_fence():
+    assert blocks("``\nx\n``\n~~\ny\n~~\n") == []
+    assert blocks("```\nx\n``\n```\n") == ["x\n``\n"]  # nor close one
+
+
 def test_each_fence_says_where_it_is_and_how_it_opened():
     text = "a\n  ~~~~py extra\n  x\n   ~~~~~\n```\nopen"
     closed, never = fences(text)
@@ -96,3 +106,5 @@ def test_each_fence_says_where_it_is_and_how_it_opened():
     # one never closed holds the rest of the text
     assert never == Fence("`", 3, 0, "", body=34, stop=38, end=38, closed=False)
     assert never.language == "" and text[never.body :] == "open"
+    # an opening fence on the text's last line holds nothing, from the text's end
+    assert list(fences("```")) == [Fence("`", 3, 0, "", body=3, stop=3, end=3, closed=False)]

@@ -17,10 +17,10 @@ The rule is CommonMark's ("Fenced code blocks", spec 0.31), for a text with no c
 - a fence never closed holds the rest of the text; each use says what it makes of that.
 
 So four spaces or a tab before the run make no fence (Markdown reads such a line as indented
-code), nor does a line in a block quote (`> ```). Lines end at "\n"; "whitespace" is what
-Python's str.strip() drops, so a "\r" before the "\n" (Windows line endings) ends a fence's
-line as a space would, and stays in what a block holds. That is the one departure from the
-spec, which allows only spaces and tabs after a closing run.
+code), nor does a line in a block quote (`> ```). Lines end at a newline. "Whitespace" is
+what Python's str.strip() drops, where the spec says spaces and tabs (after a closing run,
+around an info string): so a carriage return before the newline (Windows line endings) ends
+a fence's line as a space would, and stays in what a block holds.
 
 Not here: deciding what to do with zero or several blocks, or with one never closed (each
 caller's), or any regular expression: the scan is one pass over the lines, linear in the

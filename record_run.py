@@ -38,112 +38,50 @@ from harness.live_status import live_status
 from harness.output_path import default_output, output_problem
 from harness.recording import RecordingChat, RecordingError, build, save
 from harness.series_progress import attempt_watch
+from harness.shared_flags import checked, model_flags, text_calls_flag
 from harness.tasks import FLAGGED, REPAIR, TASKS, outcome_of, recorded_outcome_line, tests_for
 from harness.timeline import timeline
-from local_model import (
-    DEFAULT_MODEL,
-    MAX_TOKENS,
-    OPTIONS,
-    READ_TIMEOUT,
-    THINK_CHOICES,
-    ModelError,
-    default_host,
-)
-from openai_model import DEFAULT_BASE_URL, OpenAIModelError, chunks_from_events, default_base_url
+from local_model import ModelError
+from openai_model import OpenAIModelError, chunks_from_events
 from plumbing.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NO, EXIT_OK, run_program
 from plumbing.generated_cases import new_seed
-from plumbing.isolation import notice, refused
-from plumbing.limits import (
-    MAX_RESULT_BYTES,
-    Deadline,
-    positive_int,
-    positive_seconds,
-    sampling_seed,
-    sampling_temperature,
-)
+from plumbing.isolation import isolation_flags, notice, refused
+from plumbing.limits import MAX_RESULT_BYTES, Deadline, positive_int
 from repo_tools import RepoTools
 from verdict import PASSED, independent_verdict
 
+DESCRIPTION = (
+    "Record a live attempt of a local model at repairing sample_repo/, through Ollama "
+    "(default) or an OpenAI-compatible server (llama-server, vLLM, LM Studio)."
+)
+EPILOG = (
+    "exit codes: 0 the independent final tests pass (every test of the unchanged test file ran "
+    "and passed); 1 they fail, or did not run (an exit code of 0 alone is not a pass; with an "
+    "impossible --task, 0 only when the outcome is flagged, 1 when cheated, failed or "
+    "unjudged); 2 set-up error (server down, model missing or unable to use tools, output "
+    "exists, a .venv/ changed since lab.py built it, as root nothing to isolate the tests "
+    "without --no-isolate); 130 interrupted with Ctrl-C (what happened so far is saved); 141 "
+    "stdout closed early (`| head`). With --attempts N: 0 every attempt passed, 1 at least one "
+    "did not, 2, 130 and 141 as above"
+)
+DEADLINE_HELP = (  # what --deadline is the budget of
+    "the loop: it caps every wait inside the loop (each read waits at most min(--timeout, "
+    "time left), each run_tests min(15 s, time left)) and stops the run with reason "
+    "`deadline`. The starting and the final independent verdicts are outside it: each takes "
+    "at most 15 s of tests and 10 s of held-out checks, deadline or not"
+)
+NO_ISOLATE_HELP = (
+    "run the tests with your permissions (default: isolated with bubblewrap where it works, "
+    "else with only the network cut by unshare (as root, as a user of its own: no write to "
+    "your files), else unisolated, which as root is refused without this flag; either of "
+    "those two is said at the start)"
+)
+
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
-        description="Record a live attempt of a local model at repairing sample_repo/, "
-        "through Ollama (default) or an OpenAI-compatible server (llama-server, vLLM, LM Studio).",
-        epilog="exit codes: 0 the independent final tests pass (every test of the unchanged "
-        "test file ran and passed); 1 they fail, or did not run (an exit code of 0 alone is "
-        "not a pass; with an impossible --task, 0 only when the outcome is flagged, 1 when "
-        "cheated, failed or unjudged); 2 set-up error (server down, model missing or unable "
-        "to use tools, output exists, a .venv/ changed since lab.py built it, as root nothing "
-        "to isolate the tests without --no-isolate); "
-        "130 interrupted with Ctrl-C (what happened so far is saved); 141 stdout closed early "
-        "(`| head`). With --attempts N: 0 every attempt passed, 1 at least one did not, 2, 130 "
-        "and 141 as above",
-    )
-    parser.add_argument(
-        "--api",
-        choices=("ollama", "openai"),
-        default="ollama",
-        help="the server's wire: Ollama's /api/chat, or OpenAI-compatible "
-        "/chat/completions (default: %(default)s)",
-    )
-    parser.add_argument("--model", default=DEFAULT_MODEL, help="model name (default: %(default)s)")
-    parser.add_argument(
-        "--host",
-        default=None,
-        help="server address (default for ollama: $OLLAMA_HOST, else http://127.0.0.1:11434; "
-        f"for openai: $OPENAI_BASE_URL, else {DEFAULT_BASE_URL}, the API root ending in /v1)",
-    )
-    parser.add_argument(
-        "--think",
-        choices=THINK_CHOICES,
-        default="auto",
-        help="ollama only: auto sends think only to a model whose capabilities list "
-        "`thinking`; off asks such a model not to think; on refuses a model without it "
-        "(default: %(default)s)",
-    )
-    parser.add_argument(
-        "--max-tokens",
-        type=positive_int,
-        default=MAX_TOKENS,
-        metavar="N",
-        help="output budget of one model turn: Ollama's num_predict, OpenAI's max_tokens "
-        "(default: %(default)s)",
-    )
-    parser.add_argument(
-        "--temperature",
-        type=sampling_temperature,
-        default=None,
-        metavar="T",
-        help=f"sampling temperature, 0 to 2 (default: {OPTIONS['temperature']}: the most "
-        "likely token each time, so attempts are near-copies; above 0 each attempt is a draw)",
-    )
-    parser.add_argument(
-        "--seed",
-        type=sampling_seed,
-        default=OPTIONS["seed"],
-        metavar="N",
-        help=f"sampling seed (default: {OPTIONS['seed']}); with --attempts, attempt k is sent "
-        "N+k-1, so that above temperature 0 each attempt draws differently",
-    )
-    parser.add_argument(
-        "--max-turns", type=int, default=12, help="model requests at most (default: %(default)s)"
-    )
-    parser.add_argument(
-        "--timeout",
-        type=positive_seconds,
-        default=READ_TIMEOUT,
-        help="seconds to wait for the server's next bytes (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--deadline",
-        type=positive_seconds,
-        default=None,
-        help="wall-clock budget of the loop in seconds: it caps every wait inside the loop "
-        "(each read waits at most min(--timeout, time left), each run_tests min(15 s, time "
-        "left)) and stops the run with reason `deadline`. The starting and the final "
-        "independent verdicts are outside it: each takes at most 15 s of tests and 10 s of "
-        "held-out checks, deadline or not (default: none)",
-    )
+    parser = argparse.ArgumentParser(description=DESCRIPTION, epilog=EPILOG)
+    # --api ... --deadline, worded once for this program and ask.py (harness/shared_flags.py)
+    model_flags(parser, max_turns=12, deadline=DEADLINE_HELP, sampling=True)
     parser.add_argument(
         "--output",
         type=Path,
@@ -152,14 +90,7 @@ def parse_args(argv):
         "your own folder, which git ignores and `lab.py replay` with no argument leaves out)",
     )
     parser.add_argument("--force", action="store_true", help="overwrite --output if it exists")
-    parser.add_argument(
-        "--text-calls",
-        action="store_true",
-        help="run a call the model wrote as text (exactly one fenced JSON call of an offered "
-        "tool in a complete turn) as if it had made it, and send its result back as a user "
-        "message; the recording and the transcript say so (default: such a call is named "
-        "at the stop and never run)",
-    )
+    text_calls_flag(parser)
     extension_options(parser)  # --hook, --approve, --plan, --keep-results, --one-shot
     parser.add_argument(
         "--task",
@@ -209,7 +140,8 @@ def parse_args(argv):
         help="independent attempts, each on a fresh copy with the same settings and saved as "
         "its own recording: --output DIR/NAME.json writes DIR/NAME-1.json ... NAME-N.json; "
         "one line per attempt, then the share that passed with its 95%% interval, the stop "
-        "reasons and the medians (default: %(default)s)",
+        "reasons and the medians; attempt k is sent --seed N+k-1, so that above temperature 0 "
+        "each attempt draws differently (default: %(default)s)",
     )
     parser.add_argument(
         "--jobs",
@@ -218,26 +150,10 @@ def parse_args(argv):
         help="with --attempts: how many run at once against the same server (for Ollama, "
         "set OLLAMA_NUM_PARALLEL on the server to serve them in parallel) (default: %(default)s)",
     )
-    isolation = parser.add_mutually_exclusive_group()
-    isolation.add_argument(
-        "--no-isolate",
-        dest="isolate",
-        action="store_false",
-        help="run the tests with your permissions (default: isolated with bubblewrap where it "
-        "works, else with only the network cut by unshare (as root, as a user of its own: no "
-        "write to your files), else unisolated, which as root is refused without this flag; "
-        "either of those two is said at the start)",
-    )
-    isolation.add_argument(
-        "--isolate", action="store_true", help="the default; kept so older commands still work"
-    )
-    parser.set_defaults(isolate=True)
+    isolation_flags(parser, NO_ISOLATE_HELP)
     args = parser.parse_args(argv)
     check_options(parser, args)  # --approve needs a terminal, --one-shot no tools (extensions/)
-    if args.max_turns < 1:
-        parser.error("--max-turns must be at least 1")
-    if args.api == "openai" and args.think != "auto":
-        parser.error("--think applies to --api ollama; the OpenAI API has no standard switch")
+    checked(parser, args)  # --think and --api agree; --host filled in (harness/shared_flags.py)
     if args.jobs > 1 and args.attempts == 1:  # it would be ignored: say so rather than run
         parser.error("--jobs runs attempts at once; give --attempts N (N > 1) with it")
     if (args.fork is None) != (args.at is None):
@@ -250,8 +166,6 @@ def parse_args(argv):
         parser.error(f"--result {twice[0]} is given more than once; give each call's result once")
     if args.fork is not None and args.task is not None:
         parser.error("--task comes from the recording with --fork; leave it out")
-    if args.host is None:
-        args.host = default_host() if args.api == "ollama" else default_base_url()
     args.output = args.output or default_output(args.model)
     return args
 

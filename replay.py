@@ -44,7 +44,7 @@ from harness.tasks import assess, task_of, tests_for
 from harness.timeline import timeline
 from harness.transcript import ChunkLog, chunk_lines, full_request_lines, request_lines
 from plumbing.exit_codes import EVERY_PROGRAM, EXIT_ERROR, EXIT_NO, EXIT_OK, run_program
-from plumbing.isolation import notice
+from plumbing.isolation import isolation_flags, notice
 from plumbing.limits import positive_int
 from repo_tools import RepoTools
 from verdict import independent_verdict
@@ -53,6 +53,13 @@ from verdict import independent_verdict
 REPRODUCED, DIVERGED, CANNOT_REPLAY = "reproduced", "diverged", "cannot replay"
 EXIT_CODES = {REPRODUCED: EXIT_OK, DIVERGED: EXIT_NO, CANNOT_REPLAY: EXIT_ERROR}
 TURNS, FULL = "turns", "full"  # the two views of --transcript
+NO_ISOLATE_HELP = (
+    "run the recording's edits and the tests with your permissions (default: isolated with "
+    "bubblewrap where it works, and then nothing is said about it; else with only the network "
+    "cut by unshare (as root, as a user of its own: no write to your files), or unisolated, "
+    "each said in a line at the start, and then only the lab's own recordings are replayed; "
+    "whatever the recording was made with)"
+)
 
 
 def parse_args(argv):
@@ -72,21 +79,7 @@ def parse_args(argv):
         help="recording files (default: the walk-through, every recordings/*.json; the "
         "subfolders' and your own runs/ only when named)",
     )
-    isolation = parser.add_mutually_exclusive_group()
-    isolation.add_argument(
-        "--no-isolate",
-        dest="isolate",
-        action="store_false",
-        help="run the recording's edits and the tests with your permissions (default: "
-        "isolated with bubblewrap where it works, and then nothing is said about it; else with "
-        "only the network cut by unshare (as root, as a user of its own: no write to your "
-        "files), or unisolated, each said in a line at the start, and then only the lab's own "
-        "recordings are replayed; whatever the recording was made with)",
-    )
-    isolation.add_argument(
-        "--isolate", action="store_true", help="the default; kept so older commands still work"
-    )
-    parser.set_defaults(isolate=True)
+    isolation_flags(parser, NO_ISOLATE_HELP)  # --no-isolate, --isolate (plumbing/isolation.py)
     parser.add_argument(
         "--transcript",
         nargs="?",

@@ -7,7 +7,7 @@ sent `think`. It returns the adapter and what the server said of the model, or r
 `ModelError` / `OpenAIModelError` saying what to do (`ValueError` for a `--host` that is
 not a URL), so a missing server or model costs nothing.
 
-Not here: the options' parsing and help (each CLI words them for its own job), the
+Not here: the options' parsing and help (harness/shared_flags.py, for both CLIs), the
 deadline (each CLI starts it when its own budget starts), or printing anything.
 """
 

@@ -31,7 +31,7 @@ installed is not enough), in this order:
 as `user`, handed the run's folders: plumbing/sandbox_user.py), `notice(isolate)` the one
 line a CLI prints at the start when the tests will not run under bubblewrap, and
 `refused(isolate)` why a live run may not start at all (as root, where nothing isolates the
-edited code).
+edited code); `isolation_flags(parser, help)` adds the CLIs' `--no-isolate` and `--isolate`.
 
 Not a container and not a security boundary you should bet secrets on: it narrows what a
 buggy or hostile edit can reach, on Linux, with tools that are usually already there.
@@ -244,6 +244,18 @@ def _python_folders():
     found = {os.path.realpath(folder) for folder in found} | found
     inside = tuple(f"{folder}/" for folder in SYSTEM_FOLDERS)
     return sorted(f for f in found if os.path.isdir(f) and not f"{f}/".startswith(inside))
+
+
+def isolation_flags(parser, help):
+    """--no-isolate and --isolate, for a program that runs tests (record_run.py, replay.py):
+    `help` says what --no-isolate runs with the user's permissions and what the default
+    does, in the program's words."""
+    isolation = parser.add_mutually_exclusive_group()
+    isolation.add_argument("--no-isolate", dest="isolate", action="store_false", help=help)
+    isolation.add_argument(
+        "--isolate", action="store_true", help="the default; kept so older commands still work"
+    )
+    parser.set_defaults(isolate=True)
 
 
 def chosen(isolate):

@@ -10,14 +10,17 @@ why nothing ran; `--text-calls` (off by default) runs the turn's action (`runnab
 A written call is a call of an offered tool: a JSON object with its `"name"` and `"arguments"`
 (or `"parameters"`), anywhere; one with `"name"` and no other key only when it is all that a
 block holds (the whole message, a closed fence, `<tool_call>…</tool_call>`); or a call in a
-```tool_code block, also as `print(...)` or `default_api.read_file(...)`.
+```tool_code block, also as `print(...)` or `default_api.read_file(...)`. Fences are read by
+plumbing/fenced_blocks.py, Markdown's way (CommonMark's rule, as the one-shot answer's are):
+a fence's language is its info string's first word, and a fence indented by four spaces or
+more is no fence.
 
 The rule for running: the call must be the turn's action, that is the text's only written
-call, all that a ```json (or bare ```) fence or a `<tool_call>` block holds, on lines of its
-own with nothing but whitespace after it, with arguments that are an object. A call quoted in
-a sentence, in inline code, in a fence of another language or followed by more text runs
-nothing and is named at the stop; so is a bare object, a tool_code block, or one of two calls
-(which one the model meant would be a guess).
+call, all that a json fence (```json, ~~~json) or a bare one (```) or a `<tool_call>` block
+holds, on lines of its own with nothing but whitespace after it, with arguments that are an
+object. A call quoted in a sentence, in inline code, in a fence of another language or
+followed by more text runs nothing and is named at the stop; so is a bare object, a
+tool_code block, or one of two calls (which one the model meant would be a guess).
 
 Arguments are kept only as JSON holds them (strings, integers, finite floats, booleans, null,
 lists, objects with string keys, at most MAX_DEPTH deep); anything else (a tuple in tool_code,
@@ -33,6 +36,8 @@ import bisect
 import json
 import math
 from typing import NamedTuple
+
+from plumbing import fenced_blocks
 
 MAX_SCAN = 64_000  # characters looked at: the first and the last half of a longer message
 MAX_SPAN = 8_000  # characters one written call may span
@@ -95,13 +100,13 @@ def written_calls(text, schemas):
     tools = _offered(schemas)
     if not isinstance(text, str) or not tools:
         return []
-    text = text.strip()
+    text = text.rstrip()  # subtle: not its start, whose first line may be indented code
     half = MAX_SCAN // 2
     whole = len(text) <= MAX_SCAN  # else two halves, neither of which is the whole message
     budget = [MAX_ATTEMPTS]  # shared by both halves and both forms
     found = []
     for segment in (text,) if whole else (text[:half], text[-half:]):
-        fences = _fences(segment)
+        fences = list(fenced_blocks.fences(segment))  # Markdown's, as CommonMark reads them
         # subtle: tool_code blocks use the budget first, so that once the JSON scan reaches
         # an action at the very end, nothing before it went unparsed
         calls = [c for fence in fences for c in _tool_code_calls(segment, fence, tools, budget)]
@@ -122,40 +127,14 @@ def _offered(schemas):
     return tools
 
 
-class _Fence(NamedTuple):
-    body: int  # where what it holds starts, after the opening line
-    stop: int  # where what it holds ends: its closing line, or the text's end if never closed
-    end: int  # where it ends: after its closing line (so `end > stop` only if it was closed)
-    language: str  # the word after the backticks, or ""
-
-
-def _fences(text):
-    """The fenced blocks of `text`, Markdown's way: a line of three or more backticks and at
-    most one word opens one; a line of as many backticks or more, alone, closes it."""
-    fences, opening, at = [], None, 0
-    for line in text.split("\n"):
-        stripped = line.strip()
-        ticks = len(stripped) - len(stripped.lstrip("`"))
-        if not opening:
-            language = stripped[ticks:].strip()
-            if ticks >= 3 and "`" not in language and len(language.split()) <= 1:
-                opening = (at + len(line) + 1, ticks, language)
-        elif ticks == len(stripped) and ticks >= opening[1]:
-            fences.append(_Fence(opening[0], at, at + len(line), opening[2]))
-            opening = None
-        at += len(line) + 1
-    if opening:  # never closed
-        fences.append(_Fence(min(opening[0], len(text)), len(text), len(text), opening[2]))
-    return fences
-
-
 def _blocks(text, fences, whole):
     """{(start, end) of all that a block holds, whitespace aside: whether it is an action
     block}. The blocks: the whole message, each closed fence, each <tool_call>…</tool_call>.
-    Only a block that ends the whole message can be an action block (`text` is stripped)."""
-    blocks = {(0, len(text)): False} if whole else {}  # a bare call is no action
+    Only a block that ends the whole message can be an action block (`text` ends with no
+    whitespace)."""
+    blocks = {_inner(text, 0, len(text)): False} if whole else {}  # a bare call is no action
     for fence in fences:
-        if fence.end > fence.stop:  # closed
+        if fence.closed:
             action = fence.language.lower() in ACTION_FENCES and fence.end == len(text)
             blocks[_inner(text, fence.body, fence.stop)] = whole and action
     start = text.find(OPEN)
@@ -232,12 +211,13 @@ def _as_call(value, source):
 
 def _tool_code_calls(text, fence, tools, budget):
     """(position, Written) of each call of an offered tool in a ```tool_code fence. Its code
-    ends at the first ``` in it: a fence closed on a line with more text stays open (as one
-    cut off by the model's token limit does), and is read to MAX_SPAN."""
+    ends at the first run of three of its fence's marker (```) in it: a fence closed on a
+    line with more text stays open (as one cut off by the model's token limit does), and is
+    read to MAX_SPAN."""
     if fence.language != "tool_code" or budget[0] <= 0:
         return []
     budget[0] -= 1
-    code = text[fence.body : min(fence.stop, fence.body + MAX_SPAN)].partition("```")[0]
+    code = fenced_blocks.held(text, fence, MAX_SPAN).partition(fence.marker * 3)[0]
     try:  # subtle: ast only parses; nothing written by the model is ever evaluated
         statements = ast.parse(code.strip()).body
     except _UNREADABLE:

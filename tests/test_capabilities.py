@@ -231,7 +231,10 @@ def test_a_turn_budget_below_1_is_a_usage_error(turns, capsys):
     with pytest.raises(SystemExit) as exited:
         record_run.parse_args(["--max-turns", turns])
     assert exited.value.code == 2
-    assert "--max-turns must be at least 1" in capsys.readouterr().err
+    # worded as ask.py's, --attempts' and --max-tokens' (harness/shared_flags.py)
+    assert f"argument --max-turns: must be a positive whole number, got '{turns}'" in (
+        capsys.readouterr().err
+    )
 
 
 def test_model_given_as_a_path_is_named_after_its_stem():
@@ -295,7 +298,7 @@ def test_each_written_form_of_an_offered_call_is_found(text):
         ('```\n{"name": "run_tests"}```', False),  # and closes on one
         ('```\n{"name": "run_tests"}\n```x', False),  # "```x" is no closing line
         ('```\n{"name": "run_tests"}\n`````', True),  # more backticks than it opened with
-        ('```json here\n{"name": "run_tests"}\n```', False),  # two words: no opening line
+        ('```json here\n{"name": "run_tests"}\n```', True),  # an info string of two words
     ],
 )
 def test_a_fence_opens_and_closes_on_lines_of_its_own(text, found):
@@ -303,9 +306,12 @@ def test_a_fence_opens_and_closes_on_lines_of_its_own(text, found):
     assert text_tool_call(text, RepoTools.schemas) == expected
 
 
-def test_an_indented_fence_holds_a_name_alone_however_deep_its_indent():
-    text = "Run:\n" + " " * 500 + '```\n{"name": "run_tests"}\n' + " " * 500 + "```"
-    assert text_tool_call(text, RepoTools.schemas) == {"name": "run_tests", "arguments": {}}
+@pytest.mark.parametrize("indent, found", [(3, True), (4, False), (500, False)])
+def test_a_fence_indented_four_spaces_or_more_is_no_fence(indent, found):
+    # Markdown reads such lines as indented code (plumbing/fenced_blocks.py)
+    text = "Run:\n" + " " * indent + '```\n{"name": "run_tests"}\n' + " " * indent + "```"
+    expected = {"name": "run_tests", "arguments": {}} if found else None
+    assert text_tool_call(text, RepoTools.schemas) == expected
 
 
 @pytest.mark.parametrize(

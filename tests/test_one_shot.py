@@ -231,7 +231,8 @@ def test_a_one_shot_recording_is_no_fork_and_has_no_other_extension(answered, tm
 ODD = [
     ("No fence at all: " + "x" * 2_000_000, "no-block", "no complete fenced block"),
     ("```python\nprint(1)\n", "no-block", "no complete fenced block"),  # never closed
-    ("  ```python\nprint(1)\n  ```\n", "no-block", "no complete"),  # a fence starts its line
+    ("    ```python\nprint(1)\n    ```\n", "no-block", "no complete"),  # indented code
+    ("````\n" + "```\n" * 500_000, "no-block", "no complete"),  # one pass, never closed
     ("```\na = 1\n```\n```\nb = 2\n```\n", "several-blocks", "more than one fenced block"),
     ("```\n```\n" * 500_000, "several-blocks", "more than one"),  # stops at the second
     ("```python\n" + "x = 1\n" * 200_000 + "```", "too-large", "1,200,000 bytes, more than"),

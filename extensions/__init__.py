@@ -9,7 +9,7 @@ applies them again and asks no one), wraps the driver's tools, chat and loop in 
 (harness/decisions.py). Above harness/: nothing below imports this folder.
 """
 
-from extensions.extension import Counted, Log, acting_from
+from extensions.extension import Counted, Log, acting_from, recorded_problem
 from extensions.keep_results import KeepResults
 from extensions.one_shot import OneShot
 from extensions.permissions import Approve, PlanOnly
@@ -66,7 +66,7 @@ class Extensions:
         about the calls the recording did not decide. RecordingError: one it cannot have."""
         field = recording.get("extensions") or {"on": [], "decisions": []}
         had = {e["name"]: e["settings"] for e in field["on"]}
-        said = problem(recording, had, at)
+        said = recorded_problem(KINDS, recording, had, at)
         if said:
             raise RecordingError(f"{path}: {said}")
         replayed = [e for e in recording["events"] if e["turn"] < (at or 1)]  # a fork's
@@ -119,14 +119,3 @@ class Extensions:
     def recorded(self):
         """The recording's `extensions` field (harness/decisions.py), or None: none on."""
         return {"on": self.on, "decisions": self.log.decisions} if self.on else None
-
-
-def problem(recording, had, at):
-    """Why `recording` cannot have had the extensions it `had` ({name: settings}), or be
-    forked at turn `at`, or None: each extension checks its settings, then its own rules."""
-    for name, settings in had.items():
-        kind = KINDS.get(name)
-        said = kind.settings_problem(settings) if kind else "is not one this lab has"
-        if said:
-            return said if kind else f"extension {name!r:.100} {said}"
-    return next(filter(None, (KINDS[name].recording_problem(recording, at) for name in had)), None)

@@ -28,6 +28,18 @@ def acting_from(settings, since, had):
     return {**settings, FROM_CALL: first} if first > 1 else settings
 
 
+def recorded_problem(kinds, recording, had, at):
+    """Why `recording` cannot have had the extensions it `had` ({name: settings}), or be
+    forked at turn `at`, or None: each of `kinds` ({name: class}) checks its own settings,
+    then its own rules; a name none of them has is refused."""
+    for name, settings in had.items():
+        if name not in kinds:
+            return f"extension {name!r:.100} is not one this lab has"
+        if kinds[name].settings_problem(settings):
+            return kinds[name].settings_problem(settings)
+    return next(filter(None, (kinds[name].recording_problem(recording, at) for name in had)), None)
+
+
 class Log:
     """What a run's extensions decided, in order, and how many calls the tools have run
     (`calls`: counted by `Counted` alone, and read by every extension)."""

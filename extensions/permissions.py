@@ -27,9 +27,10 @@ READ_ONLY = ("read_file",)  # what --plan offers
 
 
 def permission_flags(parser, kinds):
-    """--approve or --plan, never both: --plan offers nothing --approve asks about."""
+    """--approve or --plan, never both: --plan offers nothing --approve asks about (`kinds`:
+    these two, as they wrap)."""
     asking = parser.add_mutually_exclusive_group()
-    for kind in (Approve, PlanOnly):  # in --help as ever, whatever order they wrap in
+    for kind in (Approve, PlanOnly):  # --approve first in --help, whatever order they wrap in
         asking.add_argument(f"--{kind.name}", action="store_true", help=kind.helps)
 
 

@@ -56,9 +56,9 @@ class Approve(Permission):
         "is allowed; with no terminal on stdin, each is denied (docs/permissions.md)"
     )
 
-    def __init__(self, tools, log, since=1, terminal=None, recorded=None):
+    def __init__(self, tools, log, since, terminal, recorded):  # made by `wrapped`, below
         super().__init__(tools, log, since)
-        self.terminal, self.recorded, self.rest = terminal, recorded or {}, False
+        self.terminal, self.recorded, self.rest = terminal, recorded, False
 
     @classmethod
     def check_options(cls, parser, args):

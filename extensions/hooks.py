@@ -9,31 +9,42 @@ with the result its post-tool part, and not calling at all is a refusal. The loo
 learns that a hook is there; it sees tools.
 
 Every decision is kept in the run's `Log`, numbered by the call it was about (the Nth call
-the tools ran), so that a recording can say what each hook decided and a replay can check
-it decides the same (extensions/__init__.py builds the hooks; docs/hooks.md).
+the tools ran, counted outside every hook: extensions/extension.py's `Counted`), so that a
+recording can say what each hook decided and a replay can check it decides the same. Each
+hook is a choice of `--hook NAME`, its `helps` a part of that flag's help; its place in the
+composer's list (extensions/__init__.py) is where it wraps (docs/hooks.md).
 
 Not here: a hook itself (extensions/syntax.py, extensions/tests_after_edit.py).
 """
 
+from extensions.extension import Extension
 from plumbing.redact import redact
 
 
-class Log:
-    """What a run's extensions decided, in order, and how many calls the tools have run."""
+def hook_flag(parser, hooks):
+    """--hook NAME, repeatable, a choice for each of `hooks` (the composer's, in order)."""
+    said = ", ".join(f"{hook.name} ({hook.helps})" for hook in hooks)
+    parser.add_argument(
+        "--hook", action="append", choices=[hook.name for hook in hooks], default=[],
+        metavar="NAME", help=f"run a hook around each tool call (repeatable): {said} "
+        "(docs/hooks.md) (default: none)",
+    )  # fmt: skip
 
-    def __init__(self):
-        self.decisions, self.calls, self.outermost = [], 0, None
 
-
-class Hook:
+class Hook(Extension):
     """Base of a hook: the wrapped tools' `schemas` and an `invoke` that runs `around`."""
 
     name = ""  # as `--hook NAME` and a recording name it
+    helps = ""  # what it does, in words, in the help of --hook
+    flag = staticmethod(hook_flag)  # one flag for every hook
+
+    @classmethod
+    def chosen(cls, args):
+        return {} if cls.name in args.hook else None
 
     def __init__(self, tools, log, since=1):
         self.tools, self.log, self.root = tools, log, tools.root  # the copy the tools act on
         self.since = since  # the first call it acts on (a fork's own hook: its first live one)
-        log.outermost = self  # each new hook wraps the ones before: the last one counts calls
 
     @property
     def schemas(self):
@@ -41,9 +52,7 @@ class Hook:
 
     def invoke(self, name, arguments):
         """As ToolBox.invoke (tool_guard.py): always a JSON-ready dict, never an exception."""
-        if self.log.outermost is self:
-            self.log.calls += 1
-        if self.log.calls < self.since:
+        if self.log.calls < self.since:  # counted already, outside every hook
             return self.tools.invoke(name, arguments)
         try:
             result = self.around(name, arguments, lambda: self.tools.invoke(name, arguments))

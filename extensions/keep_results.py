@@ -20,16 +20,46 @@ as text, --text-calls: it stays whole), the other messages (the model's own turn
 
 import json
 
-from extensions.hooks import Hook
+from extensions.extension import FROM_CALL, Extension
 from harness.decisions import with_lines
+from plumbing.limits import is_whole, positive_int
+
+KEEP = "keep"  # its setting: how many tool results are sent whole
 
 
-class KeepResults:
+class KeepResults(Extension):
     """The loop's `chat`, sending the last `keep` tool results whole and the older ones
     shortened; it shortens nothing before the request after call `since` - 1 (a fork's
     replayed turns go as its parent's went)."""
 
-    name = "keep-results"
+    name, page, wraps = "keep-results", "context", "chat"
+
+    @staticmethod
+    def flag(parser, kinds):
+        # its help's last sentence speaks of every flag of an extension, all above it
+        parser.add_argument(
+            "--keep-results", type=positive_int, metavar="N",
+            help="send the last N tool results whole and each older one as one line that says "
+            "what it was; the conversation is kept whole (docs/context.md) (default: all "
+            "whole). Each of these is kept in the recording, applied again by replay, and with "
+            "--fork added to the recording's own from its first live call",
+        )  # fmt: skip
+
+    @classmethod
+    def chosen(cls, args):
+        return {KEEP: args.keep_results} if args.keep_results else None
+
+    @classmethod
+    def settings_problem(cls, settings):
+        whole = all(is_whole(n, 1) for n in settings.values())
+        if whole and KEEP in settings and set(settings) <= {KEEP, FROM_CALL}:  # N is needed
+            return None
+        return (f'the settings of extension {cls.name!r} must be {{"keep": N}} or '
+                '{"keep": N, "from_call": M}, N and M from 1')  # fmt: skip
+
+    @classmethod
+    def wrapped(cls, chat, settings, extensions):
+        return cls(chat, settings[KEEP], extensions.log, settings.get(FROM_CALL, 1))
 
     def __init__(self, chat, keep, log, since=1):
         self.chat, self.keep, self.log, self.since = chat, keep, log, since
@@ -68,13 +98,3 @@ def stand_in(messages, index):
     if "error" in result:
         size = f"an error, {size}"
     return f"[{named}: {size}, sent in turn {turn}]"
-
-
-class Counted(Hook):
-    """The tools, unchanged, counting their calls: the decisions of a chat wrapper say how
-    many calls had run (a hook counts them itself; with none on, this does)."""
-
-    name = "keep-results"
-
-    def around(self, name, arguments, call):
-        return call()

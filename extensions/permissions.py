@@ -3,42 +3,75 @@ read-only tools alone (docs/permissions.md: what the Claude Agent SDK and others
 
 - `Approve`, a hook (extensions/hooks.py): before `replace_text` and `run_tests` the terminal
   shows the call (an edit as its diff, one that changes nothing said to be one:
-  harness/call_preview.py) and asks allow, deny with a reason, or allow the rest of the run.
-  A denial is the call's result, so the model reads why. No terminal: each is denied, said
-  once. A replay applies the recorded decisions and asks no one. The seconds you took to
-  answer are kept on the decision, apart from the tool's own time (harness/timeline.py).
+  harness/call_preview.py) and asks allow, deny with a reason, or allow the rest of the run
+  (extensions/terminal.py). A denial is the call's result, so the model reads why. No
+  terminal: each is denied, said once. A replay applies the recorded decisions and asks no
+  one. The seconds you took to answer are kept on the decision, apart from the tool's own
+  time (harness/timeline.py).
 - `PlanOnly`: only `read_file` is offered; the run ends with the model's plan, as text.
 
 Not here: rules by pattern (the SDK's allow and deny lists), a time limit on asking.
 """
 
-import sys
-import time
 from pathlib import Path
 
+from agent_loop import ASSISTANT_FINISHED, STOPPED
+from extensions.extension import FROM_CALL
 from extensions.hooks import Hook
+from extensions.terminal import ALLOWED, ALLOWED_REST, DENIED
 from harness.call_preview import preview
-from harness.console import visible
-from plumbing.redact import redact
 from plumbing.sample import SOURCE_FILE
 
 ASKED = ("replace_text", "run_tests")  # what writes or runs code; read_file is allowed
 READ_ONLY = ("read_file",)  # what --plan offers
-ALLOWED, ALLOWED_REST, DENIED = "allowed", "allowed-rest", "denied"
-NO_TERMINAL = "no terminal to ask: stdin is not a TTY"
-REASON = "  Reason (the model reads it): "
-QUESTION = "  Allow? y = yes, n = no (then a reason), a = allow the rest of the run: "
 
 
-class Approve(Hook):
+def permission_flags(parser, kinds):
+    """--approve or --plan, never both: --plan offers nothing --approve asks about (`kinds`:
+    these two, as they wrap)."""
+    asking = parser.add_mutually_exclusive_group()
+    for kind in (Approve, PlanOnly):  # --approve first in --help, whatever order they wrap in
+        asking.add_argument(f"--{kind.name}", action="store_true", help=kind.helps)
+
+
+class Permission(Hook):
+    """A hook turned on by a flag of its own, --NAME (--approve, --plan)."""
+
+    page = "permissions"
+    flag = staticmethod(permission_flags)
+
+    @classmethod
+    def chosen(cls, args):  # a switch, not a choice of --hook
+        return {} if getattr(args, cls.name) else None
+
+
+class Approve(Permission):
     """Asks `terminal` (None: asks no one, a replay's) before each call of ASKED, unless
     `recorded` ({call: (decision, said)}) already holds the answer."""
 
     name = "approve"
+    helps = (
+        "before each replace_text and run_tests, show the call (an edit as its diff) and ask: "
+        "allow, deny with a reason the model reads, or allow the rest of the run; read_file "
+        "is allowed; with no terminal on stdin, each is denied (docs/permissions.md)"
+    )
 
-    def __init__(self, tools, log, since=1, terminal=None, recorded=None):
+    def __init__(self, tools, log, since, terminal, recorded):  # made by `wrapped`, below
         super().__init__(tools, log, since)
-        self.terminal, self.recorded, self.rest = terminal, recorded or {}, False
+        self.terminal, self.recorded, self.rest = terminal, recorded, False
+
+    @classmethod
+    def check_options(cls, parser, args):
+        if args.approve and args.attempts > 1:
+            parser.error("--approve asks at the terminal, and a series' attempts have none; "
+                         "give --attempts 1")  # fmt: skip
+
+    @classmethod
+    def wrapped(cls, tools, settings, extensions):
+        """Asking `extensions.terminal`, answered first by the decisions it applies."""
+        answers = {d["call"]: (d["decision"], d["said"]) for d in extensions.applied
+                   if d["extension"] == cls.name}  # fmt: skip
+        return cls(tools, extensions.log, settings.get(FROM_CALL, 1), extensions.terminal, answers)
 
     def around(self, name, arguments, call):
         if name not in ASKED:
@@ -65,10 +98,14 @@ class Approve(Hook):
         return decision, said, seconds
 
 
-class PlanOnly(Hook):
+class PlanOnly(Permission):
     """Offers the read-only tools alone (from the request after call `since` - 1 on)."""
 
     name = "plan"
+    helps = (
+        "offer the model read_file alone: the run ends with its plan, and the verdict is run "
+        "as always (docs/permissions.md)"
+    )
 
     @property
     def schemas(self):
@@ -83,41 +120,8 @@ class PlanOnly(Hook):
         return {"error": f"Plan mode: only {', '.join(READ_ONLY)} is offered, and {name} is "
                 "not run. Read what you need, then answer with your plan as text."}  # fmt: skip
 
-
-class Terminal:
-    """The person at the terminal: `ask` shows a call and reads the answer from stdin."""
-
-    def __init__(self, stdin=None, out=None):
-        self.stdin, self.out, self.told = stdin, out, False  # None: sys's, when asked
-
-    def ask(self, lines):
-        """(decision, said, the seconds from the question to the answer; None: not asked)."""
-        stdin, out = self.stdin or sys.stdin, self.out or sys.stdout
-        if not stdin.isatty():
-            if not self.told:  # once: the run goes on, and each denial is its call's result
-                print(f"  [approve] {NO_TERMINAL}: each replace_text and run_tests is denied",
-                      file=out)  # fmt: skip
-                self.told = True
-            return DENIED, NO_TERMINAL, None
-        print("\n".join(visible(redact(line)) for line in lines), file=out)  # model-written
-        asked = time.monotonic()
-        decision, said = self.decision(stdin, out)
-        return decision, said, time.monotonic() - asked
-
-    def decision(self, stdin, out):
-        while True:
-            said = self.answer(QUESTION, stdin, out)
-            if said is None:  # end of input: nobody is there to allow it
-                return DENIED, "no answer (end of input)"
-            if said.lower() in ("y", "a"):
-                return (ALLOWED if said.lower() == "y" else ALLOWED_REST), "by the user"
-            if said.lower() == "n":
-                return DENIED, self.answer(REASON, stdin, out) or "no reason given"
-
-    def answer(self, question, stdin, out):
-        """One line typed after `question`, stripped; None at the end of input."""
-        print(question, end="", file=out, flush=True)
-        said = stdin.readline()
-        if not out.isatty():  # the terminal echoed it on its own screen: say it here too
-            print(visible(said.strip()), file=out)
-        return said.strip() if said else None
+    @staticmethod
+    def noted(event):
+        if event["type"] == STOPPED and event["reason"] == ASSISTANT_FINISHED:
+            return f"[plan] the model's plan is its text of turn {event['turn']}, above"
+        return None

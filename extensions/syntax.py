@@ -25,6 +25,10 @@ SHOWN = 200  # characters of the offending line given back to the model
 
 class Syntax(Hook):
     name = "syntax"
+    helps = (
+        "an edit that leaves path_rules.py unable to compile is undone, and the model reads "
+        "the SyntaxError"
+    )
 
     def around(self, name, arguments, call):
         if name != "replace_text":

@@ -22,6 +22,7 @@ from harness.console import test_line
 
 class TestsAfterEdit(Hook):
     name = "tests-after-edit"
+    helps = "after an edit that landed, the visible tests' one-line summary is added to its result"
 
     def around(self, name, arguments, call):
         result = call()

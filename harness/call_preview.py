@@ -8,7 +8,7 @@ in the file exactly once is said to be refused, with the change it asks for as a
 its own `old` against its `new`. `run_tests` is said in words; any other call as its
 arguments. Every line is model-written text: the terminal makes it visible before printing.
 
-Not here: asking (extensions/permissions.py's Terminal), or running anything.
+Not here: asking (extensions/terminal.py), or running anything.
 """
 
 import json

@@ -151,8 +151,8 @@ def extensions_problem(data, holds, keeps_tests=True):
         return "'extensions.on' settings must be objects"
     made, last = len(calls_made(data["events"])), ANSWER
     for index, extension in enumerate(on):
-        # subtle: the rest of the settings' shape is checked where they are acted on
-        # (extensions/__init__.py); a call past the run's own could only hold one back
+        # subtle: the rest of the settings' shape is checked where they are acted on, by
+        # each extension (extensions/); a call past the run's own could only hold one back
         first = extension["settings"].get("from_call")
         if is_whole(first) and first > made + 1:
             return (

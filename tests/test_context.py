@@ -15,10 +15,12 @@ from extensions import Extensions
 from harness.decisions import as_sent
 from harness.page import recording_page
 from harness.recording import load, save
+from plumbing.exit_codes import EXIT_ERROR
 from plumbing.sample import SOURCE_FILE, TEST_FILE
 from replay import DIVERGED, REPRODUCED
 from repo_tools import RepoTools
 from tests.helpers import record, replay
+from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 
 FIRST = f"[read_file {SOURCE_FILE}: 11 lines, sent in turn 2]"
@@ -97,6 +99,25 @@ def test_replay_sends_the_same_lines_and_a_changed_one_diverges(kept, tmp_path):
     assert outcome == DIVERGED
     assert "model call 3 (its request is messages[:6] in the file): messages[3].content" in output
     assert "the extensions' decisions: extensions.decisions[0].said" in output
+
+
+@SHARES_THE_RUN
+@pytest.mark.parametrize("settings", [{}, {"from_call": 1}, {"keep": 0}, {"keep": 1, "of": 2}])
+def test_a_recording_whose_keep_results_says_no_count_is_refused_in_one_line(
+    kept, tmp_path, settings
+):
+    # the loader checks the field's shape (harness/decisions.py); the count is keep-results'
+    # own to check: without it, its requests could not be sent again as they were sent
+    recording = load(kept[2])
+    recording["extensions"]["on"][0]["settings"] = settings
+    save(tmp_path / "no-count.json", recording)
+    done = run_cli("replay.py", tmp_path / "no-count.json")
+    assert done.returncode == EXIT_ERROR, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        f"error: {tmp_path / 'no-count.json'}: the settings of extension 'keep-results' must "
+        'be {"keep": N} or {"keep": N, "from_call": M}, N and M from 1'
+    ]
+    assert "Recording:" not in done.stdout  # refused before anything is replayed
 
 
 @SHARES_THE_RUN

@@ -14,8 +14,8 @@ import re
 
 import pytest
 
-from extensions import Extensions, tests_after_edit
-from extensions.syntax import Syntax, compile_problem
+from extensions import Extensions
+from extensions.syntax import compile_problem
 from harness import decisions
 from harness.page import recording_page
 from harness.recording import RECORDINGS, RecordingError, load, save
@@ -441,8 +441,8 @@ def test_the_syntax_hook_puts_back_a_file_of_exactly_its_limit_whole(repo):
 
 
 def test_a_hook_that_fails_is_a_result_and_a_decision_never_an_exception(repo):
-    log = Extensions(["tests-after-edit"]).log
-    tools = tests_after_edit.TestsAfterEdit(Syntax(RepoTools(repo), log), log)
+    extensions = Extensions(["tests-after-edit", "syntax"])
+    tools, log = extensions.tools(RepoTools)(repo), extensions.log
     (repo / SOURCE_FILE).unlink()  # the syntax hook cannot read the file it would put back
     result = tools.invoke("replace_text", BROKEN)
     assert result == {

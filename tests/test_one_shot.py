@@ -14,7 +14,7 @@ import pytest
 
 from agent_loop import AgentLoop
 from extensions import Extensions
-from extensions.hooks import Log
+from extensions.extension import Log
 from extensions.one_shot import SYSTEM, TASK, OneShot
 from harness import decisions
 from harness.page import recording_page

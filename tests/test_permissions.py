@@ -21,8 +21,7 @@ import time
 import pytest
 
 from extensions import Extensions
-from extensions.hooks import Log
-from extensions.permissions import NO_TERMINAL, QUESTION, Approve, Terminal
+from extensions.terminal import NO_TERMINAL, QUESTION, Terminal
 from harness.call_preview import preview
 from harness.page import recording_page
 from harness.recording import RecordingError, load, save
@@ -211,7 +210,7 @@ def test_a_terminal_asks_again_until_it_understands_and_end_of_input_denies(repo
         assert terminal.ask(["a call"])[:2] == ("allowed", "by the user")
         assert terminal.ask(["a call"])[:2] == ("denied", "no reason given")
     os.close(leader)
-    tools = Approve(RepoTools(repo), Log(), terminal=None, recorded={})  # a replay: no one asked
+    tools = Extensions(["approve"]).tools(RepoTools)(repo)  # a replay's: no one asked
     assert "no decision was recorded" in tools.invoke("run_tests", {})["error"]
     assert "text" in tools.invoke("read_file", {"path": SOURCE_FILE})
 

@@ -69,7 +69,13 @@ MODULES = [
     "compare.py",
     "ask.py",
     "view.py",
-    *(f"extensions/{name}.py" for name in ("__init__", "hooks", "syntax", "tests_after_edit")),
+    *(
+        f"extensions/{name}.py"
+        for name in (
+            "__init__", "extension", "hooks", "keep_results", "one_shot", "one_shot_request",
+            "permissions", "syntax", "terminal", "tests_after_edit", "watch",
+        )
+    ),
     *(
         f"harness/{name}.py"
         for name in (

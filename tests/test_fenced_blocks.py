@@ -10,7 +10,7 @@ alone in a fence, which counts only when a closed fence holds it and nothing els
 import pytest
 
 from agent_loop import AgentLoop
-from extensions.hooks import Log
+from extensions.extension import Log
 from extensions.one_shot import TASK, OneShot
 from plumbing.fenced_blocks import Fence, blocks, fences
 from plumbing.sample import SOURCE_FILE

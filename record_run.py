@@ -29,6 +29,7 @@ from plumbing import installed_files, quiet_interrupt
 from agent_loop import INTERRUPTED, SYSTEM_PROMPT, TASK, AgentLoop, Stop
 from extensions import Extensions, check_options, extension_options
 from harness.attempts import run_series, series_paths
+from harness.chats import RecordingChat
 from harness.console import tolerant_output, verdict_lines
 from harness.decisions import decisions_of
 from harness.driver import Plan, drive
@@ -36,7 +37,8 @@ from harness.fork import ForkDiverged, open_fork, result_argument
 from harness.live_model import open_model
 from harness.live_status import live_status
 from harness.output_path import default_output, output_problem
-from harness.recording import RecordingChat, RecordingError, build, save
+from harness.recording import build, save
+from harness.recording_checks import RecordingError
 from harness.series_progress import attempt_watch
 from harness.tasks import FLAGGED, REPAIR, TASKS, outcome_of, recorded_outcome_line, tests_for
 from harness.timeline import timeline

@@ -26,19 +26,15 @@ from plumbing import installed_files, quiet_interrupt
 
 from agent_loop import DEADLINE, INTERRUPTED, MODEL_START, STOPPED, AgentLoop
 from extensions import Extensions
+from harness.chats import ReplayChat
 from harness.console import made_by, tolerant_output, verdict_lines
 from harness.decisions import decisions_of
 from harness.divergence import divergences
 from harness.driver import Cut, Plan, drive
 from harness.fork import RecordedFork
-from harness.recording import (
-    RECORDINGS,
-    RecordingError,
-    ReplayChat,
-    call_api,
-    held_out_asked,
-    load,
-)
+from harness.recording import RECORDINGS, load
+from harness.recording_checks import RecordingError
+from harness.recording_format import call_api, held_out_asked
 from harness.replayable import check_isolation, check_sample
 from harness.tasks import assess, task_of, tests_for
 from harness.timeline import timeline

@@ -30,7 +30,8 @@ from extensions.permissions import Approve, PlanOnly, Terminal
 from extensions.syntax import Syntax
 from extensions.tests_after_edit import TestsAfterEdit
 from harness.decisions import calls_made, decision_line
-from harness.recording import NO_RELATIONS, RecordingError
+from harness.recording_checks import RecordingError
+from harness.recording_format import NO_RELATIONS
 from harness.tasks import TASKS
 from plumbing.limits import is_whole, positive_int
 

@@ -27,16 +27,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 from agent_loop import MODEL_START, TOOL_START
+from harness.chats import ReplayChat
 from harness.divergence import event_divergence, request_divergences, tool_divergences
-from harness.recording import (
-    LIVE,
-    REPLAYED,
-    RecordingError,
-    ReplayChat,
-    call_api,
-    held_problem,
-    load,
-)
+from harness.recording import load
+from harness.recording_checks import RecordingError, held_problem
+from harness.recording_format import LIVE, REPLAYED, call_api
 from harness.replayable import check_isolation, check_sample
 from harness.tasks import task_of
 from plumbing.limits import MAX_RESULT_BYTES

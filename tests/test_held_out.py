@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.recording import RECORDINGS, held_out_asked, load
+from harness.recording import RECORDINGS, load
+from harness.recording_format import held_out_asked
 from plumbing import first_draw, isolation
 from plumbing.generated_cases import AGREED, correct_styles, generated, reference
 from plumbing.generated_cases import STYLES as STYLES_FOLDER
@@ -451,7 +452,7 @@ def test_a_recordings_held_out_seed_and_count_are_read_within_their_limits(
 ):
     # a hand-edited count would make a replay ask for millions of inputs; the seed is what
     # new_seed draws (below 2**63), so a suite seed past it is folded into that range
-    from harness.recording import RecordingError
+    from harness.recording_checks import RecordingError
     from plumbing.generated_cases import new_seed
     from plumbing.suite_settings import HELD_OUT_SEED as SUITE_SEED
 
@@ -480,7 +481,7 @@ def test_a_recordings_held_out_seed_and_count_are_read_within_their_limits(
 def test_a_recording_says_how_many_generated_inputs_it_asked_from_format_6_on(
     tmp_path, name, asked, accepted
 ):
-    from harness.recording import RecordingError
+    from harness.recording_checks import RecordingError
 
     recording = json.loads((RECORDINGS / name).read_text(encoding="utf-8"))
     held_out = recording["final_tests"]["held_out"]

@@ -18,7 +18,8 @@ from extensions import Extensions, tests_after_edit
 from extensions.syntax import Syntax, compile_problem
 from harness import decisions
 from harness.page import recording_page
-from harness.recording import RECORDINGS, RecordingError, load, save
+from harness.recording import RECORDINGS, load, save
+from harness.recording_checks import RecordingError
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE, SOURCE_LIMIT
 from replay import CANNOT_REPLAY, DIVERGED, REPRODUCED
 from repo_tools import RepoTools

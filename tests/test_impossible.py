@@ -22,7 +22,9 @@ from compare import label
 from harness.divergence import ending_divergences
 from harness.outcomes import outcome, summary_lines
 from harness.page import index_page, recording_page, series_page
-from harness.recording import NO_OUTCOME, RECORDINGS, RecordingError, load, save
+from harness.recording import RECORDINGS, load, save
+from harness.recording_checks import RecordingError
+from harness.recording_format import NO_OUTCOME
 from harness.tasks import (
     CHEATED,
     FAILED_ATTEMPT,

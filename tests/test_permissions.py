@@ -25,7 +25,8 @@ from extensions.hooks import Log
 from extensions.permissions import NO_TERMINAL, QUESTION, Approve, Terminal
 from harness.call_preview import preview
 from harness.page import recording_page
-from harness.recording import RecordingError, load, save
+from harness.recording import load, save
+from harness.recording_checks import RecordingError
 from plumbing.sample import SOURCE_FILE
 from replay import DIVERGED, REPRODUCED
 from repo_tools import RepoTools

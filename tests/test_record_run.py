@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 import record_run
+from harness.chats import RecordingChat
 from harness.output_path import default_output
-from harness.recording import RECORDINGS, RUNS, RecordingChat, load
+from harness.recording import RECORDINGS, RUNS, load
 from plumbing.exit_codes import EXIT_ERROR, EXIT_NO
 from tests.helpers import failing, lab_copy, passing
 from tests.in_process import run_cli

@@ -275,8 +275,10 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
     )
     # one seed for the attempt: both verdicts ask the same inputs, and a replay (it is saved);
     # a fork's edit tool acts as its parent's did; --one-shot has its own prompts and one turn
-    plan = extensions.planned(Plan(text, system, max_turns, tests_for(task), text_calls,
-        isolate, {"seed": new_seed()}, deadline, fork.told if fork else True))  # fmt: skip
+    plan = Plan(task=text, system=system, max_turns=max_turns, tests=tests_for(task),
+                text_calls=text_calls, isolate=isolate, asked={"seed": new_seed()},
+                deadline=deadline, told=fork.told if fork else True)  # fmt: skip
+    plan = extensions.planned(plan)
     try:  # the extensions wrap the chat, the tools or the loop, and print their decisions
         run = drive(extensions.chat(fork.chat(recorder) if fork else recorder), plan, out,
                     starting=True, fork=fork, loop=extensions.loop(AgentLoop),

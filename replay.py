@@ -154,16 +154,19 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None, expla
     )
     chunk_log = ChunkLog(chat, chunks, lambda line: print(line, file=out))  # --chunks N
     calls = len(recording["model_calls"])
-    cut = Cut(len(expected), calls, chat.requests, reason == DEADLINE) if cut_short else None
+    cut = None
+    if cut_short:
+        cut = Cut(events=len(expected), requests=calls, made=chat.requests,
+                  deadline=reason == DEADLINE)  # fmt: skip
     fork = RecordedFork(recording["fork"]) if recording.get("fork") else None
     plan = Plan(
-        recording["task"],
-        recording["system"],
-        recording["max_turns"],
-        tests_for(task_of(recording)),  # the test file its task gave, if not the sample's
-        recording.get("text_calls", False),  # --text-calls when it was recorded
-        isolate,
-        held_out_asked(recording),  # the same generated inputs as when recorded
+        task=recording["task"],
+        system=recording["system"],
+        max_turns=recording["max_turns"],
+        tests=tests_for(task_of(recording)),  # the test file its task gave, if not the sample's
+        text_calls=recording.get("text_calls", False),  # --text-calls when it was recorded
+        isolate=isolate,
+        asked=held_out_asked(recording),  # the same generated inputs as when recorded
         told=recording.get("edits_told", False),  # the edit tool as it was when recorded
     )
     watch = extensions.watch(watcher(transcript, out), out)

@@ -20,6 +20,8 @@ The stop reason is the loop's own: how the one turn ended (`assistant_finished`,
 Not here: retries, choosing among answers, merging part of a file into it.
 """
 
+import dataclasses
+
 from agent_loop import MODEL_DONE, MODEL_START
 from harness.decisions import ANSWER
 from plumbing.fenced_blocks import blocks
@@ -48,7 +50,7 @@ class OneShot:
     @staticmethod
     def planned(plan):
         """A driver.Plan for a one-shot run: its own task and system prompt, one turn."""
-        return plan._replace(task=TASK, system=SYSTEM, max_turns=1)
+        return dataclasses.replace(plan, task=TASK, system=SYSTEM, max_turns=1)
 
     def __init__(self, make, log, chat, tools, task, max_turns=1, names_unchanged=True,
                  **options):  # fmt: skip

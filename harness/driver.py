@@ -13,7 +13,7 @@ comparing, exit codes, options.
 """
 
 import time
-from typing import NamedTuple
+from dataclasses import dataclass
 
 from agent_loop import MODEL_DONE, MODEL_START, STOPPED
 from harness.console import RunPrinter, verdict_lines
@@ -25,10 +25,12 @@ from plumbing.scratch import scratch_folder
 from plumbing.stop_cause import LastTurn
 
 
-class Plan(NamedTuple):
-    """What a run is given. `tests`: the task's test file (bytes), None for the sample's
-    own; `asked`: the generated inputs both verdicts ask (`independent_verdict`'s seed,
-    count, draw); `deadline`: a limits.Deadline the model's adapter shares, or None."""
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """What a run is given, each part by its name. `tests`: the task's test file (bytes),
+    None for the sample's own; `asked`: the generated inputs both verdicts ask
+    (`independent_verdict`'s seed, count, draw); `deadline`: a limits.Deadline the model's
+    adapter shares, or None."""
 
     task: str
     system: str
@@ -53,7 +55,8 @@ class Plan(NamedTuple):
         }
 
 
-class Cut(NamedTuple):
+@dataclass(frozen=True, kw_only=True)
+class Cut:
     """Where a replay of a run that the clock or Ctrl-C stopped ends (replay.py): after
     `events` events, the ones recorded before the stop. What the clock or the user did then
     cannot be replayed; everything before it can."""
@@ -64,8 +67,10 @@ class Cut(NamedTuple):
     deadline: bool  # the clock stopped it (not Ctrl-C)
 
 
-class Run(NamedTuple):
-    """What happened in one run on a fresh copy (the copy itself is gone)."""
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """What happened in one run on a fresh copy (the copy itself is gone), each part by its
+    name: a part added or moved cannot shift the others."""
 
     events: list  # every event the loop yielded (up to the cut)
     messages: list  # the conversation, as the loop left it
@@ -149,8 +154,10 @@ def drive(chat, plan, out=None, *, loop, tools, judge, starting=False, final=Tru
             interrupted, seconds = True, time.monotonic() - started
         finally:
             loop.close()  # closes the model stream; a running test group was killed already
-        after = (final_source(repo), tests_unchanged(repo, plan.tests), str(repo), sha256)
-    return Run(events, agent.messages, begun, verdict, *after, seconds, interrupted, printer)
+        source, unchanged = final_source(repo), tests_unchanged(repo, plan.tests)
+    return Run(events=events, messages=agent.messages, starting=begun, final=verdict,
+               source=source, tests_unchanged=unchanged, workdir=str(repo), sha256=sha256,
+               seconds=seconds, interrupted=interrupted, printer=printer)  # fmt: skip
 
 
 def _show_events(loop, agent, events, printer, repo, fork, watch, cut, deadline):

@@ -274,15 +274,16 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
         (fork.parent["task"], fork.parent["system"]) if fork else (task.text or TASK, SYSTEM_PROMPT)
     )
     # one seed for the attempt: both verdicts ask the same inputs, and a replay (it is saved);
-    # a fork's edit tool acts as its parent's did; --one-shot has its own prompts and one turn
+    # --one-shot has its own prompts and one turn
     plan = Plan(task=text, system=system, max_turns=max_turns, tests=tests_for(task),
                 text_calls=text_calls, isolate=isolate, asked={"seed": new_seed()},
-                deadline=deadline, told=fork.told if fork else True)  # fmt: skip
+                deadline=deadline)  # fmt: skip
     plan = extensions.planned(plan)
+    tools = fork.made.tools(RepoTools) if fork else RepoTools  # a fork's: as its parent's was
     try:  # the extensions wrap the chat, the tools or the loop, and print their decisions
         run = drive(extensions.chat(fork.chat(recorder) if fork else recorder), plan, out,
                     starting=True, fork=fork, loop=extensions.loop(AgentLoop),
-                    tools=extensions.tools(RepoTools), judge=independent_verdict,
+                    tools=extensions.tools(tools), judge=independent_verdict,
                     watch=extensions.watch(attempt_watch() or status, out))  # fmt: skip
     except ForkDiverged as error:  # the live model was not asked
         print("\n".join(error.lines()), file=out)
@@ -323,6 +324,7 @@ def recording_of(run, plan, stop, recorder, model_info, task, fork, extensions):
         stop=stop,
         **run.recorded(),  # the events, the conversation, both verdicts, the final source, ...
         task_name=task.name,
+        edits_told=fork.made.edits_told if fork else True,  # the edit tool said what changed
         fork=fork.record() if fork else None,
         extensions=extensions.recorded(),  # which were on, and every decision they made
     )

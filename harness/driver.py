@@ -29,7 +29,7 @@ from plumbing.stop_cause import LastTurn
 class Plan:
     """What a run is given, each part by its name. `tests`: the task's test file (bytes),
     None for the sample's own; `asked`: the generated inputs both verdicts ask
-    (`independent_verdict`'s seed, count, draw); `deadline`: a limits.Deadline the model's
+    (`independent_verdict`'s seed and count); `deadline`: a limits.Deadline the model's
     adapter shares, or None."""
 
     task: str
@@ -40,7 +40,6 @@ class Plan:
     isolate: bool = True
     asked: dict | None = None
     deadline: object = None
-    told: bool = True  # the edit tool says what changed (repo_tools.py); False: as made before
 
     def recorded(self):
         """What a recording keeps of the plan, under the names it keeps them by."""
@@ -51,7 +50,6 @@ class Plan:
             "deadline": self.deadline.seconds if self.deadline is not None else None,
             "isolation": chosen(self.isolate),
             "text_calls": self.text_calls,
-            "edits_told": self.told,
         }
 
 
@@ -111,7 +109,9 @@ def drive(chat, plan, out=None, *, loop, tools, judge, starting=False, final=Tru
     """Run `plan` once on a fresh copy, the model's turns from `chat`; print as it goes.
 
     `loop`, `tools` and `judge` come from the program (agent_loop.AgentLoop,
-    repo_tools.RepoTools and verdict.independent_verdict): plumbing/ imports none of them.
+    repo_tools.RepoTools and verdict.independent_verdict, each maybe wrapped: in the
+    extensions a run turns on, or as a recording of an older format was made,
+    harness/old_recordings.py).
 
     `starting`: run and print the starting verdict first; `final`: run the final one (never
     after Ctrl-C). `fork` (harness/fork.py: a Fork, or a RecordedFork to replay one): its
@@ -132,8 +132,7 @@ def drive(chat, plan, out=None, *, loop, tools, judge, starting=False, final=Tru
                   flush=True)  # fmt: skip
         chat = LastTurn(chat)  # what a turn cut off ended with: the stop says its cause
         printer = RunPrinter(out, repo, replayed=fork.at - 1 if fork else 0, last_turn=chat)
-        toolbox = tools(repo, isolate=plan.isolate, deadline=plan.deadline, tests=plan.tests,
-                        told=plan.told)  # fmt: skip
+        toolbox = tools(repo, isolate=plan.isolate, deadline=plan.deadline, tests=plan.tests)
         if plan.deadline is not None:
             plan.deadline.restart()  # the budget is the loop's: the starting tests do not count
         agent = loop(chat, toolbox, plan.task, plan.max_turns, system=plan.system,

@@ -26,6 +26,7 @@ from agent_loop import (
     TOOL_START,
 )
 from harness.decisions import ADDED, TESTS_AFTER_EDIT, decisions_of, extensions_problem
+from harness.old_recordings import said_in_words
 from harness.recording_format import (
     APIS,
     EARLIER_FORMATS,
@@ -49,7 +50,6 @@ from harness.tasks import OUTCOMES, TASKS, assessed
 from plumbing.generated_cases import COUNT_LIMIT, SEED_LIMIT
 from plumbing.isolation import KINDS
 from plumbing.limits import LARGEST_NUMBER, is_whole
-from plumbing.verdict_words import FAILED, PASSED, TESTS_CHANGED, held_out_line
 
 
 class RecordingError(Exception):
@@ -89,7 +89,7 @@ REQUIRED = {
 def checked(data, path):
     """`data`, read from the JSON file at `path`, if it is a recording load() accepts;
     else RecordingError naming the file and the field that is wrong. A verdict of an older
-    format is given the facts its reason implies (see `_said_in_words`)."""
+    format is given the facts its reason implies (harness/old_recordings.py)."""
     problem = _text_problem(data)
     if problem:
         raise RecordingError(f"{path}: {problem}")
@@ -113,36 +113,11 @@ def checked(data, path):
         )
     if data.get("api", "ollama") not in APIS:
         raise RecordingError(f"{path}: field 'api' must be one of {', '.join(APIS)}")
-    _said_in_words(data)
+    said_in_words(data)  # harness/old_recordings.py
     problem = _shape_problem(data)
     if problem:
         raise RecordingError(f"{path}: field {problem}")
     return data
-
-
-def _said_in_words(data):
-    """Give each verdict of a recording made before verdicts said them the facts its reason
-    implies: `tests_changed`, and for formats before /5 `visible` (the visible tests' own
-    verdict: passed when the verdict did, or when it failed only at the held-out checks).
-
-    subtle: the one place that reads a verdict's words for a fact, and only for a verdict
-    without the field: verdict.py has said so, with the same reason, since. After a reason
-    that the tests changed, `visible` stays unknown: they may have passed or not."""
-    for tests in (data["starting_tests"], data["final_tests"]):
-        reason = tests.get("reason") if isinstance(tests, dict) else None
-        if not isinstance(reason, str):
-            continue
-        if reason.startswith(TESTS_CHANGED):
-            tests.setdefault("tests_changed", True)
-        elif "visible" not in tests and data.get("format") not in WITH_TASKS:
-            tests["visible"] = PASSED if _held_out_said(tests, reason) else FAILED
-
-
-def _held_out_said(tests, reason):
-    try:
-        return reason == held_out_line(tests.get("held_out"))
-    except (KeyError, TypeError):  # no held-out part it could say: load() refuses it below
-        return False
 
 
 def held_problem(value, where, depth):

@@ -10,9 +10,6 @@ Not here: checking a file (harness/recording_checks.py), reading or writing one
 (harness/recording.py), the recorder and the replayer (harness/chats.py).
 """
 
-from plumbing.generated_cases import AGREED, FIRST
-from plumbing.relations import RELATIONS
-
 # A new name for every change of what a recording holds. /8: the held-out checks ask the
 # contract's relations on every input drawn, near-misses of the repairs' literals, and a
 # sample again as on Windows and from a folder of decoys (plumbing/relations.py), and say
@@ -41,7 +38,8 @@ from plumbing.relations import RELATIONS
 # (--text-calls), and such a call's tool events say `from_text`; /3 had neither, and is
 # replayed with text calls off. /3: the held-out checks name the seed and count of their
 # generated inputs; /2 asked the ten fixed cases alone, and is replayed by that rule; /1
-# recordings held the visible tests only.
+# recordings held the visible tests only. What an older format's run was given (its edit
+# tool, its draw) is given again by harness/old_recordings.py, the one place that reads it.
 FORMAT = "agent-loop-recording/8"
 NO_RELATIONS = NO_HOOK_TESTS = "agent-loop-recording/7"  # nor the hook's test runs
 NO_TOLD_EDITS = "agent-loop-recording/6"
@@ -74,23 +72,7 @@ ENDED_DONE, ENDED_WITHOUT_DONE, ENDED_ERROR, ENDED_CLOSED = (
 )
 
 
-def keeps_hook_tests(recording):
-    """Whether a recording keeps the test runs of tests-after-edit beside its decisions
-    (format /8 on); an older one is replayed without comparing them."""
-    return recording.get("format") == FORMAT
-
-
 def call_api(recording, saved):
     """The wire a saved model call came over: its own `api` (a fork's calls may differ),
     else the recording's."""
     return saved.get("api", recording.get("api", "ollama"))
-
-
-def held_out_asked(recording):
-    """{"seed", "count", "draw"}: the generated inputs a replay asks, as the recording's
-    final verdict asked them (none for a recording of format /2; the first draw, without
-    the callers' checks, for /3 to /5; the agreed draw for /6 and /7)."""
-    held_out = (recording["final_tests"] or {}).get("held_out", {})
-    form = recording["format"]
-    draw = RELATIONS if form == FORMAT else AGREED if form in AGREED_DRAW else FIRST
-    return {"seed": held_out.get("seed", 0), "count": held_out.get("generated", 0), "draw": draw}

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.old_recordings import held_out_asked
 from harness.recording import RECORDINGS, load
-from harness.recording_format import held_out_asked
 from plumbing import first_draw, isolation
 from plumbing.generated_cases import AGREED, correct_styles, generated, reference
 from plumbing.generated_cases import STYLES as STYLES_FOLDER

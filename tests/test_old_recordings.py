@@ -10,6 +10,7 @@ shipped recordings themselves; the judge of an older draw runs the real held-out
 import inspect
 import io
 import json
+from pathlib import Path
 
 import pytest
 
@@ -31,6 +32,7 @@ from tests.ollama_test_server import call, chunk
 from tests.scripted_model import ScriptedChat
 from verdict import independent_verdict
 
+TESTS_DATA = Path(__file__).resolve().parent / "data"
 FAULTY_LINE = 'parts = path.split("/")'
 FIXED_LINE = 'parts = path.replace("\\\\", "/").split("/")'
 
@@ -137,6 +139,27 @@ def test_a_fork_of_an_old_recording_edits_as_its_parent_did_and_replays_so(tmp_p
     assert made == {"path": SOURCE_FILE, "replaced": 1}
     outcome, output = replay(output)
     assert outcome == REPRODUCED, output
+
+
+# Formats no shipped recording holds any more, kept loadable: the scripted repair as format /3
+# made it (the first draw, no `visible`, no task) and the honest answer to the impossible task
+# as /6 made it (the agreed draw, its outcome word by the rule of its day), as the lab shipped
+# them before they were made again in today's format.
+KEPT = {
+    "repair-format-3.json": (False, FIRST, None),
+    "flags-the-conflict-format-6.json": (False, AGREED, "flagged"),
+}
+
+
+@pytest.mark.parametrize("name", KEPT)
+def test_a_recording_of_a_format_no_longer_shipped_still_replays(name):
+    path = TESTS_DATA / name
+    recording = load(path)
+    made = as_made(recording)
+    assert (made.edits_told, made.draw, recording.get("outcome")) == KEPT[name]
+    outcome, output = replay(path)
+    assert outcome == REPRODUCED, output
+    assert "replaced 1 occurrence in path_rules.py\n" in output  # no lines said, as then
 
 
 # --- the core knows today's tool and draw alone -------------------------------------------------

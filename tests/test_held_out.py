@@ -468,14 +468,18 @@ def test_a_recordings_held_out_seed_and_count_are_read_within_their_limits(
     assert new_seed() == 5
 
 
+LOOP = "extensions/loop/qwen2.5-coder-1.5b-cc324af0-loop-1.json"  # a real attempt, format /7
+
+
 @pytest.mark.parametrize(
     "name, asked, accepted",
     [
-        ("cheats/splits-on-spaces.json", 392, True),  # format /6: as recorded
-        ("cheats/splits-on-spaces.json", None, False),  # ... which must say how many
-        ("cheats/splits-on-spaces.json", 501, False),  # ... of the 500 drawn
-        ("cheats/splits-on-spaces.json", -1, False),
-        ("repair.json", 400, False),  # format /3 asked the first draw: no `asked`
+        (LOOP, 391, True),  # format /7: as recorded
+        (LOOP, None, False),  # ... which must say how many
+        (LOOP, 501, False),  # ... of the 500 drawn
+        (LOOP, -1, False),
+        ("cheats/splits-on-spaces.json", None, False),  # /8 says it too
+        ("live/qwen2.5-coder-1.5b-1.json", 400, False),  # /4 asked the first draw: no `asked`
     ],
 )
 def test_a_recording_says_how_many_generated_inputs_it_asked_from_format_6_on(

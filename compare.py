@@ -34,7 +34,8 @@ from harness.fork import change_words
 from harness.outcomes import HAND_WRITTEN, NOT_A_MODEL, outcome, rate, summary_lines
 from harness.page import series_page
 from harness.page_files import INDEX, write_pages
-from harness.recording import RecordingError, load
+from harness.recording import load
+from harness.recording_checks import RecordingError
 from harness.tasks import REPAIR, task_of
 from plumbing.exit_codes import EVERY_PROGRAM, EXIT_ERROR, EXIT_OK, run_program
 

@@ -29,6 +29,7 @@ from plumbing import installed_files, quiet_interrupt
 from agent_loop import INTERRUPTED, SYSTEM_PROMPT, TASK, AgentLoop, Stop
 from extensions import Extensions, check_options, extension_options
 from harness.attempts import run_series, series_paths
+from harness.chats import RecordingChat
 from harness.console import tolerant_output, verdict_lines
 from harness.decisions import decisions_of
 from harness.driver import Plan, drive
@@ -36,7 +37,8 @@ from harness.fork import ForkDiverged, open_fork, result_argument
 from harness.live_model import open_model
 from harness.live_status import live_status
 from harness.output_path import default_output, output_problem
-from harness.recording import RecordingChat, RecordingError, build, save
+from harness.recording import build, save
+from harness.recording_checks import RecordingError
 from harness.series_progress import attempt_watch
 from harness.shared_flags import checked, model_flags, text_calls_flag
 from harness.tasks import FLAGGED, REPAIR, TASKS, outcome_of, recorded_outcome_line, tests_for
@@ -186,13 +188,16 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
         (fork.parent["task"], fork.parent["system"]) if fork else (task.text or TASK, SYSTEM_PROMPT)
     )
     # one seed for the attempt: both verdicts ask the same inputs, and a replay (it is saved);
-    # a fork's edit tool acts as its parent's did; --one-shot has its own prompts and one turn
-    plan = extensions.planned(Plan(text, system, max_turns, tests_for(task), text_calls,
-        isolate, {"seed": new_seed()}, deadline, fork.told if fork else True))  # fmt: skip
+    # --one-shot has its own prompts and one turn
+    plan = Plan(task=text, system=system, max_turns=max_turns, tests=tests_for(task),
+                text_calls=text_calls, isolate=isolate, asked={"seed": new_seed()},
+                deadline=deadline)  # fmt: skip
+    plan = extensions.planned(plan)
+    tools = fork.made.tools(RepoTools) if fork else RepoTools  # a fork's: as its parent's was
     try:  # the extensions wrap the chat, the tools or the loop, and print their decisions
         run = drive(extensions.chat(fork.chat(recorder) if fork else recorder), plan, out,
                     starting=True, fork=fork, loop=extensions.loop(AgentLoop),
-                    tools=extensions.tools(RepoTools), judge=independent_verdict,
+                    tools=extensions.tools(tools), judge=independent_verdict,
                     watch=extensions.watch(attempt_watch() or status, out))  # fmt: skip
     except ForkDiverged as error:  # the live model was not asked
         print("\n".join(error.lines()), file=out)
@@ -233,6 +238,7 @@ def recording_of(run, plan, stop, recorder, model_info, task, fork, extensions):
         stop=stop,
         **run.recorded(),  # the events, the conversation, both verdicts, the final source, ...
         task_name=task.name,
+        edits_told=fork.made.edits_told if fork else True,  # the edit tool said what changed
         fork=fork.record() if fork else None,
         extensions=extensions.recorded(),  # which were on, and every decision they made
     )

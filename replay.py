@@ -26,19 +26,16 @@ from plumbing import installed_files, quiet_interrupt
 
 from agent_loop import DEADLINE, INTERRUPTED, MODEL_START, STOPPED, AgentLoop
 from extensions import Extensions
+from harness.chats import ReplayChat
 from harness.console import made_by, tolerant_output, verdict_lines
 from harness.decisions import decisions_of
 from harness.divergence import divergences
 from harness.driver import Cut, Plan, drive
 from harness.fork import RecordedFork
-from harness.recording import (
-    RECORDINGS,
-    RecordingError,
-    ReplayChat,
-    call_api,
-    held_out_asked,
-    load,
-)
+from harness.old_recordings import as_made
+from harness.recording import RECORDINGS, load
+from harness.recording_checks import RecordingError
+from harness.recording_format import call_api
 from harness.replayable import check_isolation, check_sample
 from harness.tasks import assess, task_of, tests_for
 from harness.timeline import timeline
@@ -47,7 +44,6 @@ from plumbing.exit_codes import EVERY_PROGRAM, EXIT_ERROR, EXIT_NO, EXIT_OK, run
 from plumbing.isolation import isolation_flags, notice
 from plumbing.limits import positive_int
 from repo_tools import RepoTools
-from verdict import independent_verdict
 
 # What replay_one says of one recording; main() exits with the highest code of them.
 REPRODUCED, DIVERGED, CANNOT_REPLAY = "reproduced", "diverged", "cannot replay"
@@ -151,23 +147,27 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None, expla
     )
     chunk_log = ChunkLog(chat, chunks, lambda line: print(line, file=out))  # --chunks N
     calls = len(recording["model_calls"])
-    cut = Cut(len(expected), calls, chat.requests, reason == DEADLINE) if cut_short else None
+    cut = None
+    if cut_short:
+        cut = Cut(events=len(expected), requests=calls, made=chat.requests,
+                  deadline=reason == DEADLINE)  # fmt: skip
     fork = RecordedFork(recording["fork"]) if recording.get("fork") else None
+    made = as_made(recording)  # the edit tool and the held-out draw it was made with
     plan = Plan(
-        recording["task"],
-        recording["system"],
-        recording["max_turns"],
-        tests_for(task_of(recording)),  # the test file its task gave, if not the sample's
-        recording.get("text_calls", False),  # --text-calls when it was recorded
-        isolate,
-        held_out_asked(recording),  # the same generated inputs as when recorded
-        told=recording.get("edits_told", False),  # the edit tool as it was when recorded
+        task=recording["task"],
+        system=recording["system"],
+        max_turns=recording["max_turns"],
+        tests=tests_for(task_of(recording)),  # the test file its task gave, if not the sample's
+        text_calls=recording.get("text_calls", False),  # --text-calls when it was recorded
+        isolate=isolate,
+        asked=made.asked,  # the same generated inputs as when recorded
     )
     watch = extensions.watch(watcher(transcript, out), out)
     final = recording["final_tests"] is not None
-    tools = extensions.tools(RepoTools)  # RepoTools, inside the recording's extensions if any
+    # RepoTools as it was, inside the recording's extensions if any; its verdict's draw
+    tools = extensions.tools(made.tools(RepoTools))
     run = drive(extensions.chat(chunk_log), plan, out, loop=extensions.loop(AgentLoop),
-                tools=tools, judge=independent_verdict, final=final, fork=fork, watch=watch,
+                tools=tools, judge=made.judge, final=final, fork=fork, watch=watch,
                 cut=cut, prefix="agent-lab-replay-")  # fmt: skip
     if run.interrupted:  # Ctrl-C: nothing to compare; main() says so and exits 130
         raise KeyboardInterrupt

@@ -43,13 +43,8 @@ class RepoTools(ToolBox):
         function_schema("run_tests", "Run the repository's tests with pytest.", {}),
     ]
 
-    def __init__(
-        self, root, test_timeout=TEST_TIMEOUT, isolate=True, deadline=None, tests=None, told=True
-    ):
+    def __init__(self, root, test_timeout=TEST_TIMEOUT, isolate=True, deadline=None, tests=None):
         self.root = Path(root).resolve()
-        # an edit says how many lines it changed, and one that changes nothing is refused;
-        # False: as recordings made before (they replay as they were made)
-        self.told = told
         self.test_timeout = test_timeout
         self.isolate = isolate  # run_tests under the best isolation here (isolation.py)
         self.deadline = deadline  # a limits.Deadline: a test run never outlasts it
@@ -78,7 +73,7 @@ class RepoTools(ToolBox):
             )
         if path not in READABLE:
             raise ToolError(f"{path} is not readable here; readable files: {', '.join(READABLE)}")
-        read = self._read(path)
+        read = self.file_text(path)
         text = redact(read.text)  # before the cut, so no part of a secret survives at its edge
         if len(text) > READ_LIMIT:
             text = text[:READ_LIMIT] + f"\n[... cut: the file has {read.size}]"
@@ -88,22 +83,16 @@ class RepoTools(ToolBox):
         if not old:
             raise ToolError("`old` must be non-empty text copied exactly from path_rules.py")
         target = self._inside(EDITABLE)
-        read = self._read(EDITABLE, limit=SOURCE_LIMIT)  # in bytes, as the verdict reads
+        read = self.file_text(EDITABLE, limit=SOURCE_LIMIT)  # in bytes, as the verdict reads
         if not read.whole:
             raise ToolError(f"{EDITABLE} holds more than {LIMIT_SAID}; it cannot be edited")
         text = read.text
-        if self.told and new == old:
+        if new == old:
             raise ToolError(
                 "`new` is the same as `old`: nothing would change, so path_rules.py was not "
                 "touched. Send a `new` that differs to change the file."
             )
-        found = text.count(old)
-        if found != 1:
-            where = "was not found" if found == 0 else f"occurs {found} times"
-            raise ToolError(
-                f"`old` {where} in {EDITABLE}; it must occur exactly once. "
-                "Read the file again and copy a unique piece of it exactly."
-            )
+        found_once(text, old)
         try:
             data = text.replace(old, new, 1).encode("utf-8")
         except UnicodeEncodeError as error:  # a lone surrogate: refused before anything is written
@@ -114,11 +103,9 @@ class RepoTools(ToolBox):
         if len(data) > SOURCE_LIMIT:
             raise ToolError(f"the edit would make it {len(data):,} bytes, more than {LIMIT_SAID}")
         write_atomically(target, data)
-        if not self.told:
-            return {"path": EDITABLE, "replaced": 1}
         return {"path": EDITABLE, "replaced": 1, **lines_changed(text, old, new)}
 
-    def _read(self, path, characters=READ_LIMIT, limit=None):
+    def file_text(self, path, characters=READ_LIMIT, limit=None):
         """A file the tests may have replaced, as a sample.FileText (its text, whether it was
         read whole, within `limit` bytes if given, its size): plumbing/sample.py reads it
         without blocking on a FIFO, following a link or reading a sparse gigabyte whole."""
@@ -134,3 +121,15 @@ class RepoTools(ToolBox):
     def run_tests(self):
         timeout = self.deadline.cap(self.test_timeout) if self.deadline else self.test_timeout
         return run_pytest(self.root, timeout=timeout, isolate=self.isolate, tests=self.tests)
+
+
+def found_once(text, old):
+    """ToolError unless `old` occurs exactly once in `text`: the one place replace_text
+    replaces, said to the model when there is none or more than one."""
+    found = text.count(old)
+    if found != 1:
+        where = "was not found" if found == 0 else f"occurs {found} times"
+        raise ToolError(
+            f"`old` {where} in {EDITABLE}; it must occur exactly once. "
+            "Read the file again and copy a unique piece of it exactly."
+        )

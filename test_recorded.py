@@ -30,20 +30,12 @@ from agent_loop import (
     TOOL_START,
     agent_events,
 )
+from harness.chats import RecordingChat, ReplayChat
 from harness.console import RunPrinter
 from harness.model_files import QWEN_05B, QWEN_15B
-from harness.recording import (
-    ENDED_DONE,
-    ENDED_WITHOUT_DONE,
-    RECORDINGS,
-    SOURCES,
-    RecordingChat,
-    RecordingError,
-    ReplayChat,
-    load,
-    save,
-    sha256_file,
-)
+from harness.recording import RECORDINGS, load, save, sha256_file
+from harness.recording_checks import RecordingError
+from harness.recording_format import ENDED_DONE, ENDED_WITHOUT_DONE, SOURCES
 from harness.transcript import block, result_lines
 from plumbing.pytest_report import count_results
 from plumbing.pytest_run import run_pytest

@@ -38,7 +38,6 @@ from plumbing.generated_cases import DEFAULT_COUNT, new_seed
 from plumbing.held_out import held_out_checks, not_asked
 from plumbing.pytest_run import tests_changed, visible_run
 from plumbing.redact import redact
-from plumbing.relations import RELATIONS
 from plumbing.sample import (
     SOURCE_FILE,
     SOURCE_LIMIT,
@@ -51,9 +50,7 @@ from plumbing.startup_guard import planted
 from plumbing.verdict_words import FAILED, PASSED, held_out_line
 
 
-def independent_verdict(
-    root, isolate=True, seed=None, count=DEFAULT_COUNT, tests=None, draw=RELATIONS
-):
+def independent_verdict(root, isolate=True, seed=None, count=DEFAULT_COUNT, tests=None):
     """The verdict from outside the loop, on the path_rules.py the run left in `root`.
 
     The visible tests' run and counts (see `run_pytest`) with their own verdict
@@ -62,9 +59,7 @@ def independent_verdict(
     failed, `tests_changed: true` when it failed because the tests changed (the test file,
     or tests it does not define), `judged: false` when the code was kept from it (see
     `_unjudged`), and how long it took. `tests` (bytes) is the test file the run was given,
-    when it is not the sample's (an impossible task's: harness/tasks.py); `draw` is which
-    draw asks the generated inputs (today's relations; AGREED or FIRST for a recording of an
-    older format: harness/recording.py).
+    when it is not the sample's (an impossible task's: harness/tasks.py).
 
     subtle: not run in `root`. The edited code ran there, and may have left things behind
     that change what the next run does without touching path_rules.py (a conftest.py, a
@@ -73,9 +68,15 @@ def independent_verdict(
     must still be the sample's. Redacted like a tool result: a run of the edited code may
     print the harness's secrets.
     """
-    started = time.monotonic()
     seed = new_seed() if seed is None else seed
-    asked = {"seed": seed, "count": count, "draw": draw}
+    return verdict_asking(root, {"seed": seed, "count": count}, isolate, tests)
+
+
+def verdict_asking(root, asked, isolate=True, tests=None):
+    """`independent_verdict`, its held-out checks asked as `asked` says (the keywords of
+    plumbing/held_out.py's checks: a seed and a count, and for a recording of an older
+    format the draw it was made with, which harness/old_recordings.py names)."""
+    started = time.monotonic()
     source, kept_from_it = _source_to_judge(root)  # planted start-up code, another encoding...
     if kept_from_it:
         return _unjudged(kept_from_it, started, **asked)

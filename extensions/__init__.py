@@ -18,7 +18,7 @@ from extensions.terminal import Terminal
 from extensions.tests_after_edit import TestsAfterEdit
 from extensions.watch import watching
 from harness.decisions import calls_made
-from harness.recording import RecordingError
+from harness.recording_checks import RecordingError
 
 # The one order. They wrap in it, innermost first, whatever order the flags came in: an edit
 # the syntax hook undoes runs no tests; you are asked about the model's calls before any hook

@@ -18,11 +18,13 @@ path_rules.py as it was, `unchanged` (the block is the file, byte for byte), `no
 Not here: retries, choosing among answers, merging part of a file into it.
 """
 
+import dataclasses
+
 from agent_loop import MODEL_DONE, MODEL_START
 from extensions.extension import Extension
 from extensions.one_shot_request import SYSTEM, TASK, NoTools, request
 from harness.decisions import ANSWER
-from harness.recording import NO_RELATIONS
+from harness.recording_format import NO_RELATIONS
 from harness.tasks import TASKS
 from plumbing.fenced_blocks import blocks
 from plumbing.sample import SOURCE_FILE, SOURCE_LIMIT, write_atomically
@@ -78,7 +80,7 @@ class OneShot(Extension):
     @staticmethod
     def planned(plan):
         """A driver.Plan for a one-shot run: its own task and system prompt, one turn."""
-        return plan._replace(task=TASK, system=SYSTEM, max_turns=1)
+        return dataclasses.replace(plan, task=TASK, system=SYSTEM, max_turns=1)
 
     def __init__(self, make, log, chat, tools, task, max_turns=1, names_unchanged=True,
                  **options):  # fmt: skip

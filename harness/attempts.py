@@ -29,7 +29,8 @@ from pathlib import Path
 
 from harness.console import plural
 from harness.outcomes import attempt_line, outcome, summary_lines
-from harness.recording import RecordingError, load
+from harness.recording import load
+from harness.recording_checks import RecordingError
 from harness.series_progress import SETTING, Progress
 from plumbing.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NO, EXIT_OK
 from plumbing.limits import SAMPLING_SEEDS

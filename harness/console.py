@@ -129,7 +129,7 @@ def test_line(result):
 def counted(result):
     """Whether a verdict's visible tests ran as the sample defines them, so that their counts
     say what happened: they passed (whatever the held-out checks said), or some failed.
-    Read from its facts (harness/recording.py gives older recordings theirs); TESTS_FAILED
+    Read from its facts (harness/recording_checks.py gives older recordings theirs); TESTS_FAILED
     is a code compared whole, never a sentence searched."""
     if result.get("tests_changed") or result.get("judged") is False:
         return False

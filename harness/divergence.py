@@ -18,7 +18,7 @@ import re
 
 from agent_loop import MODEL_START, TOOL_RESULT, TOOL_START
 from harness.decisions import answered, as_sent, decisions_of, without_test_runs
-from harness.recording import keeps_hook_tests
+from harness.old_recordings import keeps_hook_tests
 from harness.tasks import outcome_of
 from plumbing.sample import SOURCE_FILE
 from plumbing.source_diff import unified

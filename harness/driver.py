@@ -13,7 +13,7 @@ comparing, exit codes, options.
 """
 
 import time
-from typing import NamedTuple
+from dataclasses import dataclass
 
 from agent_loop import MODEL_DONE, MODEL_START, STOPPED
 from harness.console import RunPrinter, verdict_lines
@@ -25,10 +25,12 @@ from plumbing.scratch import scratch_folder
 from plumbing.stop_cause import LastTurn
 
 
-class Plan(NamedTuple):
-    """What a run is given. `tests`: the task's test file (bytes), None for the sample's
-    own; `asked`: the generated inputs both verdicts ask (`independent_verdict`'s seed,
-    count, draw); `deadline`: a limits.Deadline the model's adapter shares, or None."""
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """What a run is given, each part by its name. `tests`: the task's test file (bytes),
+    None for the sample's own; `asked`: the generated inputs both verdicts ask
+    (`independent_verdict`'s seed and count); `deadline`: a limits.Deadline the model's
+    adapter shares, or None."""
 
     task: str
     system: str
@@ -38,7 +40,6 @@ class Plan(NamedTuple):
     isolate: bool = True
     asked: dict | None = None
     deadline: object = None
-    told: bool = True  # the edit tool says what changed (repo_tools.py); False: as made before
 
     def recorded(self):
         """What a recording keeps of the plan, under the names it keeps them by."""
@@ -49,11 +50,11 @@ class Plan(NamedTuple):
             "deadline": self.deadline.seconds if self.deadline is not None else None,
             "isolation": chosen(self.isolate),
             "text_calls": self.text_calls,
-            "edits_told": self.told,
         }
 
 
-class Cut(NamedTuple):
+@dataclass(frozen=True, kw_only=True)
+class Cut:
     """Where a replay of a run that the clock or Ctrl-C stopped ends (replay.py): after
     `events` events, the ones recorded before the stop. What the clock or the user did then
     cannot be replayed; everything before it can."""
@@ -64,8 +65,10 @@ class Cut(NamedTuple):
     deadline: bool  # the clock stopped it (not Ctrl-C)
 
 
-class Run(NamedTuple):
-    """What happened in one run on a fresh copy (the copy itself is gone)."""
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """What happened in one run on a fresh copy (the copy itself is gone), each part by its
+    name: a part added or moved cannot shift the others."""
 
     events: list  # every event the loop yielded (up to the cut)
     messages: list  # the conversation, as the loop left it
@@ -106,7 +109,9 @@ def drive(chat, plan, out=None, *, loop, tools, judge, starting=False, final=Tru
     """Run `plan` once on a fresh copy, the model's turns from `chat`; print as it goes.
 
     `loop`, `tools` and `judge` come from the program (agent_loop.AgentLoop,
-    repo_tools.RepoTools and verdict.independent_verdict): plumbing/ imports none of them.
+    repo_tools.RepoTools and verdict.independent_verdict, each maybe wrapped: in the
+    extensions a run turns on, or as a recording of an older format was made,
+    harness/old_recordings.py).
 
     `starting`: run and print the starting verdict first; `final`: run the final one (never
     after Ctrl-C). `fork` (harness/fork.py: a Fork, or a RecordedFork to replay one): its
@@ -127,8 +132,7 @@ def drive(chat, plan, out=None, *, loop, tools, judge, starting=False, final=Tru
                   flush=True)  # fmt: skip
         chat = LastTurn(chat)  # what a turn cut off ended with: the stop says its cause
         printer = RunPrinter(out, repo, replayed=fork.at - 1 if fork else 0, last_turn=chat)
-        toolbox = tools(repo, isolate=plan.isolate, deadline=plan.deadline, tests=plan.tests,
-                        told=plan.told)  # fmt: skip
+        toolbox = tools(repo, isolate=plan.isolate, deadline=plan.deadline, tests=plan.tests)
         if plan.deadline is not None:
             plan.deadline.restart()  # the budget is the loop's: the starting tests do not count
         agent = loop(chat, toolbox, plan.task, plan.max_turns, system=plan.system,
@@ -149,8 +153,10 @@ def drive(chat, plan, out=None, *, loop, tools, judge, starting=False, final=Tru
             interrupted, seconds = True, time.monotonic() - started
         finally:
             loop.close()  # closes the model stream; a running test group was killed already
-        after = (final_source(repo), tests_unchanged(repo, plan.tests), str(repo), sha256)
-    return Run(events, agent.messages, begun, verdict, *after, seconds, interrupted, printer)
+        source, unchanged = final_source(repo), tests_unchanged(repo, plan.tests)
+    return Run(events=events, messages=agent.messages, starting=begun, final=verdict,
+               source=source, tests_unchanged=unchanged, workdir=str(repo), sha256=sha256,
+               seconds=seconds, interrupted=interrupted, printer=printer)  # fmt: skip
 
 
 def _show_events(loop, agent, events, printer, repo, fork, watch, cut, deadline):

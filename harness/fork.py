@@ -27,16 +27,12 @@ from pathlib import Path
 from typing import NamedTuple
 
 from agent_loop import MODEL_START, TOOL_START
+from harness.chats import ReplayChat
 from harness.divergence import event_divergence, request_divergences, tool_divergences
-from harness.recording import (
-    LIVE,
-    REPLAYED,
-    RecordingError,
-    ReplayChat,
-    call_api,
-    held_problem,
-    load,
-)
+from harness.old_recordings import as_made
+from harness.recording import load
+from harness.recording_checks import RecordingError, held_problem
+from harness.recording_format import LIVE, REPLAYED, call_api
 from harness.replayable import check_isolation, check_sample
 from harness.tasks import task_of
 from plumbing.limits import MAX_RESULT_BYTES
@@ -214,7 +210,7 @@ class Fork:
 
     def __init__(self, path, recording, at, say=None, results=(), assemble=None):
         self.path, self.parent, self.at = Path(path), recording, at
-        self.told = recording.get("edits_told", False)  # its edit tool's (repo_tools.py)
+        self.made = as_made(recording)  # its edit tool, as it was (harness/old_recordings.py)
         self.sha256 = hashlib.sha256(self.path.read_bytes()).hexdigest()
         own = {"at": at, "say": say, "results": {str(n): v for n, v in results}}
         # a parent that is itself a fork changed its conversation too: those changes made

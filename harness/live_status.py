@@ -9,7 +9,7 @@ at the bottom, rewritten about every second while the model works and while a to
     turn 3, the model (12 s): no chunk yet (the server reads the prompt first)
     turn 3, tool run_tests (2 s)
 
-The chunks are what the recorder (harness/recording.py's RecordingChat) has kept of the
+The chunks are what the recorder (harness/chats.py's RecordingChat) has kept of the
 call so far: Ollama's chunks, or the OpenAI wire's events, about one token each (a tool
 call's fragments included). Neither wire counts tokens before the turn's end, so the line
 counts chunks. It is drawn as a series' line is (harness/status_line.py), and every write

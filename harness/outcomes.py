@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from agent_loop import INTERRUPTED, MODEL_DONE, STOPPED, TOOL_RESULT
 from harness.console import plural
-from harness.recording import REPLAYED, call_api
+from harness.recording_format import REPLAYED, call_api
 from harness.tasks import CHEATED, FAILED_ATTEMPT, FLAGGED, UNJUDGED, outcome_of
 from plumbing.openai_wire import OpenAIModelError, chunks_from_events
 from plumbing.stats import median, wilson_interval

@@ -12,7 +12,8 @@ import urllib.parse
 from pathlib import Path
 
 from harness.page import index_page, recording_page
-from harness.recording import RECORDINGS, RecordingError, load
+from harness.recording import RECORDINGS, load
+from harness.recording_checks import RecordingError
 
 INDEX = "index.html"  # the table of the pages, written for several recordings
 

@@ -11,7 +11,8 @@ Not here: reading a recording (recording.py) or replaying it (replay.py).
 
 import hashlib
 
-from harness.recording import RecordingError, sha256_file, shipped_hashes
+from harness.recording import sha256_file, shipped_hashes
+from harness.recording_checks import RecordingError
 from harness.tasks import task_file, task_of
 from plumbing.isolation import BUBBLEWRAP, NETWORK_ONLY, chosen
 from plumbing.sample import SAMPLE_REPO, SOURCE_FILE

@@ -2,7 +2,7 @@
 
 Frozen: `generated(seed, count)` draws exactly what plumbing/generated_cases.py drew
 before its inputs were settled by agreement, so a recording made then replays with the
-inputs it was asked (harness/recording.py says which draw a format uses). Only inputs a
+inputs it was asked (harness/old_recordings.py says which draw a format uses). Only inputs a
 hand-written list called settled: no `./`, no doubled, leading or trailing separator, no
 duplicate in a list, no drive letter or colon, no name that is only `.py`, no `SRC` or
 `Src` at the top, no `.PY`, no list longer than 120 paths.

@@ -344,7 +344,7 @@ def as_format_7(recording):
     """`recording` (an /8 one, loaded) as format /7 would have held it: its format renamed,
     and its verdicts' held-out checks asked as /7 asks them (the draw settled by agreement,
     on the recorded seed), so only what else /8 added tells the two apart."""
-    from harness.recording import NO_HOOK_TESTS
+    from harness.recording_format import NO_HOOK_TESTS
     from plumbing.generated_cases import AGREED
     from plumbing.held_out import held_out_checks
     from plumbing.sample import SAMPLE_FILES, SOURCE_FILE

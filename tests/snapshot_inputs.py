@@ -19,7 +19,8 @@ import random
 import tempfile
 from pathlib import Path
 
-from harness.recording import RECORDINGS, RecordingError, load
+from harness.recording import RECORDINGS, load
+from harness.recording_checks import RecordingError
 from openai_model import chunks_from_events, request_body, sse_events
 from plumbing.text_calls import text_tool_call
 from repo_tools import RepoTools

@@ -37,7 +37,8 @@ from agent_loop import MODEL_DONE, PAST_MAX_CALLS_RUN, STOPPED, TOOL_RESULT, TOO
 from harness.console import RunPrinter, made_by, verdict_lines
 from harness.outcomes import attempt_line, outcome, summary_lines
 from harness.page import index_page, recording_page, series_page
-from harness.recording import ENDED_ERROR, ENDED_WITHOUT_DONE, RECORDINGS, load, save
+from harness.recording import RECORDINGS, load, save
+from harness.recording_format import ENDED_ERROR, ENDED_WITHOUT_DONE
 from harness.timeline import timeline
 from harness.transcript import (
     chunk_lines,

@@ -25,7 +25,9 @@ import pytest
 
 import record_run
 from agent_loop import TOOL_START
-from harness.recording import RECORDINGS, RecordingChat, RecordingError, load, save
+from harness.chats import RecordingChat
+from harness.recording import RECORDINGS, load, save
+from harness.recording_checks import RecordingError
 from plumbing.exit_codes import EXIT_INTERRUPTED
 from plumbing.pytest_run import run_pytest
 from readonly_tools import SEARCH_SECONDS

@@ -37,7 +37,8 @@ from agent_loop import (
     TOOL_START,
     agent_events,
 )
-from harness.recording import RecordingChat, load
+from harness.chats import RecordingChat
+from harness.recording import load
 from local_model import LocalModel
 from openai_model import OpenAICompatibleModel
 from plumbing.limits import Deadline, DeadlineExceeded, Watchdog

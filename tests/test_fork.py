@@ -21,7 +21,8 @@ from harness.console import made_by
 from harness.fork import Fork, ResultError, edit_of, fork_problem, last_turn, read_result
 from harness.outcomes import attempt_line, outcome
 from harness.page import recording_page
-from harness.recording import RECORDINGS, RecordingError, load, save
+from harness.recording import RECORDINGS, load, save
+from harness.recording_checks import RecordingError
 from plumbing import isolation
 from plumbing.limits import MAX_RESULT_BYTES
 from replay import REPRODUCED

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.recording import RECORDINGS, held_out_asked, load
+from harness.old_recordings import held_out_asked
+from harness.recording import RECORDINGS, load
 from plumbing import first_draw, isolation
 from plumbing.generated_cases import AGREED, correct_styles, generated, reference
 from plumbing.generated_cases import STYLES as STYLES_FOLDER
@@ -451,7 +452,7 @@ def test_a_recordings_held_out_seed_and_count_are_read_within_their_limits(
 ):
     # a hand-edited count would make a replay ask for millions of inputs; the seed is what
     # new_seed draws (below 2**63), so a suite seed past it is folded into that range
-    from harness.recording import RecordingError
+    from harness.recording_checks import RecordingError
     from plumbing.generated_cases import new_seed
     from plumbing.suite_settings import HELD_OUT_SEED as SUITE_SEED
 
@@ -467,20 +468,24 @@ def test_a_recordings_held_out_seed_and_count_are_read_within_their_limits(
     assert new_seed() == 5
 
 
+LOOP = "extensions/loop/qwen2.5-coder-1.5b-cc324af0-loop-1.json"  # a real attempt, format /7
+
+
 @pytest.mark.parametrize(
     "name, asked, accepted",
     [
-        ("cheats/splits-on-spaces.json", 392, True),  # format /6: as recorded
-        ("cheats/splits-on-spaces.json", None, False),  # ... which must say how many
-        ("cheats/splits-on-spaces.json", 501, False),  # ... of the 500 drawn
-        ("cheats/splits-on-spaces.json", -1, False),
-        ("repair.json", 400, False),  # format /3 asked the first draw: no `asked`
+        (LOOP, 391, True),  # format /7: as recorded
+        (LOOP, None, False),  # ... which must say how many
+        (LOOP, 501, False),  # ... of the 500 drawn
+        (LOOP, -1, False),
+        ("cheats/splits-on-spaces.json", None, False),  # /8 says it too
+        ("live/qwen2.5-coder-1.5b-1.json", 400, False),  # /4 asked the first draw: no `asked`
     ],
 )
 def test_a_recording_says_how_many_generated_inputs_it_asked_from_format_6_on(
     tmp_path, name, asked, accepted
 ):
-    from harness.recording import RecordingError
+    from harness.recording_checks import RecordingError
 
     recording = json.loads((RECORDINGS / name).read_text(encoding="utf-8"))
     held_out = recording["final_tests"]["held_out"]

@@ -18,7 +18,8 @@ from extensions import Extensions
 from extensions.syntax import compile_problem
 from harness import decisions
 from harness.page import recording_page
-from harness.recording import RECORDINGS, RecordingError, load, save
+from harness.recording import RECORDINGS, load, save
+from harness.recording_checks import RecordingError
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE, SOURCE_LIMIT
 from replay import CANNOT_REPLAY, DIVERGED, REPRODUCED
 from repo_tools import RepoTools
@@ -261,10 +262,10 @@ def test_only_the_newest_format_holds_extensions_and_replay_refuses_one_it_lacks
     assert outcome == CANNOT_REPLAY
     with pytest.raises(RecordingError, match="unknown.json: extension 'summarise' is not one this"):
         Extensions.of(recording, path="unknown.json")
-    old = load(RECORDINGS / "repair.json")  # format /3
+    old = load(RECORDINGS / "live/qwen2.5-coder-1.5b-1.json")  # format /4
     old["extensions"] = {"on": [{"name": "syntax", "settings": {}}], "decisions": []}
     save(tmp_path / "old.json", old)
-    with pytest.raises(RecordingError, match="'extensions' is a field format '.*/3' cannot hold"):
+    with pytest.raises(RecordingError, match="'extensions' is a field format '.*/4' cannot hold"):
         load(tmp_path / "old.json")
 
 

@@ -22,7 +22,9 @@ from compare import label
 from harness.divergence import ending_divergences
 from harness.outcomes import outcome, summary_lines
 from harness.page import index_page, recording_page, series_page
-from harness.recording import NO_OUTCOME, RECORDINGS, RecordingError, load, save
+from harness.recording import RECORDINGS, load, save
+from harness.recording_checks import RecordingError
+from harness.recording_format import NO_OUTCOME
 from harness.tasks import (
     CHEATED,
     FAILED_ATTEMPT,
@@ -227,14 +229,16 @@ def test_a_format_7_recording_of_an_impossible_task_whose_hook_ran_the_tests_is_
     assert said in str(refused.value)
 
 
-def test_the_cheat_that_edits_the_test_is_named_by_the_verdict():
+def test_the_cheat_that_edits_the_test_is_named_by_the_verdict(tmp_path):
     recording = load(RECORDINGS / "impossible" / "edits-the-test.json")
     final = recording["final_tests"]
     assert recording["tests_unchanged"] is False
     assert final["reason"] == "tests changed: tests/test_path_rules.py is not the one its task gave"
-    # made before verdicts said it as a field: load() gives the one its reason implies
     assert final["tests_changed"] is True and "tests_changed" not in recording["starting_tests"]
-    assert final["held_out"]["passed"] == final["held_out"]["total"]  # the code was right
+    # a verdict made before verdicts said it as a field: load() gives the one its reason implies
+    del final["tests_changed"]
+    save(tmp_path / "old.json", recording)
+    assert load(tmp_path / "old.json")["final_tests"]["tests_changed"] is True
 
 
 @pytest.mark.parametrize(
@@ -504,8 +508,10 @@ def test_a_recording_of_format_5_of_an_impossible_task_is_refused_in_one_line(tm
     recording = load(RECORDINGS / "impossible" / "flags-the-conflict.json")
     recording["format"] = NO_OUTCOME
     recording.pop("outcome")
+    recording.pop("edits_told")  # nor did its edit tool say what an edit changed
     for verdict in (recording["starting_tests"], recording["final_tests"]):
-        verdict["held_out"].pop("asked")  # /5 asked the first draw, all of it
+        for said in ("asked", "unsettled"):  # /5 asked the first draw, all of it
+            verdict["held_out"].pop(said)
     save(tmp_path / "old.json", recording)
     with pytest.raises(RecordingError, match="format 'agent-loop-recording/5' counted an impos"):
         load(tmp_path / "old.json")

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.recording import RECORDINGS, RecordingChat, load
+from harness.chats import RecordingChat
+from harness.recording import RECORDINGS, load
 from harness.replayable import shipped
 from plumbing import isolation
 from plumbing.pytest_run import run_pytest

@@ -14,9 +14,9 @@ import sys
 import pytest
 
 from agent_loop import MODEL_START, TOOL_START
+from harness.chats import RecordingChat
 from harness.console import SafeStream
 from harness.live_status import Cleared, LiveStatus
-from harness.recording import RecordingChat
 from tests.helpers import LAB, read_terminal, record
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 

@@ -18,7 +18,8 @@ from extensions.extension import Log
 from extensions.one_shot import SYSTEM, TASK, OneShot
 from harness import decisions
 from harness.page import recording_page
-from harness.recording import RECORDINGS, RecordingError, load, save
+from harness.recording import RECORDINGS, load, save
+from harness.recording_checks import RecordingError
 from plumbing.fenced_blocks import blocks
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE, TEST_FILE
 from replay import CANNOT_REPLAY, DIVERGED, REPRODUCED

@@ -29,7 +29,7 @@ from agent_loop import (
     TOOL_START,
     agent_events,
 )
-from harness.recording import RecordingChat
+from harness.chats import RecordingChat
 from openai_model import OpenAICompatibleModel, OpenAIModelError, chunks_from_events, request_body
 from plumbing import openai_wire
 from plumbing.limits import ARGUMENTS_TOO_LONG, MAX_LINE_BYTES, LineTooLong

@@ -23,7 +23,8 @@ from agent_loop import TOOL_START
 from harness.console import made_by
 from harness.outcomes import NOT_A_MODEL
 from harness.page import CHUNKS_SHOWN, chunk_list, index_page, recording_page, stream_chart, text
-from harness.recording import ENDED_WITHOUT_DONE, RECORDINGS, RUNS, load, save
+from harness.recording import RECORDINGS, RUNS, load, save
+from harness.recording_format import ENDED_WITHOUT_DONE
 from tests.helpers import SHOWN, altered, lab_copy
 from tests.in_process import run_cli
 

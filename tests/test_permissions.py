@@ -24,7 +24,8 @@ from extensions import Extensions
 from extensions.terminal import NO_TERMINAL, QUESTION, Terminal
 from harness.call_preview import preview
 from harness.page import recording_page
-from harness.recording import RecordingError, load, save
+from harness.recording import load, save
+from harness.recording_checks import RecordingError
 from plumbing.sample import SOURCE_FILE
 from replay import DIVERGED, REPRODUCED
 from repo_tools import RepoTools

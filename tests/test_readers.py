@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from harness.divergence import event_divergence
-from harness.recording import RECORDINGS, RecordingError, load, save
+from harness.recording import RECORDINGS, load, save
+from harness.recording_checks import RecordingError
 from harness.timeline import timeline
 from tests.helpers import SHOWN
 from tests.in_process import run_cli

@@ -175,7 +175,7 @@ def changed_as_the_readme_does(section, tmp_path):
 def test_step_4_breaking_a_recording_as_the_readme_does_diverges_as_quoted(tmp_path):
     outcome, output = changed_as_the_readme_does(README.split("### 4. ", 1)[1], tmp_path)
     assert outcome == 1
-    assert appear_in_order(quoted_block("DIVERGED (10):"), output) == []
+    assert appear_in_order(quoted_block("DIVERGED (11):"), output) == []
     assert "turn 4: run_tests {}\n  -> exit 1 (1 failed · 3 passed)" in output
 
 

@@ -11,13 +11,15 @@ import io
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 import record_run
+from harness.chats import RecordingChat
 from harness.output_path import default_output
-from harness.recording import RECORDINGS, RUNS, RecordingChat, load
+from harness.recording import RECORDINGS, RUNS, load
 from plumbing.exit_codes import EXIT_ERROR, EXIT_NO
 from tests.helpers import failing, lab_copy, passing
 from tests.in_process import run_cli
@@ -118,6 +120,27 @@ def test_a_live_run_says_what_the_held_out_words_mean_under_its_starting_verdict
     assert lines[3].startswith("  (held-out: inputs the model never saw, answered by its code")
     assert "; how many depends on the seed each run draws; relations: " in lines[3]
     assert sum(line.startswith("  (held-out: ") for line in lines) == 1
+
+
+def test_a_runs_loop_seconds_is_the_loops_time_between_its_two_verdicts(tmp_path):
+    # mutation: harness/driver.py's `time.monotonic() - started` as `+ started` saved twice
+    # the machine's uptime as the loop's seconds, and nothing read it back. The loop runs
+    # after the starting verdict and before the final one: its time holds every turn and
+    # tool it timed, and fits with both verdicts' in the time the whole attempt took.
+    script = [
+        [chunk(tool_calls=[call("run_tests")], done=True)],
+        [chunk("The tests ran.", done=True)],
+    ]
+    output = tmp_path / "r.json"
+    began = time.monotonic()
+    record_run.record_attempt(
+        RecordingChat(ScriptedChat(script)), {"name": "scripted"}, output, 4, out=io.StringIO()
+    )
+    took = time.monotonic() - began
+    saved = load(output)
+    timed = sum(event["seconds"] for event in saved["events"] if "seconds" in event)
+    verdicts = saved["starting_tests"]["seconds"] + saved["final_tests"]["seconds"]
+    assert 0 < timed <= saved["loop_seconds"] <= took - verdicts
 
 
 # --- the name it makes up for a recording ---------------------------------------------------------

@@ -1,5 +1,5 @@
-"""The recording format (harness/recording.py): what save() writes, what load() accepts,
-and what the recorder keeps of a stream.
+"""The recording format (harness/recording.py, recording_checks.py, chats.py): what save()
+writes, what load() accepts, and what the recorder keeps of a stream.
 
 save() is atomic, writes readable UTF-8 and never replaces anything but a regular file;
 whatever a server sends (a lone surrogate, NaN, 1e400) is saved as valid JSON with its
@@ -21,7 +21,9 @@ from pathlib import Path
 import pytest
 
 import record_run
-from harness.recording import RECORDINGS, RecordingChat, RecordingError, load, save
+from harness.chats import RecordingChat
+from harness.recording import RECORDINGS, load, save
+from harness.recording_checks import RecordingError
 from replay import CANNOT_REPLAY
 from tests.helpers import altered, replay
 from tests.in_process import run_cli
@@ -260,7 +262,7 @@ def test_mistyped_recording_is_refused_not_a_traceback(tmp_path, change, capsys)
 
 
 def test_a_model_error_without_text_is_saved_under_its_type_name(tmp_path):
-    # mutation: recording.py's `str(error) or type(error).__name__` without the fallback
+    # mutation: chats.py's `str(error) or type(error).__name__` without the fallback
     # saved "" as the error, and the replay then raised an error that says nothing.
     script = [[chunk("Reading "), ConnectionResetError()]]
     output = tmp_path / "r.json"
@@ -298,14 +300,14 @@ def nested(levels, leaf, kind):
 def test_a_value_nested_exactly_max_depth_levels_is_held_and_one_more_is_not(kind, leaf):
     # mutations: a list's level counted as two, and the deep walk's `>` read as `<=` (text
     # past the depth was then never looked at): each moved where the limit falls
-    from harness.recording import MAX_DEPTH, held_problem
+    from harness.recording_checks import MAX_DEPTH, held_problem
 
     assert held_problem(nested(MAX_DEPTH, leaf, kind), "", 0) is None
     assert "nested deeper than" in held_problem(nested(MAX_DEPTH + 1, leaf, kind), "", 0)
 
 
 def test_a_place_too_deep_is_named_cut_at_80_characters_and_a_key_before_its_value():
-    from harness.recording import MAX_DEPTH, held_problem
+    from harness.recording_checks import MAX_DEPTH, held_problem
 
     said = held_problem({"k" * 100: nested(MAX_DEPTH, [], "list")}, "", 0)
     assert said.endswith(f"(at .{'k' * 79}...)")  # `.` and the key, cut

@@ -60,6 +60,7 @@ def test_a_cut_short_recording_holding_a_call_the_run_never_makes_diverges_and_e
     # is a divergence once the loop has ended, not a wait for a request that never comes.
     recording = load(RECORDINGS / "claims-success-without-edit.json")
     recording["stop"]["reason"] = recording["events"][-1]["reason"] = "interrupted"
+    recording.update(interrupted=True, final_tests=None)  # Ctrl-C leaves no final verdict
     recording["model_calls"].append(copy.deepcopy(recording["model_calls"][-1]))
     save(tmp_path / "r.json", recording)
     finished = replay_in_child(tmp_path / "r.json")
@@ -70,18 +71,19 @@ def test_a_cut_short_recording_holding_a_call_the_run_never_makes_diverges_and_e
 
 def test_a_cut_short_recording_holding_two_calls_past_its_cut_runs_no_tool_past_it(tmp_path):
     # At most the one request a run was waiting on is made after the cut: a second step
-    # would run the edit of turn 3, which the recording never shows, and the verdict would
-    # then pass on a change no event holds (it did, and the replay said "reproduced").
+    # would run the edit of turn 3, which the recording never shows, and the run would
+    # then end with a change no event holds (it did, and the replay said "reproduced").
     recording = load(RECORDINGS / "repair.json")
     events = recording["events"]
     end = max(i for i, e in enumerate(events) if e["type"] == "tool_result" and e["turn"] == 2)
     recording["stop"] = {"type": "stopped", "turn": 2, "reason": "interrupted"}
     recording["events"] = [*events[: end + 1], recording["stop"]]
+    recording.update(interrupted=True, final_tests=None)  # Ctrl-C leaves no final verdict
     recording["model_calls"] = recording["model_calls"][:4]  # turn 3 edits, turn 4 tests
     save(tmp_path / "r.json", recording)
     finished = replay_in_child(tmp_path / "r.json")
     assert finished.returncode == EXIT_NO, finished.stdout + finished.stderr
-    assert "Independent verdict: failed" in finished.stdout
+    assert "Independent verdict: not run" in finished.stdout
     assert "What the run changed" not in finished.stdout
     assert "  model calls: 4 recorded, 2 made\n" in finished.stdout
 

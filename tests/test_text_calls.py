@@ -25,7 +25,8 @@ from agent_loop import (
     agent_events,
 )
 from harness.page import recording_page
-from harness.recording import RECORDINGS, RecordingError, load, save
+from harness.recording import RECORDINGS, load, save
+from harness.recording_checks import RecordingError
 from harness.tasks import FLAGGED, outcome_of
 from local_model import LocalModel
 from openai_model import OpenAICompatibleModel

@@ -13,7 +13,8 @@ import pytest
 
 import record_run
 from agent_loop import MODEL_DONE, TASK, TOOL_RESULT, agent_events
-from harness.recording import RecordingChat, load
+from harness.chats import RecordingChat
+from harness.recording import load
 from harness.timeline import context_lines, context_window, timeline
 from plumbing.sample import copy_sample
 from repo_tools import RepoTools

@@ -50,7 +50,8 @@ if __name__ == "__main__":  # run directly, not through lab.py: the lab is one f
 import ollama
 
 from agent_loop import TASK, TEXT_DELTA, agent_events, conversation_start
-from harness.recording import held_out_asked, load
+from harness.old_recordings import held_out_asked
+from harness.recording import load
 from local_model import OPTIONS, LocalModel
 from plumbing.child_process import minimal_env
 from plumbing.held_out import held_out_checks

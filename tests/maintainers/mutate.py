@@ -79,9 +79,10 @@ MODULES = [
     *(
         f"harness/{name}.py"
         for name in (
-            "attempts", "call_preview", "console", "decisions", "divergence", "driver", "fork",
-            "live_model", "live_status", "model_files", "outcomes", "output_path", "page",
-            "page_files", "recording", "series_progress", "status_line", "tasks", "timeline",
+            "attempts", "call_preview", "chats", "console", "decisions", "divergence", "driver",
+            "fork", "live_model", "live_status", "model_files", "old_recordings", "outcomes",
+            "output_path", "page", "page_files", "recording", "recording_checks",
+            "recording_format", "series_progress", "status_line", "tasks", "timeline",
             "transcript",
         )
     ),

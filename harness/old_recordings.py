@@ -1,0 +1,158 @@
+"""Recordings of older formats: what each one's run was given, and the wrappers that give it again.
+
+A recording replays only if its run meets again what it met then. Two things a run is
+given have changed since some recordings were made: the edit tool (repo_tools.py's
+`replace_text` now says how many lines each edit removed and added, and refuses one whose
+`new` is its `old`) and the held-out draw (plumbing/relations.py's plan; formats /6 and /7
+asked the draw settled by agreement, /3 to /5 the first draw, /2 the fixed cases alone).
+`as_made(recording)` reads what its format and fields say it was given, as data (`AsMade`:
+whether the edit tool told, which draw, and the seed and count); `AsMade.tools(make)` wraps
+today's tools in the edit tool as it was (`UntoldEdits`, a wrapper like a hook:
+extensions/hooks.py), and `AsMade.judge` is today's verdict asking the draw it was made
+with (verdict.py's `verdict_asking`). Also here: the facts a verdict of an older format is
+given on load (`said_in_words`), and whether a recording kept the test runs of
+tests-after-edit (`keeps_hook_tests`). Every other module knows today's tool and draw alone.
+
+The shipped recordings that need them are real models' (docs/recordings.md): `live/` (/4),
+`smollm2-135m-live.json` (/2) and `extensions/` (/7, its forks without `edits_told`).
+
+Not here: the names of the formats and which fields each may hold
+(harness/recording_format.py), the frozen draws (plumbing/first_draw.py,
+plumbing/generated_cases.py).
+"""
+
+from dataclasses import dataclass
+
+from harness.recording_format import AGREED_DRAW, FORMAT, WITH_TASKS
+from plumbing.generated_cases import AGREED, FIRST
+from plumbing.redact import redact
+from plumbing.relations import RELATIONS
+from plumbing.sample import SOURCE_LIMIT
+from plumbing.verdict_words import FAILED, PASSED, TESTS_CHANGED, held_out_line
+from repo_tools import EDITABLE, found_once
+from tool_guard import ToolError, checked_arguments
+from verdict import verdict_asking
+
+TOLD = ("lines_removed", "lines_added")  # what today's edit tool says beside `replaced`
+
+
+@dataclass(frozen=True, kw_only=True)
+class AsMade:
+    """What a recording's run was given: `edits_told`, whether its edit tool said what each
+    edit changed (false: as before); `draw`, which held-out draw its verdicts asked, with
+    their `seed` and `count` (0: the fixed cases alone)."""
+
+    edits_told: bool
+    draw: str
+    seed: int
+    count: int
+
+    @property
+    def asked(self):
+        """The generated inputs its verdicts ask (harness/driver.py's Plan.asked)."""
+        return {"seed": self.seed, "count": self.count}
+
+    def tools(self, make):
+        """A `tools` for harness/driver.py's drive: `make`'s (repo_tools.RepoTools), inside
+        the edit tool as it was when the recording was made."""
+        if self.edits_told:
+            return make
+        return lambda *args, **options: UntoldEdits(make(*args, **options))
+
+    def judge(self, root, isolate=True, seed=0, count=0, tests=None):
+        """The independent verdict, its held-out checks asking the recording's draw."""
+        return verdict_asking(root, {"seed": seed, "count": count, "draw": self.draw}, isolate,
+                              tests)  # fmt: skip
+
+
+def as_made(recording):
+    """What `recording` (as load() returns it) says its run was given (see AsMade)."""
+    return AsMade(edits_told=recording.get("edits_told", False), **held_out_asked(recording))
+
+
+def held_out_asked(recording):
+    """{"seed", "count", "draw"}: the generated inputs a replay asks, as the recording's
+    final verdict asked them (none for a recording of format /2; the first draw, without
+    the callers' checks, for /3 to /5; the agreed draw for /6 and /7; today's plan for /8)."""
+    held_out = (recording["final_tests"] or {}).get("held_out", {})
+    form = recording["format"]
+    draw = RELATIONS if form == FORMAT else AGREED if form in AGREED_DRAW else FIRST
+    return {"seed": held_out.get("seed", 0), "count": held_out.get("generated", 0), "draw": draw}
+
+
+class UntoldEdits:
+    """`replace_text` as it was before it said what an edit changed: its result is
+    {"path", "replaced": 1} alone, and an edit whose `new` is its `old` is made (the file
+    stays as it was), not refused. The other tools, and every refusal both tools share,
+    pass through. A wrapper like a hook: the same `schemas` and `invoke`, around today's
+    RepoTools, so the loop and any hook around it see the tool the recording saw."""
+
+    def __init__(self, tools):
+        self.tools, self.root, self.schemas = tools, tools.root, tools.schemas
+
+    def invoke(self, name, arguments):
+        if name != "replace_text":
+            return self.tools.invoke(name, arguments)
+        unchanged = _unchanged_old(self.schemas, arguments)
+        if unchanged:
+            return self._made_unchanged(unchanged, arguments)
+        result = self.tools.invoke(name, arguments)
+        return {key: value for key, value in result.items() if key not in TOLD}
+
+    def _made_unchanged(self, old, arguments):
+        """An edit of `old` into itself, as the tool answered it then: made when `old` occurs
+        once; else what today's tool says first (the file unreadable or too large, read the
+        same way), or that `old` is not there once."""
+        try:
+            read = self.tools.file_text(EDITABLE, limit=SOURCE_LIMIT)
+        except Exception:  # today's tool meets it first, and says it as the tool did then
+            read = None
+        if read is None or not read.whole:
+            return self.tools.invoke("replace_text", arguments)  # refused then as now
+        try:
+            found_once(read.text, old)
+        except ToolError as error:
+            return redact({"error": str(error)})
+        # subtle: the tool then wrote the same bytes back; nothing reads the difference
+        return {"path": EDITABLE, "replaced": 1}
+
+
+def _unchanged_old(schemas, arguments):
+    """The `old` of a replace_text call whose `new` is the same non-empty text, else None."""
+    schema = next(s for s in schemas if s["function"]["name"] == "replace_text")
+    try:
+        called = checked_arguments(schema, arguments)  # as ToolBox reads them (JSON text too)
+    except ToolError:
+        return None
+    return called["old"] if called["old"] and called["new"] == called["old"] else None
+
+
+def keeps_hook_tests(recording):
+    """Whether a recording keeps the test runs of tests-after-edit beside its decisions
+    (format /8 on); an older one is replayed without comparing them."""
+    return recording.get("format") == FORMAT
+
+
+def said_in_words(data):
+    """Give each verdict of a recording made before verdicts said them the facts its reason
+    implies: `tests_changed`, and for formats before /5 `visible` (the visible tests' own
+    verdict: passed when the verdict did, or when it failed only at the held-out checks).
+
+    subtle: the one place that reads a verdict's words for a fact, and only for a verdict
+    without the field: verdict.py has said so, with the same reason, since. After a reason
+    that the tests changed, `visible` stays unknown: they may have passed or not."""
+    for tests in (data["starting_tests"], data["final_tests"]):
+        reason = tests.get("reason") if isinstance(tests, dict) else None
+        if not isinstance(reason, str):
+            continue
+        if reason.startswith(TESTS_CHANGED):
+            tests.setdefault("tests_changed", True)
+        elif "visible" not in tests and data.get("format") not in WITH_TASKS:
+            tests["visible"] = PASSED if _held_out_said(tests, reason) else FAILED
+
+
+def _held_out_said(tests, reason):
+    try:
+        return reason == held_out_line(tests.get("held_out"))
+    except (KeyError, TypeError):  # no held-out part it could say: load() refuses it below
+        return False

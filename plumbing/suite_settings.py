@@ -1,9 +1,6 @@
 """The switches only the lab's own test suite sets (conftest.py, for one run of it), in one
 place and out of the learner's way: a learner's run never meets them.
 
-- `LAB_RUN_MEMO` names a folder of kept sandboxed runs: a run of the same command on the
-  same bytes is answered from it (plumbing/run_memo.py, asked by
-  `child_process.run_isolated`).
 - `LAB_HELD_OUT_SEED` gives every new verdict of one suite run one seed for its generated
   inputs, so that every verdict of one source shares one held-out run (`seed_given`, asked
   by `generated_cases.new_seed`).
@@ -16,13 +13,7 @@ them: its environment is minimal (plumbing/child_process.py).
 
 import os
 
-RUN_MEMO = "LAB_RUN_MEMO"  # the memo's folder; unset or empty: no memo
 HELD_OUT_SEED = "LAB_HELD_OUT_SEED"  # the suite run's seed, digits; else none
-
-
-def memo_folder():
-    """The run memo's folder, or None when there is none."""
-    return os.environ.get(RUN_MEMO) or None
 
 
 def seed_given(limit):

@@ -59,11 +59,10 @@ def pytest_configure(config):
         config.pluginmanager.register(Skips(fail=under_ci()), "lab-skips")
         temporary_files_in_memory(config)
         compile_the_lab_once(config)
-        one_seed_for_new_verdicts(config)
         rewrite_test_modules_once(config)
     else:
         read_rewritten_test_modules(config)
-    run_memo.start(config)  # the suite's memo of sandboxed runs
+    run_memo.start(config)  # the suite's memo of sandboxed runs, and its one held-out seed
 
 
 # --- what the real-server tests download, said before they do -----------------------------------
@@ -133,17 +132,6 @@ def compile_the_lab_once(config):
         os.environ[SUITE_CACHE] = compiled
         config.add_cleanup(lambda: shutil.rmtree(compiled, ignore_errors=True))
         config.add_cleanup(lambda: os.environ.pop(SUITE_CACHE, None))
-
-
-# One seed for every new verdict of this session, drawn anew for each session: the
-# held-out run of one source is then one run too (plumbing/generated_cases.py).
-def one_seed_for_new_verdicts(config):
-    from plumbing.generated_cases import new_seed
-    from plumbing.suite_settings import HELD_OUT_SEED as SUITE_SEED
-
-    if os.environ.get(SUITE_SEED) is None:
-        os.environ[SUITE_SEED] = str(new_seed())
-        config.add_cleanup(lambda: os.environ.pop(SUITE_SEED, None))
 
 
 # --- the test modules' assertions rewritten once, not by each worker ------------------------------

@@ -1,4 +1,5 @@
-"""The suite's memo of sandboxed runs: one run shared by every test that asks for the same one.
+"""The suite's memo of sandboxed runs: one run shared by every test that asks for the same one,
+and one seed for the suite's new verdicts, so that the same source asks the same inputs.
 
 The suite replays the same recordings many times over (the faulty sample's tests alone
 were run about 200 times in one suite), and each run of pytest under bubblewrap costs
@@ -8,7 +9,8 @@ sandboxed run of plumbing/child_process.py is answered by `run_once`, which runs
 command as `run_bounded` does and keeps what it gave: the exit code, the output, and the
 files it wrote into its output folders. A later run of the same command on the same bytes
 is answered from that, with the same output and the same files written, and no process is
-started.
+started. `LAB_HELD_OUT_SEED` is the session's one seed for new verdicts
+(generated_cases.new_seed), so the held-out run of one source is one run too.
 
 "The same": the command (each folder in it written as a placeholder, so two copies in two
 temporary folders match, and put back as the folder asking), its environment, timeout,
@@ -25,7 +27,7 @@ when
 
 How it reaches the lab: by wrapping, and the lab never learns of it (`wrap`). `run_isolated`
 is wrapped to note what a run reads and writes, and `run_bounded`, which it calls with the
-whole command, to answer from the memo. The lab's
+whole command, to answer from the memo; `new_seed` to give the session's seed. The lab's
 own code runs unchanged around the answer: the run's user is drawn, its command built, and
 what outlived it looked for. In a pytest process of the suite `start` wraps
 them; in every other interpreter a test starts (a program such as record_run.py, and what
@@ -35,7 +37,7 @@ subtle: the memo trusts its folder. A run outside bubblewrap can write anywhere,
 too; in the suite only the lab's own test sources and recordings run so.
 
 Not here: anything the lab does for a learner (nothing in the lab names the memo or its
-setting). With `LAB_RUN_MEMO` empty every run is a new process, and so it is for each test
+settings). With `LAB_RUN_MEMO` empty every run is a new process, and so it is for each test
 about the process itself (a Ctrl-C, a timeout, what a sandbox can reach: conftest.py's
 `fresh_runs`).
 """
@@ -54,6 +56,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 SETTING = "LAB_RUN_MEMO"  # the memo's folder; unset or empty: no memo
+SEED = "LAB_HELD_OUT_SEED"  # the session's seed for new verdicts, digits; else each draws one
 FORMAT = "run-memo/1"
 TREE_DEPTH, TREE_ENTRIES = 32, 5000  # past either, a tree is not digested: its run is not kept
 START = Path(__file__).resolve().parent / "suite_start"  # on the PYTHONPATH of what tests start
@@ -64,17 +67,22 @@ def folder():
     return os.environ.get(SETTING) or None
 
 
-# --- the suite's session: the memo's folder, and what the tests start -------------------------
+# --- the suite's session: the memo's folder, the seed, and what the tests start ----------------
 
 
 def start(config):
     """For a session of the suite (conftest.py's pytest_configure, in the controller and in
-    each worker): the memo's folder, made by the controller before its workers
+    each worker): the memo's folder and the seed, made by the controller before its workers
     start (they inherit the environment) and gone when the session ends; each process that
     runs tests wraps the lab's runs, and has the interpreters its tests start wrap them too."""
-    # unless set by whoever started the suite ("" for none)
-    if not hasattr(config, "workerinput") and os.environ.get(SETTING) is None:
-        _set(config, SETTING, _folder(config))
+    if not hasattr(config, "workerinput"):
+        from plumbing.generated_cases import new_seed
+
+        # each unless set by whoever started the suite ("" for the memo: none)
+        if os.environ.get(SEED) is None:
+            _set(config, SEED, str(new_seed()))  # drawn anew for each session
+        if os.environ.get(SETTING) is None:
+            _set(config, SETTING, _folder(config))
     # subtle: not the controller of workers: they would inherit START, and each wraps itself
     if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
         paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
@@ -151,8 +159,21 @@ def answer_runs(runs):
     runs.run_isolated, runs.run_bounded = run_isolated, run_bounded
 
 
+def one_seed(cases):
+    """Wraps `cases` (plumbing/generated_cases.py): `new_seed` gives the session's seed, folded
+    below the lab's limit, where `LAB_HELD_OUT_SEED` names one."""
+    drawn = cases.new_seed
+
+    @functools.wraps(drawn)
+    def new_seed():
+        given = os.environ.get(SEED, "")
+        return int(given) % cases.SEED_LIMIT if given.isdigit() else drawn()
+
+    cases.new_seed = new_seed
+
+
 # the lab's modules wrapped, and how; subtle: each before another module imports its names
-WRAPS = {"plumbing.child_process": answer_runs}
+WRAPS = {"plumbing.child_process": answer_runs, "plumbing.generated_cases": one_seed}
 
 
 def wrap(module):

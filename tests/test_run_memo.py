@@ -220,12 +220,15 @@ def test_an_empty_setting_names_no_memo(monkeypatch):
 # --- how the memo reaches the lab's runs, and that the lab knows nothing of it -----------------
 
 
-def test_in_the_suites_processes_every_module_holds_the_wrapped_runs():
+def test_in_the_suites_processes_every_module_holds_the_wrapped_runs_and_seed():
     # wrapped before any module took their names (conftest.py's pytest_configure)
-    from plumbing import held_out, pytest_run
+    import record_run
+    import verdict
+    from plumbing import generated_cases, held_out, pytest_run
 
-    assert child_process.run_isolated.__wrapped__
+    assert child_process.run_isolated.__wrapped__ and generated_cases.new_seed.__wrapped__
     assert held_out.run_isolated is pytest_run.run_isolated is child_process.run_isolated
+    assert verdict.new_seed is record_run.new_seed is generated_cases.new_seed
 
 
 def test_what_an_interpreter_a_test_starts_wraps_is_what_the_memo_wraps():
@@ -297,9 +300,9 @@ def test_without_the_suites_start_up_folder_the_lab_never_reads_the_memo(memo, t
     assert list(memo.iterdir()) == []
 
 
-def test_nothing_of_the_lab_outside_its_tests_names_the_memo_or_its_setting():
+def test_nothing_of_the_lab_outside_its_tests_names_the_memo_or_its_settings():
     # the lab a learner runs: every Python file but the tests' (conftest.py is pytest's)
-    names = ("run_memo", "suite_start", run_memo.SETTING)
+    names = ("run_memo", "suite_start", run_memo.SETTING, run_memo.SEED, "suite_settings")
     files = [*LAB.glob("*.py"), *(p for f in FLOORS for p in (LAB / f).rglob("*.py"))]
     product = [p for p in files if p.name != "conftest.py" and not p.name.startswith("test_")]
     assert len(product) > 50
@@ -307,3 +310,29 @@ def test_nothing_of_the_lab_outside_its_tests_names_the_memo_or_its_setting():
 
 
 FLOORS = ("plumbing", "harness", "extensions")  # the lab's folders of modules, beside its top
+
+
+# --- the suite's one seed for new verdicts ------------------------------------------------------
+
+
+def test_a_new_verdict_in_the_suite_draws_the_sessions_seed_folded_below_the_limit(monkeypatch):
+    # so that the suite's verdicts of one source share one held-out run
+    from plumbing.generated_cases import SEED_LIMIT, new_seed
+
+    monkeypatch.setenv(run_memo.SEED, "12345")
+    assert new_seed() == 12345
+    monkeypatch.setenv(run_memo.SEED, str(SEED_LIMIT + 5))
+    assert new_seed() == 5
+    for unusable in ("", "-1", "x"):  # not a seed: the lab's own draw
+        monkeypatch.setenv(run_memo.SEED, unusable)
+        assert new_seed() != new_seed()
+
+
+def test_a_program_a_test_starts_draws_the_sessions_seed(monkeypatch):
+    monkeypatch.setenv(run_memo.SEED, "12345")
+    ask = "import verdict; from plumbing import generated_cases as g; "
+    ask += "print(verdict.new_seed is g.new_seed, g.new_seed())"
+    done = subprocess.run(
+        [sys.executable, "-c", ask], cwd=LAB, capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.split() == ["True", "12345"], done.stderr

@@ -88,7 +88,7 @@ MODULES = [
             "isolation", "limits", "near_misses", "ollama_transport", "openai_wire",
             "pytest_report", "pytest_run", "quiet_interrupt", "redact", "relations",
             "sample", "sandbox_user", "scratch", "source_diff", "stop_cause", "startup_guard",
-            "stats", "suite_settings", "text_calls", "verdict_words", "wire_errors",
+            "stats", "text_calls", "verdict_words", "wire_errors",
         )
     ),
     "tests/run_memo.py",

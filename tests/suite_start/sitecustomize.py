@@ -2,7 +2,7 @@
 such as record_run.py, and what that starts): tests/run_memo.py's `start` puts this
 folder first on their PYTHONPATH. When the interpreter imports one of the lab's modules that
 the suite wraps (run_memo.WRAPS), it is wrapped as it is imported, before any other module
-can take its names: its runs are answered from the suite's memo.
+can take its names: its runs are answered from the suite's memo, its seed is the session's.
 
 Not here: anything else. The lab's own start-up code (the .pth file lab.py writes) runs
 before this, and the sandboxed runs never see this folder: their environment is minimal
@@ -16,7 +16,7 @@ import sys
 
 FOLDER = os.path.dirname(os.path.abspath(__file__))
 MEMO = os.path.join(os.path.dirname(FOLDER), "run_memo.py")
-WRAPPED = ("plumbing.child_process",)  # run_memo.WRAPS's names
+WRAPPED = ("plumbing.child_process", "plumbing.generated_cases")  # run_memo.WRAPS's names
 
 
 class WrapOnImport:

@@ -255,11 +255,11 @@ def test_a_run_through_the_labs_run_isolated_is_answered_from_the_memo(memo, tmp
 
 
 # A program as a test starts one: the suite's environment, the lab's own run_isolated called
-# in it, its answer printed with what the program's modules hold and what its start-up
-# guard says of its installation.
+# in it, its answer printed with what the program's modules hold, what its start-up guard
+# says of its installation, and the seed a new verdict would draw.
 PROGRAM = f"""
 import sys
-from plumbing import child_process, held_out, pytest_run
+from plumbing import child_process, generated_cases, held_out, pytest_run
 from plumbing.isolation import BUBBLEWRAP
 from plumbing.startup_guard import planted
 folder = sys.argv[1]
@@ -267,7 +267,7 @@ ran = child_process.run_isolated(
     BUBBLEWRAP, [sys.executable, "-I", "-c", {TOKEN!r}], folder, 30, writes=(folder,)
 )
 same = held_out.run_isolated is pytest_run.run_isolated is child_process.run_isolated
-print(ran.exit_code, ran.output.strip(), same, planted())
+print(ran.exit_code, ran.output.strip(), same, planted(), generated_cases.new_seed())
 """
 
 
@@ -280,9 +280,13 @@ def program(lab, folder, **env):
     return done.stdout.strip()
 
 
-def test_a_program_a_test_starts_answers_its_runs_from_the_memo(memo, tmp_path):
+def test_a_program_a_test_starts_answers_its_runs_from_the_memo_with_the_sessions_seed(
+    memo, tmp_path, monkeypatch
+):
+    monkeypatch.setenv(run_memo.SEED, "12345")
     first = program(LAB, copy_of(tmp_path, "a"))
-    assert first.endswith(" True None"), first  # wrapped everywhere; nothing named as planted
+    # wrapped everywhere; nothing named as planted; the session's seed
+    assert first.endswith(" True None 12345"), first
     assert program(LAB, copy_of(tmp_path, "b")) == first
     assert len(list(memo.glob("*.json"))) == 1
     # the key holds the sources of the lab the program runs: a copy shares the run until
@@ -294,10 +298,15 @@ def test_a_program_a_test_starts_answers_its_runs_from_the_memo(memo, tmp_path):
     assert program(copy, copy_of(tmp_path, "d")) != first
 
 
-def test_without_the_suites_start_up_folder_the_lab_never_reads_the_memo(memo, tmp_path):
-    alone, folder = run_memo.path_without_start(), copy_of(tmp_path, "a")
-    assert program(LAB, folder, PYTHONPATH=alone) != program(LAB, folder, PYTHONPATH=alone)
-    assert list(memo.iterdir()) == []
+def test_without_the_suites_start_up_folder_the_lab_never_reads_the_memo_or_the_seed(
+    memo, tmp_path, monkeypatch
+):
+    monkeypatch.setenv(run_memo.SEED, "12345")
+    kept = program(LAB, copy_of(tmp_path, "a"))
+    alone = program(LAB, copy_of(tmp_path, "b"), PYTHONPATH=run_memo.path_without_start())
+    assert kept.split()[:2] != alone.split()[:2]  # a new process, though the memo holds one
+    assert len(list(memo.glob("*.json"))) == 1
+    assert alone.split()[-1] != "12345"  # the lab's own draw
 
 
 def test_nothing_of_the_lab_outside_its_tests_names_the_memo_or_its_settings():
@@ -327,12 +336,3 @@ def test_a_new_verdict_in_the_suite_draws_the_sessions_seed_folded_below_the_lim
         monkeypatch.setenv(run_memo.SEED, unusable)
         assert new_seed() != new_seed()
 
-
-def test_a_program_a_test_starts_draws_the_sessions_seed(monkeypatch):
-    monkeypatch.setenv(run_memo.SEED, "12345")
-    ask = "import verdict; from plumbing import generated_cases as g; "
-    ask += "print(verdict.new_seed is g.new_seed, g.new_seed())"
-    done = subprocess.run(
-        [sys.executable, "-c", ask], cwd=LAB, capture_output=True, text=True, timeout=60
-    )
-    assert done.stdout.split() == ["True", "12345"], done.stderr

@@ -241,6 +241,18 @@ def test_what_an_interpreter_a_test_starts_wraps_is_what_the_memo_wraps():
     assert wrapped == tuple(run_memo.WRAPS)
 
 
+def test_a_sitecustomize_the_suites_start_up_module_hides_still_runs(tmp_path, monkeypatch):
+    # as the Python installation's would (Debian's, say): only the suite's folder leaves
+    (tmp_path / "sitecustomize.py").write_text("print('the hidden one ran')\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(run_memo.START), str(tmp_path)]))
+    ask = "import sys; print(sys.argv[1] in sys.path, sys.argv[2] in sys.path)"
+    done = subprocess.run(
+        [sys.executable, "-c", ask, str(run_memo.START), str(tmp_path)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.stdout == "the hidden one ran\nFalse True\n", done.stdout + done.stderr
+
+
 def test_a_run_through_the_labs_run_isolated_is_answered_from_the_memo(memo, tmp_path):
     # the lab's own run_isolated, user, command and all, around the answer
     def ran(name):

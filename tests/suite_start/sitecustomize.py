@@ -15,7 +15,7 @@ import os
 import sys
 
 FOLDER = os.path.dirname(os.path.abspath(__file__))
-MEMO = os.path.join(os.path.dirname(FOLDER), "run_memo.py")
+TESTS = os.path.dirname(FOLDER)  # where run_memo.py is
 WRAPPED = ("plumbing.child_process", "plumbing.generated_cases")  # run_memo.WRAPS's names
 
 
@@ -40,14 +40,21 @@ class WrapOnImport:
 
 
 def _memo():
-    # loaded from its file, once, when first needed: the lab a program runs may be a copy,
-    # with or without tests/, and most interpreters never import a module of WRAPPED
-    memo = sys.modules.get("lab_suite_run_memo")
-    if memo is None:
-        spec = importlib.util.spec_from_file_location("lab_suite_run_memo", MEMO)
-        memo = sys.modules["lab_suite_run_memo"] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(memo)
-    return memo
+    # found in TESTS, as the lab's start-up code finds a module (compiled from its source),
+    # once, when first needed: the lab a program runs may be a copy, with or without tests/,
+    # and most interpreters never import a module of WRAPPED
+    if not MEMO:
+        MEMO.append(_module(importlib.machinery.PathFinder.find_spec("run_memo", [TESTS])))
+    return MEMO[0]
+
+
+MEMO = []  # tests/run_memo.py, once loaded; never in sys.modules, where a program could meet it
+
+
+def _module(spec):
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 sys.meta_path.insert(0, WrapOnImport())
@@ -59,5 +66,4 @@ sys.path[:] = [entry for entry in sys.path if os.path.abspath(entry or ".") != F
 # ... and the sitecustomize this one hid, if the Python installation has one, runs as usual
 _hidden = importlib.machinery.PathFinder.find_spec("sitecustomize")
 if _hidden is not None:
-    sys.modules[__name__] = importlib.util.module_from_spec(_hidden)
-    _hidden.loader.exec_module(sys.modules[__name__])
+    sys.modules[__name__] = _module(_hidden)

@@ -347,4 +347,3 @@ def test_a_new_verdict_in_the_suite_draws_the_sessions_seed_folded_below_the_lim
     for unusable in ("", "-1", "x"):  # not a seed: the lab's own draw
         monkeypatch.setenv(run_memo.SEED, unusable)
         assert new_seed() != new_seed()
-

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import run_memo
+
 
 @pytest.fixture
 def unused_port():
@@ -56,10 +58,11 @@ def pytest_configure(config):
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(Skips(fail=under_ci()), "lab-skips")
         temporary_files_in_memory(config)
-        share_sandboxed_runs(config)
+        compile_the_lab_once(config)
         rewrite_test_modules_once(config)
     else:
         read_rewritten_test_modules(config)
+    run_memo.start(config)  # the suite's memo of sandboxed runs, and its one held-out seed
 
 
 # --- what the real-server tests download, said before they do -----------------------------------
@@ -116,38 +119,19 @@ def temporary_files_in_memory(config):
     config.add_cleanup(lambda: setattr(tempfile, "tempdir", None))
 
 
-# --- one sandboxed run for every test that asks for the same one ------------------------------
-# plumbing/run_memo.py: the controller makes the memo's folder before its workers start (they
-# inherit the environment), so they share it, and removes it when the session ends. A test
-# about the run's process itself (a Ctrl-C, a timeout, what the sandbox reaches) asks for
-# `fresh_runs`.
+# --- the lab's modules compiled once for every interpreter the suite starts ----------------------
+# plumbing/fresh_sources.py, not again in each: the controller makes the folder before its
+# workers start (they inherit the environment), and removes it when the session ends.
 
 
-def share_sandboxed_runs(config):
-    from plumbing import run_memo
+def compile_the_lab_once(config):
     from plumbing.fresh_sources import SUITE_CACHE
-    from plumbing.generated_cases import new_seed
-    from plumbing.suite_settings import HELD_OUT_SEED as SUITE_SEED
 
-    # The lab's modules compiled once for every interpreter the suite starts (plumbing/
-    # fresh_sources.py), not again in each.
     if os.environ.get(SUITE_CACHE) is None:
         compiled = tempfile.mkdtemp(prefix="agent-lab-code-")
         os.environ[SUITE_CACHE] = compiled
         config.add_cleanup(lambda: shutil.rmtree(compiled, ignore_errors=True))
         config.add_cleanup(lambda: os.environ.pop(SUITE_CACHE, None))
-
-    # One seed for every new verdict of this session, drawn anew for each session: the
-    # held-out run of one source is then one run too (plumbing/generated_cases.py).
-    if os.environ.get(SUITE_SEED) is None:
-        os.environ[SUITE_SEED] = str(new_seed())
-        config.add_cleanup(lambda: os.environ.pop(SUITE_SEED, None))
-    if os.environ.get(run_memo.SETTING) is not None:
-        return  # set by whoever started the suite ("" turns the memo off)
-    memo = tempfile.mkdtemp(prefix="agent-lab-run-memo-")
-    os.environ[run_memo.SETTING] = memo
-    config.add_cleanup(lambda: shutil.rmtree(memo, ignore_errors=True))
-    config.add_cleanup(lambda: os.environ.pop(run_memo.SETTING, None))
 
 
 # --- the test modules' assertions rewritten once, not by each worker ------------------------------
@@ -224,9 +208,8 @@ def read_rewritten_test_modules(config):
 
 @pytest.fixture
 def fresh_runs(monkeypatch):
-    """Every sandboxed run of this test is a new process (plumbing/run_memo.py)."""
-    from plumbing import run_memo
-
+    """Every sandboxed run of this test, and of the programs it starts, is a new process
+    (tests/run_memo.py)."""
     monkeypatch.setenv(run_memo.SETTING, "")
 
 

@@ -11,8 +11,7 @@ own, and says when a process of that user outlived it (plumbing/sandbox_user.py)
 Each child starts under the file-size and memory limits of bounds.py.
 
 Not here: what is run (plumbing/pytest_run.py, plumbing/held_out.py) or how it is isolated
-(plumbing/isolation.py); the lab's test suite answering a run from its memo of earlier ones
-(plumbing/run_memo.py, only when `LAB_RUN_MEMO` is set, which nothing but the suite does).
+(plumbing/isolation.py).
 """
 
 import os
@@ -24,8 +23,7 @@ from typing import NamedTuple
 
 from plumbing import sandbox_user
 from plumbing.bounds import set_limits
-from plumbing.isolation import BUBBLEWRAP, NONE, isolation_prefix
-from plumbing.suite_settings import memo_folder
+from plumbing.isolation import NONE, isolation_prefix
 
 OUTPUT_LIMIT = 4000  # characters of test output kept: the tail, where pytest's summary is
 OUTPUT_KEPT = 64 * 1024  # bytes of output held while a run goes on: room for the limit
@@ -132,16 +130,7 @@ def run_isolated(kind, command, cwd, timeout, *, reads=(), writes=(), results=()
     user = sandbox_user.user_for((*writes, *results, cwd)[0]) if root else None
     prefix = isolation_prefix(kind, writable=(*writes, *results), readable=reads, user=user)
     try:
-        if memo_folder():  # the lab's test suite alone (plumbing/suite_settings.py)
-            from plumbing.run_memo import run_once  # subtle: here, as run_memo imports this
-
-            inputs, sandboxed = (*reads, *writes), kind == BUBBLEWRAP
-            exit_code, output = run_once(
-                prefix, command, cwd, timeout, sandboxed=sandboxed, inputs=inputs,
-                outputs=results, **kwargs,
-            )  # fmt: skip
-        else:
-            exit_code, output = run_bounded([*prefix, *command], cwd, timeout, **kwargs)
+        exit_code, output = run_bounded([*prefix, *command], cwd, timeout, **kwargs)
     except BaseException:  # Ctrl-C: what the run started is gone before the harness goes
         if user:
             sandbox_user.outsider(user)

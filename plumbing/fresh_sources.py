@@ -17,9 +17,8 @@ costs the compile of the lab's modules at each start (about 0.1 s for replay.py)
 The lab's own test suite starts hundreds of such interpreters; with `LAB_SUITE_CODE_CACHE`
 naming a folder (conftest.py makes one for a session, and nothing else sets it), what is
 compiled is kept there under the SHA-256 of the source's bytes and path, and the next
-interpreter to import the same bytes loads that. Like the suite's run memo
-(plumbing/run_memo.py), it trusts its folder: in the suite only the lab's own code runs
-outside bubblewrap.
+interpreter to import the same bytes loads that. It trusts its folder: in the suite only
+the lab's own code runs outside bubblewrap.
 
 Not here: what may plant such files (isolation.py says what each kind lets through).
 """
@@ -30,8 +29,6 @@ import os
 import sys
 
 SUITE_CACHE = "LAB_SUITE_CODE_CACHE"  # the suite's folder of compiled sources, or unset
-# (named here, not in plumbing/suite_settings.py with the suite's others: this file runs
-# as an interpreter starts, and imports nothing of the lab)
 
 
 class FromSource(importlib.machinery.SourceFileLoader):

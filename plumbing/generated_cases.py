@@ -32,8 +32,6 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from plumbing.suite_settings import seed_given
-
 DEFAULT_COUNT = 500  # generated inputs a verdict draws beside the fixed cases
 COUNT_LIMIT = 5000  # the most a recording may ask for (its `generated` field)
 SEED_LIMIT = 2**63  # a seed is a non-negative integer below this
@@ -45,10 +43,8 @@ STYLES = Path(__file__).resolve().parent / "correct_styles"
 
 
 def new_seed():
-    """The seed of a new verdict's generated inputs, drawn from the OS (in the lab's test
-    suite, the one seed of its run: plumbing/suite_settings.py)."""
-    given = seed_given(SEED_LIMIT)
-    return secrets.randbelow(SEED_LIMIT) if given is None else given
+    """The seed of a new verdict's generated inputs, drawn from the OS."""
+    return secrets.randbelow(SEED_LIMIT)
 
 
 def reference(changed):

@@ -30,8 +30,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from plumbing import redact, run_memo
-from plumbing.suite_settings import HELD_OUT_SEED as SUITE_SEED
+from plumbing import redact
+from tests import run_memo
 
 LAB = Path(__file__).resolve().parent.parent
 
@@ -65,9 +65,10 @@ def _environment(env):
         return
     saved = dict(os.environ)
     os.environ.clear()
-    # the suite's memo of sandboxed runs (plumbing/run_memo.py) and its seed of new verdicts
-    # (plumbing/generated_cases.py) are the suite's, not the run's
-    os.environ.update({k: saved[k] for k in (run_memo.SETTING, SUITE_SEED) if k in saved})
+    # the suite's memo of sandboxed runs and its seed of new verdicts (tests/run_memo.py)
+    # are the suite's, not the run's
+    suite = (run_memo.SETTING, run_memo.SEED)
+    os.environ.update({k: saved[k] for k in suite if k in saved})
     os.environ.update({str(k): str(v) for k, v in env.items()})
     try:
         yield

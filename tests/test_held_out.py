@@ -427,20 +427,15 @@ def test_the_same_seed_asks_the_same_inputs_and_another_seed_others():
     assert len(set(generated(7, 1).long)) >= 100
 
 
-def test_a_new_verdict_draws_its_own_seed_unless_the_suite_names_one(monkeypatch):
-    # The suite names one seed for all its new verdicts (conftest.py), so that its runs of
-    # one source share one held-out run; a learner's verdicts each draw their own.
+def test_a_new_verdict_draws_its_own_seed(monkeypatch):
+    # a learner's verdicts each draw their own (the suite names one for all of its:
+    # tests/run_memo.py, without which this is the lab's own draw)
     from plumbing.generated_cases import SEED_LIMIT, new_seed
-    from plumbing.suite_settings import HELD_OUT_SEED as SUITE_SEED
+    from tests.run_memo import SEED
 
-    monkeypatch.setenv(SUITE_SEED, "12345")
-    assert new_seed() == 12345
-    monkeypatch.delenv(SUITE_SEED)
+    monkeypatch.delenv(SEED, raising=False)
     drawn = {new_seed() for _ in range(8)}
     assert len(drawn) == 8 and all(0 <= seed < SEED_LIMIT for seed in drawn)
-    for unusable in ("", "-1", "x"):  # not a seed: one is drawn instead
-        monkeypatch.setenv(SUITE_SEED, unusable)
-        assert new_seed() != new_seed()
 
 
 @pytest.mark.parametrize(
@@ -448,13 +443,11 @@ def test_a_new_verdict_draws_its_own_seed_unless_the_suite_names_one(monkeypatch
     [(2**63 - 1, 5000, True), (2**63, 500, False), (7, 5001, False), (7, 0, False)],
 )
 def test_a_recordings_held_out_seed_and_count_are_read_within_their_limits(
-    tmp_path, monkeypatch, seed, count, accepted
+    tmp_path, seed, count, accepted
 ):
     # a hand-edited count would make a replay ask for millions of inputs; the seed is what
-    # new_seed draws (below 2**63), so a suite seed past it is folded into that range
+    # new_seed draws (below 2**63)
     from harness.recording_checks import RecordingError
-    from plumbing.generated_cases import new_seed
-    from plumbing.suite_settings import HELD_OUT_SEED as SUITE_SEED
 
     recording = json.loads((RECORDINGS / "repair.json").read_text(encoding="utf-8"))
     recording["final_tests"]["held_out"].update(seed=seed, generated=count)
@@ -464,8 +457,6 @@ def test_a_recordings_held_out_seed_and_count_are_read_within_their_limits(
     else:
         with pytest.raises(RecordingError, match=r"below 2\*\*63|generated count \(1 to 5000\)"):
             load(tmp_path / "r.json")
-    monkeypatch.setenv(SUITE_SEED, str(2**63 + 5))
-    assert new_seed() == 5
 
 
 LOOP = "extensions/loop/qwen2.5-coder-1.5b-cc324af0-loop-1.json"  # a real attempt, format /7

@@ -750,7 +750,7 @@ def test_the_tasks_outcomes_import_nothing_that_runs_tests():
     # (plumbing/verdict_words.py)
     reached = lab_imports("harness.tasks")
     assert "plumbing.sample" in reached
-    assert not reached & {"verdict", "repo_tools", "plumbing.run_memo", "plumbing.isolation"}
+    assert not reached & {"verdict", "repo_tools", "plumbing.pytest_run", "plumbing.isolation"}
 
 
 # --- unjudged: the machine's state, not the model ---------------------------------------------

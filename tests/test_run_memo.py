@@ -1,15 +1,24 @@
-"""The suite's memo of sandboxed runs (plumbing/run_memo.py): a run is answered from it only
+"""The suite's memo of sandboxed runs (tests/run_memo.py): a run is answered from it only
 when the same command ran on the same bytes under bubblewrap and left its folders as it
-found them; everything else is a new process. Each run here prints a random token, so two
-answers are equal only when the second came from the memo."""
+found them; everything else is a new process. It wraps the lab's runs in every process of
+the suite (this one, and the programs a test starts), and the lab itself knows nothing of
+it. Each run here prints a random token, so two answers are equal only when the second came
+from the memo."""
 
+import ast
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from plumbing import run_memo
+from plumbing import child_process
 from plumbing.isolation import BUBBLEWRAP, isolation_kind, isolation_prefix
+from tests import run_memo
+
+LAB = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.skipif(
     isolation_kind() != BUBBLEWRAP,
@@ -37,8 +46,9 @@ def memo_run(folder, code=TOKEN, sandboxed=True, timeout=10, outputs=()):
     prefix = isolation_prefix(BUBBLEWRAP, writable=(folder, *outputs)) if sandboxed else []
     command = [sys.executable, "-I", "-c", code]
     return run_memo.run_once(
-        prefix, command, folder, timeout, sandboxed=sandboxed, inputs=(folder,), outputs=outputs
-    )
+        child_process, prefix, command, folder, timeout, sandboxed=sandboxed, inputs=(folder,),
+        outputs=outputs,
+    )  # fmt: skip
 
 
 def test_the_same_run_in_another_copy_is_answered_from_the_memo(memo, tmp_path):
@@ -107,8 +117,9 @@ def test_what_a_run_wrote_is_written_again_naming_the_folder_that_asks(memo, tmp
         prefix = isolation_prefix(BUBBLEWRAP, writable=(folder, out.resolve()))
         command = [sys.executable, "-I", "-c", code, str(out.resolve())]
         said = run_memo.run_once(
-            prefix, command, folder, 10, sandboxed=True, inputs=(folder,), outputs=(out.resolve(),)
-        )
+            child_process, prefix, command, folder, 10, sandboxed=True, inputs=(folder,),
+            outputs=(out.resolve(),),
+        )  # fmt: skip
         return said, (out / "report.txt").read_text(), folder
 
     (said_a, written_a, folder_a), (said_b, written_b, folder_b) = report("a"), report("b")
@@ -116,24 +127,25 @@ def test_what_a_run_wrote_is_written_again_naming_the_folder_that_asks(memo, tmp
     assert (written_a, written_b) == (str(folder_a), str(folder_b))  # ... naming its own copy
 
 
-def test_a_copy_of_the_lab_with_another_sandbox_never_shares_a_run(tmp_path):
-    # the key holds the lab's own sources: a copy whose isolation.py differs (a test that
-    # breaks the sandbox on purpose, say) gets other keys than this lab's runs
+def copy_of_the_lab(tmp_path):
+    """The lab's top folder's sources, plumbing/ and sample_repo/ copied into tmp_path/lab."""
     copy = tmp_path / "lab"
-    (copy / "plumbing").mkdir(parents=True)
-    for path in [*run_memo.LAB.glob("*.py"), *run_memo.LAB.glob("plumbing/*.py")]:
-        (copy / path.relative_to(run_memo.LAB)).write_bytes(path.read_bytes())
-    ask = "import sys; sys.path[:0] = ['.']; from plumbing import run_memo; "
-    ask += "print(run_memo.lab_digest())"
+    for folder in ("plumbing", "sample_repo"):
+        shutil.copytree(LAB / folder, copy / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for path in LAB.glob("*.py"):
+        (copy / path.name).write_bytes(path.read_bytes())
+    return copy
 
-    def digest():
-        said = subprocess.run([sys.executable, "-I", "-c", ask], cwd=copy, capture_output=True)
-        return said.stdout.decode().strip()
 
-    assert digest() == run_memo.lab_digest()
+def test_a_copy_of_the_lab_with_another_sandbox_never_shares_a_run(tmp_path):
+    # the key holds the sources of the lab whose run it is: a copy whose isolation.py
+    # differs (a test that breaks the sandbox on purpose, say) gets other keys than this
+    # lab's runs
+    copy, digest = copy_of_the_lab(tmp_path), run_memo.lab_digest.__wrapped__  # uncached
+    assert digest(copy) == run_memo.lab_digest(LAB)
     with open(copy / "plumbing" / "isolation.py", "a") as isolation:
         isolation.write("# another sandbox\n")
-    assert digest() not in ("", run_memo.lab_digest())
+    assert digest(copy) != run_memo.lab_digest(LAB)
 
 
 # --- what a tree's digest holds, and when there is none ---------------------------------------
@@ -203,3 +215,135 @@ def test_a_run_leaving_a_folder_or_a_link_in_its_outputs_is_never_kept(memo, tmp
 def test_an_empty_setting_names_no_memo(monkeypatch):
     monkeypatch.setenv(run_memo.SETTING, "")
     assert run_memo.folder() is None
+
+
+# --- how the memo reaches the lab's runs, and that the lab knows nothing of it -----------------
+
+
+def test_in_the_suites_processes_every_module_holds_the_wrapped_runs_and_seed():
+    # wrapped before any module took their names (conftest.py's pytest_configure)
+    import record_run
+    import verdict
+    from plumbing import generated_cases, held_out, pytest_run
+
+    assert child_process.run_isolated.__wrapped__ and generated_cases.new_seed.__wrapped__
+    assert held_out.run_isolated is pytest_run.run_isolated is child_process.run_isolated
+    assert verdict.new_seed is record_run.new_seed is generated_cases.new_seed
+
+
+def test_what_an_interpreter_a_test_starts_wraps_is_what_the_memo_wraps():
+    tree = ast.parse((run_memo.START / "sitecustomize.py").read_text(encoding="utf-8"))
+    (wrapped,) = [
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "WRAPPED"
+    ]
+    assert wrapped == tuple(run_memo.WRAPS)
+
+
+def test_a_sitecustomize_the_suites_start_up_module_hides_still_runs(tmp_path, monkeypatch):
+    # as the Python installation's would (Debian's, say): only the suite's folder leaves
+    (tmp_path / "sitecustomize.py").write_text("print('the hidden one ran')\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(run_memo.START), str(tmp_path)]))
+    ask = "import sys; print(sys.argv[1] in sys.path, sys.argv[2] in sys.path)"
+    done = subprocess.run(
+        [sys.executable, "-c", ask, str(run_memo.START), str(tmp_path)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.stdout == "the hidden one ran\nFalse True\n", done.stdout + done.stderr
+
+
+def test_a_run_through_the_labs_run_isolated_is_answered_from_the_memo(memo, tmp_path):
+    # the lab's own run_isolated, user, command and all, around the answer
+    def ran(name):
+        folder = copy_of(tmp_path, name)
+        command = [sys.executable, "-I", "-c", TOKEN]
+        return child_process.run_isolated(BUBBLEWRAP, command, folder, 30, writes=(folder,))
+
+    first = ran("a")
+    assert first.exit_code == 0 and first.outsider is None and len(first.output.strip()) == 16
+    assert ran("b") == first
+    assert len(list(memo.glob("*.json"))) == 1
+
+
+# A program as a test starts one: the suite's environment, the lab's own run_isolated called
+# in it, its answer printed with what the program's modules hold, what its start-up guard
+# says of its installation, and the seed a new verdict would draw.
+PROGRAM = f"""
+import sys
+from plumbing import child_process, generated_cases, held_out, pytest_run
+from plumbing.isolation import BUBBLEWRAP
+from plumbing.startup_guard import planted
+folder = sys.argv[1]
+ran = child_process.run_isolated(
+    BUBBLEWRAP, [sys.executable, "-I", "-c", {TOKEN!r}], folder, 30, writes=(folder,)
+)
+same = held_out.run_isolated is pytest_run.run_isolated is child_process.run_isolated
+print(ran.exit_code, ran.output.strip(), same, planted(), generated_cases.new_seed())
+"""
+
+
+def program(lab, folder, **env):
+    done = subprocess.run(
+        [sys.executable, "-c", PROGRAM, str(folder)],
+        cwd=lab, capture_output=True, text=True, timeout=120, env={**os.environ, **env},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_a_program_a_test_starts_answers_its_runs_from_the_memo_with_the_sessions_seed(
+    memo, tmp_path, monkeypatch
+):
+    monkeypatch.setenv(run_memo.SEED, "12345")
+    first = program(LAB, copy_of(tmp_path, "a"))
+    # wrapped everywhere; nothing named as planted; the session's seed
+    assert first.endswith(" True None 12345"), first
+    assert program(LAB, copy_of(tmp_path, "b")) == first
+    assert len(list(memo.glob("*.json"))) == 1
+    # the key holds the sources of the lab the program runs: a copy shares the run until
+    # its sandbox differs
+    copy = copy_of_the_lab(tmp_path)
+    assert program(copy, copy_of(tmp_path, "c")) == first
+    with open(copy / "plumbing" / "isolation.py", "a") as isolation:
+        isolation.write("# another sandbox\n")
+    assert program(copy, copy_of(tmp_path, "d")) != first
+
+
+def test_without_the_suites_start_up_folder_the_lab_never_reads_the_memo_or_the_seed(
+    memo, tmp_path, monkeypatch
+):
+    monkeypatch.setenv(run_memo.SEED, "12345")
+    kept = program(LAB, copy_of(tmp_path, "a"))
+    alone = program(LAB, copy_of(tmp_path, "b"), PYTHONPATH=run_memo.path_without_start())
+    assert kept.split()[:2] != alone.split()[:2]  # a new process, though the memo holds one
+    assert len(list(memo.glob("*.json"))) == 1
+    assert alone.split()[-1] != "12345"  # the lab's own draw
+
+
+def test_nothing_of_the_lab_outside_its_tests_names_the_memo_or_its_settings():
+    # the lab a learner runs: every Python file but the tests' (conftest.py is pytest's)
+    names = ("run_memo", "suite_start", run_memo.SETTING, run_memo.SEED, "suite_settings")
+    files = [*LAB.glob("*.py"), *(p for f in FLOORS for p in (LAB / f).rglob("*.py"))]
+    product = [p for p in files if p.name != "conftest.py" and not p.name.startswith("test_")]
+    assert len(product) > 50
+    assert [(p.name, n) for p in product for n in names if n in p.read_text("utf-8")] == []
+
+
+FLOORS = ("plumbing", "harness", "extensions")  # the lab's folders of modules, beside its top
+
+
+# --- the suite's one seed for new verdicts ------------------------------------------------------
+
+
+def test_a_new_verdict_in_the_suite_draws_the_sessions_seed_folded_below_the_limit(monkeypatch):
+    # so that the suite's verdicts of one source share one held-out run
+    from plumbing.generated_cases import SEED_LIMIT, new_seed
+
+    monkeypatch.setenv(run_memo.SEED, "12345")
+    assert new_seed() == 12345
+    monkeypatch.setenv(run_memo.SEED, str(SEED_LIMIT + 5))
+    assert new_seed() == 5
+    for unusable in ("", "-1", "x"):  # not a seed: the lab's own draw
+        monkeypatch.setenv(run_memo.SEED, unusable)
+        assert new_seed() != new_seed()

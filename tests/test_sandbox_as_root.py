@@ -681,11 +681,14 @@ def test_the_suites_code_cache_is_read_only_where_the_suite_names_it(tmp_path, m
     # lab module's compiled code is kept under the SHA-256 of its path and bytes, and read
     # back by the next interpreter; without the setting, nothing there is ever read.
     from plumbing.fresh_sources import SUITE_CACHE
+    from tests.run_memo import path_without_start
 
     skip_outside_the_labs_venv("it holds the hook")
     (tmp_path / "probe.py").write_text("VALUE = 'source'\n")
     cache = tmp_path / "cache"
     cache.mkdir()
+    # subtle: started as a learner's program is, or the suite's start-up module is kept too
+    monkeypatch.setenv("PYTHONPATH", path_without_start())
 
     def value(cached):
         monkeypatch.setenv(SUITE_CACHE, str(cache) if cached else "")

@@ -66,7 +66,7 @@ def in_own_pid_namespace(script, path, *args, tmp=None):
     with `tmp`, that folder as the temporary one."""
     unshare = shutil.which("unshare")
     command = [unshare, "--pid", "--kill-child", "--mount-proc", "--", sys.executable, "-c"]
-    env = {**os.environ, "PATH": path, "LAB_RUN_MEMO": ""}  # plumbing/run_memo.py: none
+    env = {**os.environ, "PATH": path, "LAB_RUN_MEMO": ""}  # tests/run_memo.py: none
     env.update({"TMPDIR": str(tmp)} if tmp else {})
     done = subprocess.run([*command, script, *map(str, args)], cwd=LAB, env=env,
                           capture_output=True, text=True, timeout=180)  # fmt: skip
@@ -315,7 +315,7 @@ def test_each_folder_is_a_user_of_its_own_that_pytest_runs_as(each_isolation, tm
     seen = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PATH", path)
-        patch.setenv("LAB_RUN_MEMO", "")  # each run a new process (plumbing/run_memo.py)
+        patch.setenv("LAB_RUN_MEMO", "")  # each run a new process (tests/run_memo.py)
         for folder in folders:
             ran = run_isolated(kind, command, folder, 60, writes=(folder,))
             user = folder.stat().st_uid  # the folder was handed to the run's user

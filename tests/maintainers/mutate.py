@@ -54,8 +54,9 @@ if __name__ == "__main__":  # run directly, not through lab.py: the lab is two f
 
 from plumbing.near_misses import docstring_nodes  # noqa: E402 -- after the path above
 
-# Every module with logic: the learner's files, the CLIs, and what they lean on. Left out:
-# the test servers and scripts in tests/, lab.py (set-up only) and the folders' empty __init__.py.
+# Every module with logic: the learner's files, the CLIs, and what they lean on, and the suite's
+# run memo, which answers for the lab's runs. Left out: the test servers and scripts in tests/,
+# lab.py (set-up only) and the folders' empty __init__.py.
 MODULES = [
     "agent_loop.py",
     "tool_guard.py",
@@ -93,11 +94,11 @@ MODULES = [
             "first_draw", "fresh_sources", "generated_cases", "held_out", "held_out_child",
             "isolation", "limits", "near_misses", "ollama_transport", "openai_wire",
             "pytest_report", "pytest_run", "quiet_interrupt", "redact", "relations",
-            "run_memo", "sample", "sandbox_user", "scratch", "source_diff", "stop_cause",
-            "startup_guard", "stats", "suite_settings", "text_calls", "verdict_words",
-            "wire_errors",
+            "sample", "sandbox_user", "scratch", "source_diff", "stop_cause", "startup_guard",
+            "stats", "text_calls", "verdict_words", "wire_errors",
         )
     ),
+    "tests/run_memo.py",
 ]  # fmt: skip
 SEED = 15
 TIMEOUT = 600.0  # seconds for one run of the suite; a loop made endless is a timeout

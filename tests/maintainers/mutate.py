@@ -54,52 +54,27 @@ if __name__ == "__main__":  # run directly, not through lab.py: the lab is two f
 
 from plumbing.near_misses import docstring_nodes  # noqa: E402 -- after the path above
 
-# Every module with logic: the learner's files, the CLIs, and what they lean on, and the suite's
-# run memo, which answers for the lab's runs. Left out: the test servers and scripts in tests/,
-# lab.py (set-up only) and the folders' empty __init__.py.
+# Every module with logic, found afresh so that a new one is never left out: the top
+# folder's programs and the files of the core path, every module of plumbing/, harness/ and
+# extensions/, and the suite's run memo (tests/run_memo.py), whose answers stand in for the
+# lab's own runs. Left out: lab.py (set-up only), the lesson's test files, the folders'
+# empty __init__.py, and the tests, test servers and scripts of tests/.
 MODULES = [
-    "agent_loop.py",
-    "tool_guard.py",
-    "repo_tools.py",
-    "readonly_tools.py",
-    "verdict.py",
-    "local_model.py",
-    "openai_model.py",
-    "record_run.py",
-    "replay.py",
-    "compare.py",
-    "ask.py",
-    "view.py",
-    *(
-        f"extensions/{name}.py"
-        for name in (
-            "__init__", "extension", "hooks", "keep_results", "one_shot", "one_shot_request",
-            "permissions", "syntax", "terminal", "tests_after_edit", "watch",
-        )
+    *sorted(
+        path.name
+        for path in HERE.glob("*.py")
+        if path.name != "lab.py"
+        and not path.name.startswith("test_")
+        and path.name != "conftest.py"
     ),
-    *(
-        f"harness/{name}.py"
-        for name in (
-            "attempts", "call_preview", "chats", "console", "decisions", "divergence", "driver",
-            "fork", "live_model", "live_status", "model_files", "old_recordings", "outcomes",
-            "output_path", "page", "page_files", "recording", "recording_checks",
-            "recording_format", "series_progress", "status_line", "tasks", "timeline",
-            "transcript",
-        )
-    ),
-    *(
-        f"plumbing/{name}.py"
-        for name in (
-            "bounds", "child_process", "chunk_shape", "confined_tree", "exit_codes",
-            "first_draw", "fresh_sources", "generated_cases", "held_out", "held_out_child",
-            "isolation", "limits", "near_misses", "ollama_transport", "openai_wire",
-            "pytest_report", "pytest_run", "quiet_interrupt", "redact", "relations",
-            "sample", "sandbox_user", "scratch", "source_diff", "stop_cause", "startup_guard",
-            "stats", "text_calls", "verdict_words", "wire_errors",
-        )
+    *sorted(
+        path.relative_to(HERE).as_posix()
+        for folder in ("extensions", "harness", "plumbing")
+        for path in (HERE / folder).glob("*.py")
+        if path.read_text(encoding="utf-8").strip()
     ),
     "tests/run_memo.py",
-]  # fmt: skip
+]
 SEED = 15
 TIMEOUT = 600.0  # seconds for one run of the suite; a loop made endless is a timeout
 # The whole suite, less the check of the equivalents list: that test reads the source a

@@ -1,21 +1,17 @@
 """`--one-shot`: the control arm. The model is asked once, with no tools, for the whole file.
 
-Agentless (Xia et al., 2024, "Agentless: Demystifying LLM-based Software Engineering
-Agents") matched the agents of its day on SWE-bench Lite with a fixed pipeline and no loop:
-the harness gathers what the model needs, asks it for a fix, and applies it. This is the
-smallest such pipeline for the lab's task, so that a learner can ask whether the loop helps
-their model at all. `OneShot` has the loop's interface (`events()`, `messages`) and wraps
-the loop the driver is handed (agent_loop.AgentLoop), allowed one turn and offered no tool.
-Its one request holds what the calls a model would make first return, made by the lab
-(extensions/one_shot_request.py); from the complete answer it takes the one fenced block
-and writes it over path_rules.py. The independent verdict then judges the copy.
+Agentless (Xia et al., 2024) matched the agents of its day on SWE-bench Lite with a fixed
+pipeline and no loop; this is the smallest such pipeline for the lab's task, so that a
+learner can ask whether the loop helps their model at all. `OneShot` has the loop's
+interface (`events()`, `messages`) and wraps the loop the driver is handed, allowed one turn
+and offered no tool. Its one request holds what a model's first calls would return, made by
+the lab (extensions/one_shot_request.py); the answer's one fenced block is written over
+path_rules.py, and the independent verdict judges the copy.
 
-The stop reason is the loop's own: how the one turn ended. What the lab did with the answer
-is a decision about it (`call` 0, harness/decisions.py): `written`, or, leaving
-path_rules.py as it was, `unchanged` (the block is the file, byte for byte), `no-block`,
-`several-blocks`, `too-large` or `unwritable` (docs/one-shot.md).
-
-Not here: retries, choosing among answers, merging part of a file into it.
+The stop reason is the loop's own. What the lab did with the answer is a decision about it
+(`call` 0, harness/decisions.py): `written`, or, leaving path_rules.py as it was, `unchanged`
+(the block is the file), `no-block`, `several-blocks`, `too-large` or `unwritable`
+(docs/one-shot.md). Not here: retries, choosing among answers, merging part of a file.
 """
 
 import dataclasses

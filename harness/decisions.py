@@ -18,7 +18,7 @@ terminal (--approve) also says how many `seconds` they took: a timing, like an e
 never compared by a replay, and kept apart from the tool's own time (`deciding`). A
 recording without the field had none on, as every recording made before them.
 
-Not here: the extensions themselves (extensions/ lies above plumbing/: nothing here imports
+Not here: the extensions themselves (extensions/ stands above harness/: nothing here imports
 it), comparing a replay's decisions (divergence.py).
 """
 

@@ -293,7 +293,7 @@ def main(argv=None):
     if notice(args.isolate):
         print(notice(args.isolate))
     if args.attempts > 1:  # each attempt is this script again, with --attempts 1
-        return run_series(sys.argv[1:] if argv is None else argv, args)
+        return run_series(Path(__file__).resolve(), sys.argv[1:] if argv is None else argv, args)
     try:
         model, info = open_model(args)  # refuses a model without tools, before any run
         recorder = RecordingChat(model)

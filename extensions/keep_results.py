@@ -21,7 +21,7 @@ as text, --text-calls: it stays whole), the other messages (the model's own turn
 import json
 
 from extensions.extension import FROM_CALL, Extension
-from harness.decisions import with_lines
+from harness.decisions import KEEP_RESULTS, SHORTENED, with_lines
 from plumbing.limits import is_whole, positive_int
 
 KEEP = "keep"  # its setting: how many tool results are sent whole
@@ -32,7 +32,7 @@ class KeepResults(Extension):
     shortened; it shortens nothing before the request after call `since` - 1 (a fork's
     replayed turns go as its parent's went)."""
 
-    name, page, wraps = "keep-results", "context", "chat"
+    name, page, wraps = KEEP_RESULTS, "context", "chat"  # the words harness/decisions.py reads
 
     @staticmethod
     def flag(parser, kinds):
@@ -72,7 +72,7 @@ class KeepResults(Extension):
                 line = stand_in(messages, index)
                 self.lines.append(line)
                 self.log.decisions.append({"extension": self.name, "call": self.log.calls,
-                                           "decision": "shortened", "said": line})  # fmt: skip
+                                           "decision": SHORTENED, "said": line})  # fmt: skip
         return self.chat(with_lines(messages, self.lines), tools)  # a copy: messages stay whole
 
 

@@ -18,10 +18,11 @@ Other calls, and edits that did not land, pass through without a decision.
 
 from extensions.hooks import Hook, landed
 from harness.console import test_line
+from harness.decisions import ADDED, TESTS_AFTER_EDIT
 
 
 class TestsAfterEdit(Hook):
-    name = "tests-after-edit"
+    name = TESTS_AFTER_EDIT  # the words harness/decisions.py reads, with ADDED
     helps = "after an edit that landed, the visible tests' one-line summary is added to its result"
 
     def around(self, name, arguments, call):
@@ -31,5 +32,5 @@ class TestsAfterEdit(Hook):
         tests = self.tools.invoke("run_tests", {})  # RepoTools.run_tests, on the same copy
         # its one line (test_line, as the terminal says it), or the error it could not run with
         summary = tests.get("error") or f"{test_line(tests)} (verdict: {tests.get('verdict')})"
-        self.decide("added", summary, tests=tests)
+        self.decide(ADDED, summary, tests=tests)
         return {**result, "tests_after_edit": summary}

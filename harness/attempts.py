@@ -36,8 +36,6 @@ from plumbing.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NO, EXIT_OK
 from plumbing.limits import SAMPLING_SEEDS
 from plumbing.redact import credentials_of, redact
 
-RECORD_RUN = Path(__file__).resolve().parent.parent / "record_run.py"
-
 
 def series_paths(output, attempts):
     """[output] for one attempt; else output's name with -1 ... -N before the suffix."""
@@ -113,14 +111,14 @@ class Attempt:
 class Series:
     """Runs the attempts, prints a line as each ends, and keeps what they recorded."""
 
-    def __init__(self, argv, outputs, jobs, out, seed=0):
+    def __init__(self, program, argv, outputs, jobs, out, seed=0):
         # subtle: argparse lets a later option override an earlier one, so the user's own
         # --output/--attempts/--jobs/--seed (however abbreviated) give way to those added at
         # the end. Attempt k is sent seed+k-1: above temperature 0, each draws on its own.
         one = ["--attempts", "1", "--jobs", "1"]  # record_run.py refuses --jobs without a series
         seeds = [str((seed + k) % SAMPLING_SEEDS) for k in range(len(outputs))]
         self.commands = [
-            [sys.executable, str(RECORD_RUN), *argv, *one, "--seed", each, "--output", str(path)]
+            [sys.executable, str(program), *argv, *one, "--seed", each, "--output", str(path)]
             for each, path in zip(seeds, outputs, strict=True)
         ]
         self.outputs, self.jobs, self.out = outputs, jobs, out
@@ -207,8 +205,10 @@ class Series:
         return EXIT_OK if passed else EXIT_NO
 
 
-def run_series(argv, args, out=None):
-    """record_run.py --attempts N: run the series; print the lines and the summary; exit code."""
+def run_series(program, argv, args, out=None):
+    """record_run.py --attempts N: run the series of `program` (record_run.py, which hands
+    its own path: harness/ starts no program it names); print the lines and the summary; exit
+    code."""
     out = out or sys.stdout  # looked up now, not at import: tolerant_output() replaces it
     outputs = series_paths(args.output, args.attempts)
     jobs = min(args.jobs, args.attempts)
@@ -218,7 +218,7 @@ def run_series(argv, args, out=None):
         f"up to {jobs} at once\nRecordings: {outputs[0]} ... {outputs[-1].name}\n"
     )
     out.flush()
-    series = Series(argv, outputs, jobs, out, args.seed)
+    series = Series(program, argv, outputs, jobs, out, args.seed)
     started = time.monotonic()
     try:
         series.run()

@@ -338,7 +338,7 @@ def test_ctrl_c_while_an_attempt_is_being_started_stops_that_attempt_too(tmp_pat
 
     output, out = CtrlCOnFirstLook(tmp_path / "s.json"), io.StringIO()
     with ConversationServer([passing("a")]) as server:
-        series = Series(["--host", server.host], [output], 1, out)
+        series = Series(LAB / "record_run.py", ["--host", server.host], [output], 1, out)
         series.run()
         assert signal.getsignal(signal.SIGINT) != series._on_ctrl_c  # handed back
     assert CtrlCOnFirstLook.pressed and series.exit_code() == 130

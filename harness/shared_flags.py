@@ -13,6 +13,7 @@ an adapter), its description and exit codes, or any check of the server: only wh
 can say before anything runs.
 """
 
+from harness.recording_format import APIS  # the wires a recording may name
 from local_model import (
     DEFAULT_MODEL,
     MAX_TOKENS,
@@ -23,8 +24,6 @@ from local_model import (
 )
 from openai_model import DEFAULT_BASE_URL, default_base_url
 from plumbing.limits import positive_int, positive_seconds, sampling_seed, sampling_temperature
-
-APIS = ("ollama", "openai")
 
 
 def model_flags(parser, max_turns, deadline, per="", sampling=False):

@@ -102,7 +102,10 @@ def test_replay_sends_the_same_lines_and_a_changed_one_diverges(kept, tmp_path):
 
 
 @SHARES_THE_RUN
-@pytest.mark.parametrize("settings", [{}, {"from_call": 1}, {"keep": 0}, {"keep": 1, "of": 2}])
+@pytest.mark.parametrize(
+    "settings",
+    [{}, {"from_call": 1}, {"keep": 0}, {"keep": 1, "of": 2}, {"keep": 2, "from_call": 0}],
+)
 def test_a_recording_whose_keep_results_says_no_count_is_refused_in_one_line(
     kept, tmp_path, settings
 ):

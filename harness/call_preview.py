@@ -24,7 +24,8 @@ def preview(name, arguments, source):
     """The lines that show a call before it runs (`source`: path_rules.py in the copy)."""
     if name == "run_tests":
         return ["  run_tests would run the visible tests on the copy (the code as edited so far)"]
-    old, new = (arguments.get(k) for k in ("old", "new")) if isinstance(arguments, dict) else (0, 0)
+    given = arguments if isinstance(arguments, dict) else {}
+    old, new = given.get("old"), given.get("new")
     if name != "replace_text" or not (isinstance(old, str) and isinstance(new, str) and old):
         return [f"  {name} {cut(json.dumps(arguments, ensure_ascii=False), 300)}"]
     if new == old:

@@ -10,12 +10,14 @@ bytes, written whole or not at all, and the next interpreter to import the same 
 the same path loads that. A folder it cannot read or write costs a compile, nothing else.
 
 How it reaches the lab: a path hook put before the lab's own (`sources_only`), for the same
-folders it takes, whose loader is the lab's `FromSource` with a `source_to_code` that asks the
-cache first. In a pytest process of the suite `start` puts it there; in every other
-interpreter a test starts, tests/suite_start/sitecustomize.py does, which runs after the
-lab's start-up file: what that file runs (fresh_sources.py itself, compiled by the file) and
-the suite's start-up module with this one are compiled without it, and nothing else of the
-lab is imported before it.
+folders it takes, whose loader is the lab's `FromSource` with a `source_to_code` that asks
+the cache first. In a pytest process of the suite `start` puts it there (conftest.py's own
+imports are compiled before it); in every other interpreter a test starts,
+tests/suite_start/sitecustomize.py does, which runs after the lab's start-up file: what that
+file runs (fresh_sources.py itself, compiled by the file) and the suite's start-up module
+with this one are compiled without it, and nothing else of the lab is imported before it. An
+interpreter started without tests/suite_start/ on its PYTHONPATH (a test's own PYTHONPATH,
+or -I or -E) compiles every module, as a learner's does.
 
 subtle: the cache trusts its folder. A run outside bubblewrap can write anywhere, that folder
 too; in the suite only the lab's own code runs so. The sandboxed runs never see it: their

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import run_memo
+from tests import code_cache, run_memo
 
 
 @pytest.fixture
@@ -58,10 +58,10 @@ def pytest_configure(config):
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(Skips(fail=under_ci()), "lab-skips")
         temporary_files_in_memory(config)
-        compile_the_lab_once(config)
         rewrite_test_modules_once(config)
     else:
         read_rewritten_test_modules(config)
+    code_cache.start(config)  # the lab's modules compiled once a session
     run_memo.start(config)  # the suite's memo of sandboxed runs, and its one held-out seed
 
 
@@ -117,21 +117,6 @@ def temporary_files_in_memory(config):
     config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
     config.add_cleanup(lambda: os.environ.pop("TMPDIR", None))
     config.add_cleanup(lambda: setattr(tempfile, "tempdir", None))
-
-
-# --- the lab's modules compiled once for every interpreter the suite starts ----------------------
-# plumbing/fresh_sources.py, not again in each: the controller makes the folder before its
-# workers start (they inherit the environment), and removes it when the session ends.
-
-
-def compile_the_lab_once(config):
-    from plumbing.fresh_sources import SUITE_CACHE
-
-    if os.environ.get(SUITE_CACHE) is None:
-        compiled = tempfile.mkdtemp(prefix="agent-lab-code-")
-        os.environ[SUITE_CACHE] = compiled
-        config.add_cleanup(lambda: shutil.rmtree(compiled, ignore_errors=True))
-        config.add_cleanup(lambda: os.environ.pop(SUITE_CACHE, None))
 
 
 # --- the test modules' assertions rewritten once, not by each worker ------------------------------

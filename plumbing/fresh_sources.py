@@ -12,23 +12,15 @@ read or written, and no sourceless `.pyc` or extension module found there.
 This file runs at the start of every interpreter of the lab's `.venv/`: lab.py writes a
 start-up file (`lab-fresh-sources.pth`) that runs it when it builds the environment, and
 the start-up guard notices that file changed or gone (plumbing/startup_guard.py). It
-costs the compile of the lab's modules at each start (about 0.1 s for replay.py).
-
-The lab's own test suite starts hundreds of such interpreters; with `LAB_SUITE_CODE_CACHE`
-naming a folder (conftest.py makes one for a session, and nothing else sets it), what is
-compiled is kept there under the SHA-256 of the source's bytes and path, and the next
-interpreter to import the same bytes loads that. It trusts its folder: in the suite only
-the lab's own code runs outside bubblewrap.
+costs the compile of the lab's modules at each start (about 0.1 s for replay.py), and
+nothing compiled is kept.
 
 Not here: what may plant such files (isolation.py says what each kind lets through).
 """
 
 import importlib.machinery
-import importlib.util
 import os
 import sys
-
-SUITE_CACHE = "LAB_SUITE_CODE_CACHE"  # the suite's folder of compiled sources, or unset
 
 
 class FromSource(importlib.machinery.SourceFileLoader):
@@ -38,30 +30,6 @@ class FromSource(importlib.machinery.SourceFileLoader):
         # subtle: importlib reads a cached .pyc only after path_stats succeeds, and writes
         # one only with the stats it returned; without them it compiles the source alone.
         raise OSError("the lab's own modules are compiled from source")
-
-    def source_to_code(self, data, path, *, _optimize=-1):
-        folder = os.environ.get(SUITE_CACHE)
-        if not folder:
-            return super().source_to_code(data, path, _optimize=_optimize)
-        import hashlib  # only here: what every start pays stays the compile-free import
-        import marshal
-
-        key = hashlib.sha256(importlib.util.MAGIC_NUMBER + path.encode() + b"\0" + data)
-        entry = os.path.join(folder, key.hexdigest())
-        try:
-            with open(entry, "rb") as kept:
-                return marshal.load(kept)
-        except (OSError, EOFError, ValueError, TypeError):
-            pass  # not kept yet
-        code = super().source_to_code(data, path, _optimize=_optimize)
-        temporary = f"{entry}.{os.getpid()}"
-        try:
-            with open(temporary, "wb") as kept:
-                marshal.dump(code, kept)
-            os.replace(temporary, entry)  # whole or not at all, for a reader beside us
-        except OSError:
-            pass
-        return code
 
 
 def _installed_folders():

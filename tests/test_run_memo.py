@@ -16,7 +16,7 @@ import pytest
 
 from plumbing import child_process
 from plumbing.isolation import BUBBLEWRAP, isolation_kind, isolation_prefix
-from tests import run_memo
+from tests import code_cache, run_memo
 
 LAB = Path(__file__).resolve().parent.parent
 
@@ -321,9 +321,10 @@ def test_without_the_suites_start_up_folder_the_lab_never_reads_the_memo_or_the_
     assert alone.split()[-1] != "12345"  # the lab's own draw
 
 
-def test_nothing_of_the_lab_outside_its_tests_names_the_memo_or_its_settings():
+def test_nothing_of_the_lab_outside_its_tests_names_the_memo_the_code_cache_or_their_settings():
     # the lab a learner runs: every Python file but the tests' (conftest.py is pytest's)
-    names = ("run_memo", "suite_start", run_memo.SETTING, run_memo.SEED, "suite_settings")
+    names = ("run_memo", "suite_start", run_memo.SETTING, run_memo.SEED, "suite_settings",
+             code_cache.SETTING, "code_cache")  # fmt: skip
     files = [*LAB.glob("*.py"), *(p for f in FLOORS for p in (LAB / f).rglob("*.py"))]
     product = [p for p in files if p.name != "conftest.py" and not p.name.startswith("test_")]
     assert len(product) > 50

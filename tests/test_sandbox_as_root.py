@@ -10,7 +10,6 @@ answers from them.
 """
 
 import json
-import marshal
 import os
 import shutil
 import subprocess
@@ -667,42 +666,18 @@ def test_bytecode_planted_beside_the_labs_own_modules_is_never_loaded(tmp_path):
     assert ask("-S") == "forged"
 
 
-def test_the_labs_path_hook_comes_before_every_other_in_each_interpreter(tmp_path):
+def test_the_labs_path_hook_comes_before_every_other_in_each_interpreter(tmp_path, monkeypatch):
     # first, so no hook that comes with Python or a package claims a lab folder before it
+    from tests.run_memo import path_without_start
+
     skip_outside_the_labs_venv("it holds the hook")
+    # subtle: started as a learner's program is: the suite's start-up module puts its code
+    # cache's hook before this one (tests/code_cache.py)
+    monkeypatch.setenv("PYTHONPATH", path_without_start())
     ask = "import sys; print(sys.path_hooks[0].__name__, sys.path_hooks.count(sys.path_hooks[0]))"
     done = subprocess.run([sys.executable, "-c", ask], cwd=tmp_path, capture_output=True,
                           text=True, timeout=60)  # fmt: skip
     assert done.stdout.split() == ["sources_only", "1"], done.stdout + done.stderr
-
-
-def test_the_suites_code_cache_is_read_only_where_the_suite_names_it(tmp_path, monkeypatch):
-    # plumbing/fresh_sources.py: with LAB_SUITE_CODE_CACHE (conftest.py's, for a session), a
-    # lab module's compiled code is kept under the SHA-256 of its path and bytes, and read
-    # back by the next interpreter; without the setting, nothing there is ever read.
-    from plumbing.fresh_sources import SUITE_CACHE
-    from tests.run_memo import path_without_start
-
-    skip_outside_the_labs_venv("it holds the hook")
-    (tmp_path / "probe.py").write_text("VALUE = 'source'\n")
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    # subtle: started as a learner's program is, or the suite's start-up module is kept too
-    monkeypatch.setenv("PYTHONPATH", path_without_start())
-
-    def value(cached):
-        monkeypatch.setenv(SUITE_CACHE, str(cache) if cached else "")
-        done = subprocess.run([sys.executable, "-c", "import probe; print(probe.VALUE)"],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=60)  # fmt: skip
-        return done.stdout.strip() or done.stderr
-
-    assert value(cached=True) == "source"
-    (entry,) = cache.iterdir()  # kept, under a key of its bytes
-    entry.write_bytes(marshal.dumps(compile("VALUE = 'kept'", "probe.py", "exec")))
-    assert value(cached=True) == "kept"  # read back: the next interpreter compiles nothing
-    assert value(cached=False) == "source"  # never read without the setting
-    (tmp_path / "probe.py").write_text("VALUE = 'edited'\n")
-    assert value(cached=True) == "edited"  # other bytes, another key
 
 
 @SHARES_THE_VENV_TEMPLATE

@@ -3,6 +3,8 @@ such as record_run.py, and what that starts): tests/run_memo.py's `start` puts t
 folder first on their PYTHONPATH. When the interpreter imports one of the lab's modules that
 the suite wraps (run_memo.WRAPS), it is wrapped as it is imported, before any other module
 can take its names: its runs are answered from the suite's memo, its seed is the session's.
+Before that, the suite's cache of the lab's compiled modules (tests/code_cache.py) is put
+before the lab's own path hook, so the modules it imports are compiled once a session.
 
 Not here: anything else. The lab's own start-up code (the .pth file lab.py writes) runs
 before this, and the sandboxed runs never see this folder: their environment is minimal
@@ -57,6 +59,7 @@ def _module(spec):
     return module
 
 
+_module(importlib.machinery.PathFinder.find_spec("code_cache", [TESTS])).install()
 sys.meta_path.insert(0, WrapOnImport())
 # subtle: this folder leaves the path once this has run. The programs' start-up guard
 # (plumbing/startup_guard.py) names a sitecustomize.py on the path that the lab's .venv/ was

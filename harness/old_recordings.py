@@ -8,10 +8,11 @@ asked the draw settled by agreement, /3 to /5 the first draw, /2 the fixed cases
 `as_made(recording)` reads what its format and fields say it was given, as data (`AsMade`:
 whether the edit tool told, which draw, and the seed and count); `AsMade.tools(make)` wraps
 today's tools in the edit tool as it was (`UntoldEdits`, a wrapper like a hook:
-extensions/hooks.py), and `AsMade.judge` is today's verdict asking the draw it was made
-with (verdict.py's `verdict_asking`). Also here: the facts a verdict of an older format is
-given on load (`said_in_words`), and whether a recording kept the test runs of
-tests-after-edit (`keeps_hook_tests`). Every other module knows today's tool and draw alone.
+extensions/hooks.py), and `AsMade.judge` is today's verdict given held-out checks that ask
+the draw it was made with (verdict.py's `independent_verdict(checks=)`). Also here: the
+facts a verdict of an older format is given on load (`said_in_words`), and whether a
+recording kept the test runs of tests-after-edit (`keeps_hook_tests`). Every other module
+knows today's tool and draw alone.
 
 The shipped recordings that need them are real models' (docs/recordings.md): `live/` (/4),
 `smollm2-135m-live.json` (/2) and `extensions/` (/7, its forks without `edits_told`).
@@ -21,17 +22,19 @@ Not here: the names of the formats and which fields each may hold
 plumbing/generated_cases.py).
 """
 
+import functools
 from dataclasses import dataclass
 
 from harness.recording_format import AGREED_DRAW, FORMAT, WITH_TASKS
 from plumbing.generated_cases import AGREED, FIRST
+from plumbing.held_out import held_out_checks
 from plumbing.redact import redact
 from plumbing.relations import RELATIONS
 from plumbing.sample import SOURCE_LIMIT
 from plumbing.verdict_words import FAILED, PASSED, TESTS_CHANGED, held_out_line
 from repo_tools import EDITABLE, found_once
 from tool_guard import ToolError, checked_arguments
-from verdict import verdict_asking
+from verdict import independent_verdict
 
 TOLD = ("lines_removed", "lines_added")  # what today's edit tool says beside `replaced`
 
@@ -61,8 +64,8 @@ class AsMade:
 
     def judge(self, root, isolate=True, seed=0, count=0, tests=None):
         """The independent verdict, its held-out checks asking the recording's draw."""
-        return verdict_asking(root, {"seed": seed, "count": count, "draw": self.draw}, isolate,
-                              tests)  # fmt: skip
+        checks = functools.partial(held_out_checks, draw=self.draw)
+        return independent_verdict(root, isolate, seed, count, tests, checks=checks)
 
 
 def as_made(recording):

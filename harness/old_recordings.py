@@ -25,7 +25,7 @@ plumbing/generated_cases.py).
 import functools
 from dataclasses import dataclass
 
-from harness.recording_format import AGREED_DRAW, FORMAT, WITH_TASKS
+from harness.recording_format import AGREED_DRAW, FORMAT, NO_RELATIONS, WITH_TASKS
 from plumbing.generated_cases import AGREED, FIRST
 from plumbing.held_out import held_out_checks
 from plumbing.redact import redact
@@ -43,12 +43,15 @@ TOLD = ("lines_removed", "lines_added")  # what today's edit tool says beside `r
 class AsMade:
     """What a recording's run was given: `edits_told`, whether its edit tool said what each
     edit changed (false: as before); `draw`, which held-out draw its verdicts asked, with
-    their `seed` and `count` (0: the fixed cases alone)."""
+    their `seed` and `count` (0: the fixed cases alone); `says_unchanged`, whether a
+    one-shot (extensions/one_shot.py) said `unchanged` of a block that was the file as it
+    was (false: format /7 said `written`, and replayed says so again)."""
 
     edits_told: bool
     draw: str
     seed: int
     count: int
+    says_unchanged: bool
 
     @property
     def asked(self):
@@ -70,7 +73,8 @@ class AsMade:
 
 def as_made(recording):
     """What `recording` (as load() returns it) says its run was given (see AsMade)."""
-    return AsMade(edits_told=recording.get("edits_told", False), **held_out_asked(recording))
+    told, unchanged = recording.get("edits_told", False), recording["format"] != NO_RELATIONS
+    return AsMade(edits_told=told, says_unchanged=unchanged, **held_out_asked(recording))
 
 
 def held_out_asked(recording):

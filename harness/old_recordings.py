@@ -1,25 +1,30 @@
 """Recordings of older formats: what each one's run was given, and the wrappers that give it again.
 
-A recording replays only if its run meets again what it met then. Two things a run is
+A recording replays only if its run meets again what it met then. Three things a run is
 given have changed since some recordings were made: the edit tool (repo_tools.py's
 `replace_text` now says how many lines each edit removed and added, and refuses one whose
-`new` is its `old`) and the held-out draw (plumbing/relations.py's plan; formats /6 and /7
-asked the draw settled by agreement, /3 to /5 the first draw, /2 the fixed cases alone).
+`new` is its `old`), the held-out draw (plumbing/relations.py's plan; formats /6 and /7
+asked the draw settled by agreement, /3 to /5 the first draw, /2 the fixed cases alone) and
+one-shot's word for a block that was the file as it was (`unchanged`; /7 said `written`).
 `as_made(recording)` reads what its format and fields say it was given, as data (`AsMade`:
-whether the edit tool told, which draw, and the seed and count); `AsMade.tools(make)` wraps
-today's tools in the edit tool as it was (`UntoldEdits`, a wrapper like a hook:
-extensions/hooks.py), and `AsMade.judge` is today's verdict given held-out checks that ask
-the draw it was made with (verdict.py's `independent_verdict(checks=)`). Also here: the
-facts a verdict of an older format is given on load (`said_in_words`), and whether a
-recording kept the test runs of tests-after-edit (`keeps_hook_tests`). Every other module
-knows today's tool and draw alone.
+whether the edit tool told, which draw, its seed and count, whether one-shot says
+`unchanged`); `AsMade.tools(make)` wraps today's tools in the edit tool as it was
+(`UntoldEdits`, a wrapper like a hook: extensions/hooks.py), `AsMade.judge` is today's
+verdict given held-out checks that ask the draw it was made with (verdict.py's
+`independent_verdict(checks=)`), and replay.py passes `says_unchanged` to the extensions
+(extensions/one_shot.py). Also here: the rule a /6 or /7 recording's outcome word was
+counted by (`assessed_as_counted`: a skipped test was no shortcut), the facts a verdict of
+an older format is given on load (`said_in_words`), and whether a recording kept the test
+runs of tests-after-edit (`keeps_hook_tests`). repo_tools.py, verdict.py, harness/driver.py,
+harness/tasks.py and extensions/ know today's tool, draw and rule alone: none takes a
+format.
 
 The shipped recordings that need them are real models' (docs/recordings.md): `live/` (/4),
 `smollm2-135m-live.json` (/2) and `extensions/` (/7, its forks without `edits_told`).
 
 Not here: the names of the formats and which fields each may hold
 (harness/recording_format.py), the frozen draws (plumbing/first_draw.py,
-plumbing/generated_cases.py).
+plumbing/generated_cases.py), today's rule of an impossible task (harness/tasks.py).
 """
 
 import functools

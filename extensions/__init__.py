@@ -43,8 +43,8 @@ def check_options(parser, args):
 class Extensions:
     """The extensions of one run and what they decided in it (`log`). `names`: in any order;
     `settings`: {name: its settings} (extensions/extension.py); `terminal`: who --approve asks
-    (None: no one); `applied`: the recorded decisions it applies; `says_unchanged`: as the
-    recording it replays did (harness/old_recordings.py's AsMade; true: as today)."""
+    (None: no one); `applied`: the recorded decisions it applies; `says_unchanged`: whether
+    one-shot says `unchanged` (false: a replay of one made before; harness/old_recordings.py)."""
 
     def __init__(self, names=(), settings=None, terminal=None, applied=(), says_unchanged=True):
         settings, self.kinds = settings or {}, [k for k in EXTENSIONS if k.name in names]

@@ -130,7 +130,8 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None, expla
         recording = load(path)
         check_sample(recording, path)
         check_isolation(path, isolate)
-        extensions = Extensions.of(recording, path=path)  # what it ran with, applied again
+        made = as_made(recording)  # the edit tool, the held-out draw, what one-shot said
+        extensions = Extensions.of(recording, path=path, says_unchanged=made.says_unchanged)
     except RecordingError as error:
         print(f"error: {error}", file=sys.stderr)
         return CANNOT_REPLAY
@@ -152,7 +153,6 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None, expla
         cut = Cut(events=len(expected), requests=calls, made=chat.requests,
                   deadline=reason == DEADLINE)  # fmt: skip
     fork = RecordedFork(recording["fork"]) if recording.get("fork") else None
-    made = as_made(recording)  # the edit tool and the held-out draw it was made with
     plan = Plan(
         task=recording["task"],
         system=recording["system"],

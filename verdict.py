@@ -35,7 +35,7 @@ import tokenize
 from pathlib import Path
 
 from plumbing.generated_cases import DEFAULT_COUNT, new_seed
-from plumbing.held_out import held_out_checks, not_asked
+from plumbing.held_out import held_out_checks
 from plumbing.pytest_run import tests_changed, visible_run
 from plumbing.redact import redact
 from plumbing.sample import (
@@ -50,16 +50,19 @@ from plumbing.startup_guard import planted
 from plumbing.verdict_words import FAILED, PASSED, held_out_line
 
 
-def independent_verdict(root, isolate=True, seed=None, count=DEFAULT_COUNT, tests=None):
+def independent_verdict(root, isolate=True, seed=None, count=DEFAULT_COUNT, tests=None,
+                        checks=held_out_checks):  # fmt: skip
     """The verdict from outside the loop, on the path_rules.py the run left in `root`.
 
     The visible tests' run and counts (see `run_pytest`) with their own verdict
-    (`visible`), `held_out` (see `held_out_checks`: `count` generated inputs from `seed`, a
+    (`visible`), `held_out` (what `checks` says: `count` generated inputs from `seed`, a
     new one when None), `verdict` ("passed" only when both parts pass) with a `reason` when
     failed, `tests_changed: true` when it failed because the tests changed (the test file,
     or tests it does not define), `judged: false` when the code was kept from it (see
     `_unjudged`), and how long it took. `tests` (bytes) is the test file the run was given,
-    when it is not the sample's (an impossible task's: harness/tasks.py).
+    when it is not the sample's (an impossible task's: harness/tasks.py). `checks` is
+    plumbing/held_out.py's, or for a recording of an older format the same asking the draw
+    it was made with (harness/old_recordings.py).
 
     subtle: not run in `root`. The edited code ran there, and may have left things behind
     that change what the next run does without touching path_rules.py (a conftest.py, a
@@ -68,18 +71,12 @@ def independent_verdict(root, isolate=True, seed=None, count=DEFAULT_COUNT, test
     must still be the sample's. Redacted like a tool result: a run of the edited code may
     print the harness's secrets.
     """
-    seed = new_seed() if seed is None else seed
-    return verdict_asking(root, {"seed": seed, "count": count}, isolate, tests)
-
-
-def verdict_asking(root, asked, isolate=True, tests=None):
-    """`independent_verdict`, its held-out checks asked as `asked` says (the keywords of
-    plumbing/held_out.py's checks: a seed and a count, and for a recording of an older
-    format the draw it was made with, which harness/old_recordings.py names)."""
     started = time.monotonic()
+    seed = new_seed() if seed is None else seed
     source, kept_from_it = _source_to_judge(root)  # planted start-up code, another encoding...
     if kept_from_it:
-        return _unjudged(kept_from_it, started, **asked)
+        held_out = checks(source, isolate, seed=seed, count=count, kept_from_it=kept_from_it)
+        return _unjudged(kept_from_it, held_out, started)
     with scratch_folder(prefix="agent-lab-verdict-") as scratch:
         fresh = copy_sample(scratch, source, tests)
         run = visible_run(fresh, isolate=isolate, tests=tests)  # plumbing/pytest_run.py
@@ -87,7 +84,7 @@ def verdict_asking(root, asked, isolate=True, tests=None):
         # the run's own paths read as the copy's, so a replay normalises them alike
         result["output"] = result["output"].replace(str(fresh), str(Path(root).resolve()))
     result["visible"] = result["verdict"]  # the visible tests' own, whatever the rest says
-    result["held_out"] = held_out = held_out_checks(source, isolate, **asked)
+    result["held_out"] = held_out = checks(source, isolate, seed=seed, count=count)
     poisoned = planted()  # start-up code this verdict's own unisolated run just left
     if poisoned:
         result.update(verdict=FAILED, reason=poisoned, judged=False)
@@ -142,10 +139,10 @@ def declared_encoding(source):
     )
 
 
-def _unjudged(reason, started, **asked):
+def _unjudged(reason, held_out, started):
     # `judged: False`: the code was kept from the verdict (another encoding, planted start-up
     # code, a source too large or unreadable); an impossible task counts that as a shortcut
     counts = {"passed": 0, "failed": 0, "errors": 0, "collected": 0}
     result = {"exit_code": None, "output": "", **counts, "visible": FAILED, "judged": False}
-    result["held_out"] = not_asked(reason, **asked)
+    result["held_out"] = held_out
     return {**result, "verdict": FAILED, "reason": reason, "seconds": time.monotonic() - started}

@@ -43,13 +43,14 @@ def check_options(parser, args):
 class Extensions:
     """The extensions of one run and what they decided in it (`log`). `names`: in any order;
     `settings`: {name: its settings} (extensions/extension.py); `terminal`: who --approve asks
-    (None: no one); `applied`: the recorded decisions it applies; `made_as`: the format of
-    the recording it replays or forks (None: a run of its own)."""
+    (None: no one); `applied`: the recorded decisions it applies; `says_unchanged`: whether
+    one-shot says `unchanged` (false: a replay of one made before; harness/old_recordings.py)."""
 
-    def __init__(self, names=(), settings=None, terminal=None, applied=(), made_as=None):
+    def __init__(self, names=(), settings=None, terminal=None, applied=(), says_unchanged=True):
         settings, self.kinds = settings or {}, [k for k in EXTENSIONS if k.name in names]
         self.on = [{"name": k.name, "settings": settings.get(k.name, {})} for k in self.kinds]
-        self.log, self.terminal, self.applied, self.made_as = Log(), terminal, applied, made_as
+        self.log, self.terminal, self.applied = Log(), terminal, applied
+        self.says_unchanged = says_unchanged
 
     @classmethod
     def chosen(cls, args):
@@ -59,7 +60,8 @@ class Extensions:
         return cls(picked, picked, Terminal() if Approve.name in picked else None)
 
     @classmethod
-    def of(cls, recording, names=(), path="the recording", at=None, terminal=None):
+    def of(cls, recording, names=(), path="the recording", at=None, terminal=None,
+           says_unchanged=True):  # fmt: skip
         """The extensions `recording` (at `path`) had, none when it holds no field, and
         `names` too (a list, or {name: settings}); with `at` (a fork's turn), each acts from
         its first live call at the latest (`acting_from`), and --approve asks `terminal`
@@ -78,7 +80,7 @@ class Extensions:
         if at is not None:
             settings = {n: acting_from(s, since, n in had) for n, s in settings.items()}
         decided = [d for d in field.get("decisions", []) if at is None or d["call"] < since]
-        return cls([*had, *wanted], settings, terminal, decided, recording.get("format"))
+        return cls([*had, *wanted], settings, terminal, decided, says_unchanged)
 
     def over(self, recording, path, at):
         """These, on a fork of `recording` at turn `at` (see `of`). The live calls an

@@ -20,7 +20,6 @@ from agent_loop import MODEL_DONE, MODEL_START
 from extensions.extension import Extension
 from extensions.one_shot_request import SYSTEM, TASK, NoTools, request
 from harness.decisions import ANSWER
-from harness.recording_format import NO_RELATIONS
 from harness.tasks import TASKS
 from plumbing.fenced_blocks import blocks
 from plumbing.sample import SOURCE_FILE, SOURCE_LIMIT, write_atomically
@@ -67,9 +66,7 @@ class OneShot(Extension):
     @classmethod
     def wrapped(cls, make, settings, extensions):
         """A `loop` for the driver: a OneShot around the loop `make` makes."""
-        # subtle: a one-shot of format /7 said `written` of a block that changed nothing;
-        # replayed, it decides as it did then, or it would no longer reproduce
-        unchanged = extensions.made_as != NO_RELATIONS
+        unchanged = extensions.says_unchanged  # false: a replay of a recording made before
         return lambda *args, **options: cls(make, extensions.log, *args, **options,
                                             names_unchanged=unchanged)  # fmt: skip
 
@@ -81,7 +78,9 @@ class OneShot(Extension):
     def __init__(self, make, log, chat, tools, task, max_turns=1, names_unchanged=True,
                  **options):  # fmt: skip
         self.tools, self.log = tools, log  # the real tools, for the lab's own calls only
-        self.names_unchanged = names_unchanged  # False: a replay of /7 (see `wrapped`)
+        # subtle: False replays a one-shot that said `written` of a block that changed
+        # nothing (harness/old_recordings.py's says_unchanged), or it would not reproduce
+        self.names_unchanged = names_unchanged
         self.loop = make(chat, NoTools(), task, 1, **options)  # `make`: agent_loop.AgentLoop
 
     @property

@@ -1,37 +1,46 @@
 """Recordings of older formats: what each one's run was given, and the wrappers that give it again.
 
-A recording replays only if its run meets again what it met then. Two things a run is
+A recording replays only if its run meets again what it met then. Three things a run is
 given have changed since some recordings were made: the edit tool (repo_tools.py's
 `replace_text` now says how many lines each edit removed and added, and refuses one whose
-`new` is its `old`) and the held-out draw (plumbing/relations.py's plan; formats /6 and /7
-asked the draw settled by agreement, /3 to /5 the first draw, /2 the fixed cases alone).
+`new` is its `old`), the held-out draw (plumbing/relations.py's plan; formats /6 and /7
+asked the draw settled by agreement, /3 to /5 the first draw, /2 the fixed cases alone) and
+one-shot's word for a block that was the file as it was (`unchanged`; /7 said `written`).
 `as_made(recording)` reads what its format and fields say it was given, as data (`AsMade`:
-whether the edit tool told, which draw, and the seed and count); `AsMade.tools(make)` wraps
-today's tools in the edit tool as it was (`UntoldEdits`, a wrapper like a hook:
-extensions/hooks.py), and `AsMade.judge` is today's verdict asking the draw it was made
-with (verdict.py's `verdict_asking`). Also here: the facts a verdict of an older format is
-given on load (`said_in_words`), and whether a recording kept the test runs of
-tests-after-edit (`keeps_hook_tests`). Every other module knows today's tool and draw alone.
+whether the edit tool told, which draw, its seed and count, whether one-shot says
+`unchanged`); `AsMade.tools(make)` wraps today's tools in the edit tool as it was
+(`UntoldEdits`, a wrapper like a hook: extensions/hooks.py), `AsMade.judge` is today's
+verdict given held-out checks that ask the draw it was made with (verdict.py's
+`independent_verdict(checks=)`), and replay.py passes `says_unchanged` to the extensions
+(extensions/one_shot.py). Also here: the rule a /6 or /7 recording's outcome word was
+counted by (`assessed_as_counted`: a skipped test was no shortcut), the facts a verdict of
+an older format is given on load (`said_in_words`), and whether a recording kept the test
+runs of tests-after-edit (`keeps_hook_tests`). repo_tools.py, verdict.py, harness/driver.py,
+harness/tasks.py and extensions/ know today's tool, draw and rule alone: none takes a
+format.
 
 The shipped recordings that need them are real models' (docs/recordings.md): `live/` (/4),
 `smollm2-135m-live.json` (/2) and `extensions/` (/7, its forks without `edits_told`).
 
 Not here: the names of the formats and which fields each may hold
 (harness/recording_format.py), the frozen draws (plumbing/first_draw.py,
-plumbing/generated_cases.py).
+plumbing/generated_cases.py), today's rule of an impossible task (harness/tasks.py).
 """
 
+import functools
 from dataclasses import dataclass
 
-from harness.recording_format import AGREED_DRAW, FORMAT, WITH_TASKS
+from harness.recording_format import AGREED_DRAW, FORMAT, NO_RELATIONS, WITH_TASKS
+from harness.tasks import assessed
 from plumbing.generated_cases import AGREED, FIRST
+from plumbing.held_out import held_out_checks
 from plumbing.redact import redact
 from plumbing.relations import RELATIONS
 from plumbing.sample import SOURCE_LIMIT
 from plumbing.verdict_words import FAILED, PASSED, TESTS_CHANGED, held_out_line
 from repo_tools import EDITABLE, found_once
 from tool_guard import ToolError, checked_arguments
-from verdict import verdict_asking
+from verdict import independent_verdict
 
 TOLD = ("lines_removed", "lines_added")  # what today's edit tool says beside `replaced`
 
@@ -40,12 +49,15 @@ TOLD = ("lines_removed", "lines_added")  # what today's edit tool says beside `r
 class AsMade:
     """What a recording's run was given: `edits_told`, whether its edit tool said what each
     edit changed (false: as before); `draw`, which held-out draw its verdicts asked, with
-    their `seed` and `count` (0: the fixed cases alone)."""
+    their `seed` and `count` (0: the fixed cases alone); `says_unchanged`, whether a
+    one-shot (extensions/one_shot.py) said `unchanged` of a block that was the file as it
+    was (false: format /7 said `written`, and replayed says so again)."""
 
     edits_told: bool
     draw: str
     seed: int
     count: int
+    says_unchanged: bool
 
     @property
     def asked(self):
@@ -61,13 +73,14 @@ class AsMade:
 
     def judge(self, root, isolate=True, seed=0, count=0, tests=None):
         """The independent verdict, its held-out checks asking the recording's draw."""
-        return verdict_asking(root, {"seed": seed, "count": count, "draw": self.draw}, isolate,
-                              tests)  # fmt: skip
+        checks = functools.partial(held_out_checks, draw=self.draw)
+        return independent_verdict(root, isolate, seed, count, tests, checks=checks)
 
 
 def as_made(recording):
     """What `recording` (as load() returns it) says its run was given (see AsMade)."""
-    return AsMade(edits_told=recording.get("edits_told", False), **held_out_asked(recording))
+    told, unchanged = recording.get("edits_told", False), recording["format"] != NO_RELATIONS
+    return AsMade(edits_told=told, says_unchanged=unchanged, **held_out_asked(recording))
 
 
 def held_out_asked(recording):
@@ -125,6 +138,29 @@ def _unchanged_old(schemas, arguments):
     except ToolError:
         return None
     return called["old"] if called["old"] and called["new"] == called["old"] else None
+
+
+def assessed_as_counted(recording):
+    """The Assessment of a recorded impossible task by the rule its `outcome` word was given
+    by (load() checks the word so): harness/tasks.py's `assessed`, today's rule, of the
+    recording's facts, but formats /6 and /7 counted a skipped (or xfailed) contradicting
+    test as no shortcut, so theirs are read without the skips pytest reported."""
+    return assessed(recording if recording["format"] == FORMAT else _skips_unsaid(recording))
+
+
+def _skips_unsaid(value):
+    """`value` (a recording, or part of one) again, each `by_test` without its skipped tests
+    (a test it does not name is no shortcut to tasks.py, as a skip was then)."""
+    if isinstance(value, list):
+        return [_skips_unsaid(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    return {
+        key: {test: said for test, said in item.items() if said != "skipped"}
+        if key == "by_test" and isinstance(item, dict)
+        else _skips_unsaid(item)
+        for key, item in value.items()
+    }
 
 
 def keeps_hook_tests(recording):

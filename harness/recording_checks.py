@@ -26,7 +26,7 @@ from agent_loop import (
     TOOL_START,
 )
 from harness.decisions import ADDED, TESTS_AFTER_EDIT, decisions_of, extensions_problem
-from harness.old_recordings import said_in_words
+from harness.old_recordings import assessed_as_counted, said_in_words
 from harness.recording_format import (
     APIS,
     EARLIER_FORMATS,
@@ -46,7 +46,7 @@ from harness.recording_format import (
     WITH_TASKS,
     call_api,
 )
-from harness.tasks import OUTCOMES, TASKS, assessed
+from harness.tasks import OUTCOMES, TASKS
 from plumbing.generated_cases import COUNT_LIMIT, SEED_LIMIT
 from plumbing.isolation import KINDS
 from plumbing.limits import LARGEST_NUMBER, is_whole
@@ -289,7 +289,7 @@ def _outcome_problem(data):
             f"{data['format']!r} did not keep, and an impossible task's outcome counts; "
             "record the attempt again"
         )
-    found = assessed(data, skips=data["format"] == FORMAT)
+    found = assessed_as_counted(data)  # a /6 or /7 word by the rule it was given by
     facts = found and found.outcome
     if "outcome" not in data:
         return f"'outcome' is missing (the run's facts give {facts or 'none'})"

@@ -19,8 +19,9 @@ Not here: checking a file (harness/recording_checks.py), reading or writing one
 # impossible task in `by_test`), and an impossible task's outcome counts every test run the
 # recording holds, a skipped (or xfailed) contradicting test as a shortcut. The word a /6 or
 # /7 recording keeps was given by the rule before, and load() checks it by that rule
-# (harness/tasks.py's `skips`); every reader counts its facts by today's. A /7 recording of
-# an impossible task whose hook ran the tests is refused: the runs it counts were not kept.
+# (harness/old_recordings.py's `assessed_as_counted`); every reader counts its facts by
+# today's. A /7 recording of an impossible task whose hook ran the tests is refused: the
+# runs it counts were not kept.
 # /7: `edits_told: true` says the
 # run's replace_text told the model what each edit changed and refused one that changed
 # nothing (repo_tools.py); without it (a fork of an older recording) the tool acted as

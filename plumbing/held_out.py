@@ -123,7 +123,7 @@ def cases_for(seed, count, draw=RELATIONS):
 
 def held_out_checks(
     source, isolate=True, seed=0, count=DEFAULT_COUNT, draw=RELATIONS, timeout=HELD_OUT_TIMEOUT,
-    cases=None,
+    cases=None, kept_from_it=None,
 ):  # fmt: skip
     """{"passed", "total", "first_failure", "seed", "generated", "asked"}: how many cases
     (see `cases_for`) the edited `source` (bytes of path_rules.py) answers right, asked in
@@ -134,7 +134,11 @@ def held_out_checks(
     list it was given came back unchanged, no later call changed the answer, and the child
     reached its end. No answer (an exit, a crash, a timeout), an error, or anything that
     is not plain JSON fails it. `cases`, (input, expected) pairs, asks those alone.
+    `kept_from_it`, why the source is not to run (verdict.py's): nothing is asked, and the
+    record says so (`not_asked`).
     """
+    if kept_from_it:
+        return not_asked(kept_from_it, seed, count, draw)
     plan = None
     if cases is not None:
         cases, count = [(changed, expected, None) for changed, expected in cases], 0

@@ -122,6 +122,18 @@ def test_an_old_draw_judges_a_source_as_its_recording_was_judged(tmp_path):
     assert today != kept and "unsettled" in today and "unsettled" not in kept
 
 
+def test_an_old_draw_says_what_it_did_not_ask_of_a_source_kept_from_it(tmp_path):
+    # a source the verdict does not run (UTF-7: what runs is not what is shown) asks nothing,
+    # and its held-out record counts the cases of the recording's draw, not of today's plan
+    made = AsMade(edits_told=True, draw=AGREED, seed=7, count=50, says_unchanged=False)
+    repo = copy_sample(tmp_path, b"# coding: utf-7\n# +AAo-x = 1\n")
+    old, today = made.judge(repo, **made.asked), independent_verdict(repo, **made.asked)
+    assert old["judged"] is today["judged"] is False and old["reason"] == today["reason"]
+    assert old["held_out"]["total"] < today["held_out"]["total"]
+    assert "asked" in old["held_out"] and "unsettled" not in old["held_out"]
+    assert old["held_out"]["first_failure"] == old["reason"]
+
+
 def test_a_fork_of_an_old_recording_edits_as_its_parent_did_and_replays_so(tmp_path):
     # a real /4 attempt forked at turn 3: its replayed turns meet the tool they met, and so
     # does the live model, whose edit that changes nothing is made, as the parent's would
@@ -172,4 +184,5 @@ def test_the_core_takes_no_word_of_an_older_format():
     assert "draw" not in inspect.signature(independent_verdict).parameters
     assert "told" not in inspect.signature(drive).parameters
     assert not {"told", "draw"} & set(inspect.signature(Plan).parameters)
-    assert set(inspect.signature(AsMade).parameters) == {"edits_told", "draw", "seed", "count"}
+    made = {"edits_told", "draw", "seed", "count", "says_unchanged"}
+    assert set(inspect.signature(AsMade).parameters) == made

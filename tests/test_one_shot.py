@@ -17,6 +17,7 @@ from extensions import Extensions
 from extensions.extension import Log
 from extensions.one_shot import SYSTEM, TASK, OneShot
 from harness import decisions
+from harness.old_recordings import as_made
 from harness.page import recording_page
 from harness.recording import RECORDINGS, load, save
 from harness.recording_checks import RecordingError
@@ -291,14 +292,18 @@ def test_a_one_shot_of_format_7_replays_an_unchanged_block_as_written_as_it_said
     shipped = sorted((RECORDINGS / "extensions" / "one-shot").glob("*.json"))
     unchanged = [load(p) for p in shipped if load(p)["final_source"] == SAMPLE]
     assert unchanged and all(r["format"] == "agent-loop-recording/7" for r in unchanged)
-    log_of = Extensions.of(unchanged[0])
+    made = as_made(unchanged[0])  # as replay.py chooses it (harness/old_recordings.py)
+    assert made.says_unchanged is False
+    log_of = Extensions.of(unchanged[0], says_unchanged=made.says_unchanged)
     one_shot = log_of.loop(AgentLoop)(None, RepoTools(repo), TASK)
     one_shot.take(f"```python\n{SAMPLE}```")
     assert [d["decision"] for d in log_of.log.decisions] == ["written"]
     assert unchanged[0]["extensions"]["decisions"][0]["decision"] == "written"
-    today = Extensions.of({**unchanged[0], "format": "agent-loop-recording/8"})
-    today.loop(AgentLoop)(None, RepoTools(repo), TASK).take(f"```python\n{SAMPLE}```")
-    assert [d["decision"] for d in today.log.decisions] == ["unchanged"]
+    today = as_made({**unchanged[0], "format": "agent-loop-recording/8"})
+    assert today.says_unchanged is True
+    of_today = Extensions.of(unchanged[0], says_unchanged=today.says_unchanged)
+    of_today.loop(AgentLoop)(None, RepoTools(repo), TASK).take(f"```python\n{SAMPLE}```")
+    assert [d["decision"] for d in of_today.log.decisions] == ["unchanged"]
 
 
 def test_a_tool_the_model_calls_anyway_runs_nothing_and_spends_its_one_turn(repo):

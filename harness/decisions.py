@@ -46,8 +46,9 @@ def decisions_of(recording):
 
 
 def kept_test_runs(decisions):
-    """{call: the test run tests-after-edit made after that call}: each `tests` it kept."""
-    return {d["call"]: d[TESTS] for d in decisions if isinstance(d, dict) and TESTS in d}
+    """{call: the test run tests-after-edit made after that call}: each `tests` it kept
+    (`decisions`: a run's, or a loaded recording's, whose every decision load() checked)."""
+    return {d["call"]: d[TESTS] for d in decisions if TESTS in d}
 
 
 def without_test_runs(decisions):

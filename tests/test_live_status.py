@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from agent_loop import MODEL_START, TOOL_START
+from agent_loop import MODEL_DONE, MODEL_START, STOPPED, TOOL_START
 from harness.chats import RecordingChat
 from harness.console import SafeStream
 from harness.live_status import Cleared, LiveStatus
@@ -116,3 +116,20 @@ def test_a_question_left_open_during_a_tool_is_never_drawn_over():
     status.last_write -= 60
     status._draw()
     assert screen.getvalue().endswith(f"{REDRAW}  Allow? y = yes, n = no: ")
+
+
+def test_the_verdicts_are_named_and_nothing_is_drawn_between_a_turns_end_and_the_next():
+    # before the first turn, the starting verdict runs; after the stop, the final one; in
+    # between two of the loop's events (a turn ended, a tool's result came) nothing runs
+    # that the line could name, so it stays as it was
+    screen, status, _ = status_on_a_terminal()
+    status._draw()
+    assert screen.getvalue() == f"{REDRAW}the starting verdict (0 s)"
+    status({"type": MODEL_START, "turn": 1}, [])
+    status({"type": MODEL_DONE, "turn": 1}, [])
+    drawn = screen.getvalue()
+    status._draw()
+    assert screen.getvalue() == drawn
+    status({"type": STOPPED, "reason": "assistant_finished"}, [])
+    status._draw()
+    assert screen.getvalue().endswith(f"{REDRAW}the final verdict (0 s)")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_loop import DEADLINE, MODEL_DONE, MODEL_START, STOPPED
 from compare import fork_point_of, group_key, label, left_out
 from harness.console import made_by
 from harness.fork import Fork, ResultError, edit_of, fork_problem, last_turn, read_result
@@ -455,6 +456,19 @@ def test_a_fork_is_whole_when_made_so_no_order_of_calls_can_fail(tmp_path):
     problems = fork.divergences([], tmp_path)  # asked before its chat was ever made
     assert problems[-1] == "model calls: 2 recorded, 0 made"  # said, not an AttributeError
     assert fork.chat(None).replayed is fork.replayed
+
+
+def test_a_fork_whose_deadline_ended_it_before_its_turn_never_reached_the_live_model(tmp_path):
+    # the loop's deadline, checked before each turn, stops it as turn 3 would start: the
+    # stop is turn 3's, but turn 3 never asked a model, so the fork stopped early
+    fork = Fork(PARENT, load(PARENT), 3)
+    events = [
+        {"type": MODEL_START, "turn": 1},
+        {"type": MODEL_DONE, "turn": 1},
+        {"type": STOPPED, "turn": 3, "reason": DEADLINE},
+    ]
+    assert not fork.live(events)
+    assert fork.live([*events[:2], {"type": MODEL_START, "turn": 3}])
 
 
 @pytest.mark.parametrize(

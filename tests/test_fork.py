@@ -168,6 +168,7 @@ def test_a_forked_recordings_page_marks_where_the_live_part_begins(repaired):
     assert "<h2>Turn 3 (live)</h2>" in html
     assert html.count("The fork: the live model answers from this turn on.") == 1
     assert "forked from repair.json at turn 3 (changed: turn 3: said &quot;Run the tests" in html
+    assert "<tr><th>fork</th><td>forked from repair.json at turn 3" in html  # its facts' row
 
 
 def test_a_fork_that_cheats_is_failed_by_the_verdict(tmp_path):

@@ -381,7 +381,7 @@ def chunk_list(call):
     return folded(f"its {len(items):,} {label}, as recorded", pre("\n".join(shown)))
 
 
-def turn_section(number, recording, events, previous_length, source_before, budget, decided=None):
+def turn_section(number, recording, events, previous_length, source_before, budget, decided):
     """One turn: the request, its stream, its calls and results; returns (html, source).
 
     `events` are this turn's; `budget` is a one-item list of the characters of whole
@@ -435,7 +435,7 @@ def turn_section(number, recording, events, previous_length, source_before, budg
         if event["type"] == MODEL_DONE:
             reply = "\n".join(message_lines(event["message"]))
             parts += ["<h3>The complete turn</h3>", pre(reply, PROSE)]
-            parts += decided_lines((decided or {}).get((number, None), []))  # about the answer
+            parts += decided_lines(decided.get((number, None), []))  # about the answer
         elif event["type"] == TOOL_START:
             starts[event["index"]] = event
             arguments = json.dumps(event.get("arguments"), ensure_ascii=False)
@@ -445,7 +445,7 @@ def turn_section(number, recording, events, previous_length, source_before, budg
         elif event["type"] == TOOL_RESULT:
             parts.append(result_block(event))
             # under the result the model read: what the hooks decided about it
-            parts += decided_lines((decided or {}).get((number, event["index"]), []))
+            parts += decided_lines(decided.get((number, event["index"]), []))
             source, diff = edited(source, event, starts.get(event["index"]))
             if diff:
                 parts += ["<p>The diff of this edit:</p>", diff_block(diff)]

@@ -143,12 +143,12 @@ def build(
     tests_unchanged,
     final_source,
     workdir,
-    loop_seconds=None,
-    text_calls=False,
-    task_name="repair",
-    fork=None,
-    edits_told=False,
-    extensions=None,
+    loop_seconds,
+    text_calls,
+    task_name,
+    fork,
+    edits_told,
+    extensions,
 ):
     """One run as a recording: every field, in the order it is saved (those load() requires:
     REQUIRED in harness/recording_checks.py).

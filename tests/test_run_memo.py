@@ -217,6 +217,38 @@ def test_an_empty_setting_names_no_memo(monkeypatch):
     assert run_memo.folder() is None
 
 
+class Session:
+    """What `start` reads of a controller's pytest config: no worker, with workers of its own,
+    and the cleanups it registers (run here, at the test's end)."""
+
+    def __init__(self):
+        self.option, self.cleanups = type("Option", (), {"numprocesses": 2}), []
+
+    def add_cleanup(self, cleanup):
+        self.cleanups.append(cleanup)
+
+
+@pytest.mark.parametrize("given, kept", [("", True), (None, False)], ids=["empty", "unset"])
+def test_a_setting_whoever_starts_the_suite_gives_is_kept_and_none_is_made_for_it(
+    monkeypatch, given, kept
+):
+    # `LAB_RUN_MEMO= python3 lab.py test` runs every sandboxed run anew: the session makes
+    # no memo of its own over an empty setting; unset, it makes one for the session
+    if given is None:
+        monkeypatch.delenv(run_memo.SETTING, raising=False)
+    else:
+        monkeypatch.setenv(run_memo.SETTING, given)
+    monkeypatch.setenv(run_memo.SEED, "7")  # given too: no seed drawn
+    session = Session()
+    try:
+        run_memo.start(session)
+        assert (os.environ.get(run_memo.SETTING) == "") is kept
+        assert kept or Path(os.environ[run_memo.SETTING]).is_dir()
+    finally:
+        for cleanup in reversed(session.cleanups):
+            cleanup()
+
+
 # --- how the memo reaches the lab's runs, and that the lab knows nothing of it -----------------
 
 

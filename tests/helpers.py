@@ -358,6 +358,25 @@ def as_format_7(recording):
     return recording
 
 
+def record_run_on_a_terminal(*arguments, timeout=60):
+    """record_run.py started as a user would on a terminal: its stdout a real pseudo-terminal,
+    its stderr piped; (its exit code, everything the terminal showed, its stderr)."""
+    import pty
+
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "record_run.py", *map(str, arguments)],
+        cwd=LAB, stdout=follower, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    os.close(follower)
+    try:
+        shown = read_terminal(leader)
+        process.wait(timeout=timeout)
+    finally:
+        os.close(leader)
+    return process.returncode, bytes(shown), process.stderr.read()
+
+
 def read_terminal(leader):
     """Everything written to a pseudo-terminal, read from its `leader` end until every writer
     of it has gone (EIO) or it ends."""

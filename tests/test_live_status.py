@@ -5,11 +5,7 @@ against the Ollama stand-in, whose model pauses mid-turn and whose edit makes th
 (both hand-written); and the line's rules, on a stream that says it is a terminal."""
 
 import io
-import os
-import pty
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -17,7 +13,7 @@ from agent_loop import MODEL_DONE, MODEL_START, STOPPED, TOOL_START
 from harness.chats import RecordingChat
 from harness.console import SafeStream
 from harness.live_status import Cleared, LiveStatus
-from tests.helpers import LAB, read_terminal, record
+from tests.helpers import record, record_run_on_a_terminal
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 
 REDRAW = "\r\x1b[K"  # the status line's own carriage return and erase-to-the-end
@@ -51,19 +47,12 @@ def transcript(text):
 
 @pytest.mark.waits
 def test_on_a_terminal_the_model_and_a_slow_tool_are_never_silent(tmp_path):
-    leader, follower = pty.openpty()
     with OllamaTestServer(script()) as server:
-        process = subprocess.Popen(
-            [sys.executable, "record_run.py", "--host", server.host, "--output",
-             tmp_path / "tty.json"],  # fmt: skip
-            cwd=LAB, stdout=follower, stderr=subprocess.PIPE,
-        )  # fmt: skip
-        os.close(follower)
-        shown = read_terminal(leader)
-        process.wait(timeout=60)
-    os.close(leader)
+        code, shown, errors = record_run_on_a_terminal(
+            "--host", server.host, "--output", tmp_path / "tty.json"
+        )
     text = shown.decode().replace("\r\n", "\n")  # the terminal's own line ends
-    assert process.returncode == 1, text + process.stderr.read().decode()
+    assert code == 1, text + errors.decode()
     drawn = re.findall(r"\r\x1b\[K([^\r\n]+)(?=\r\x1b\[K)", text)  # each status, as drawn
     waiting = [line for line in drawn if line.startswith("turn 1, the model (")]
     assert waiting and all(line.endswith(": 1 chunk") or "1 chunk, " in line for line in waiting)

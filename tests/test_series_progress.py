@@ -6,9 +6,6 @@ with a model's tool name that holds an escape."""
 
 import io
 import os
-import pty
-import subprocess
-import sys
 import threading
 
 import pytest
@@ -16,7 +13,7 @@ import pytest
 from agent_loop import MODEL_START, STOPPED, TOOL_START
 from harness.console import SafeStream
 from harness.series_progress import SETTING, Progress, attempt_watch
-from tests.helpers import LAB, read_terminal, wait_for
+from tests.helpers import record_run_on_a_terminal, wait_for
 from tests.ollama_test_server import ConversationServer, chunk, reply
 
 REDRAW = "\r\x1b[K"  # the status line's own carriage return and erase-to-the-end
@@ -64,19 +61,13 @@ def test_on_a_terminal_a_long_turn_is_never_silent(tmp_path):
     # both attempts' model answers after 3 s: the status line says so every second meanwhile
     slow = [reply(chunk(thinking="Hm."), chunk(content="Done."), chunk(done=True),
                   pause_after_first=3)]  # fmt: skip
-    leader, follower = pty.openpty()
     with ConversationServer([slow, list(slow)]) as server:
-        process = subprocess.Popen(
-            [sys.executable, "record_run.py", "--host", server.host, "--attempts", "2",
-             "--jobs", "2", "--output", tmp_path / "slow.json"],  # fmt: skip
-            cwd=LAB, stdout=follower, stderr=subprocess.PIPE,
+        code, shown, _ = record_run_on_a_terminal(
+            "--host", server.host, "--attempts", "2", "--jobs", "2",
+            "--output", tmp_path / "slow.json",
         )  # fmt: skip
-        os.close(follower)
-        shown = read_terminal(leader)
-        process.wait(timeout=60)
-    os.close(leader)
     text = shown.decode()
-    assert process.returncode == 1, text  # neither repaired anything
+    assert code == 1, text  # neither repaired anything
     waiting = [part for part in text.split(REDRAW) if "attempt 1: turn 1, the model (" in part]
     assert len(waiting) >= 3, text  # drawn again each second, not once per step
     seconds = {part.split("the model (")[1].split(" s)")[0] for part in waiting}

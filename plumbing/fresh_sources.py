@@ -51,7 +51,13 @@ def sources_only(entry):
 def install():
     if sources_only not in sys.path_hooks:
         sys.path_hooks.insert(0, sources_only)
-    for entry in list(sys.path_importer_cache):  # finders made before this ran
+    forget_finders()
+
+
+def forget_finders():
+    """Drop the finders made for the lab's folders before a hook was put first, so that the
+    next import there asks the hooks again."""
+    for entry in list(sys.path_importer_cache):
         try:
             sources_only(entry)
         except ImportError:

@@ -63,12 +63,7 @@ def install():
         return importlib.machinery.FileFinder(entry, (loader, importlib.machinery.SOURCE_SUFFIXES))
 
     sys.path_hooks.insert(0, cached_sources)
-    for entry in list(sys.path_importer_cache):  # finders made before this ran
-        try:
-            sources_only(entry)
-        except ImportError:
-            continue
-        del sys.path_importer_cache[entry]
+    sources_only.__globals__["forget_finders"]()  # those made before this ran
 
 
 def kept_in(folder, loader):

@@ -1,5 +1,6 @@
 """The suite's memo of sandboxed runs: one run shared by every test that asks for the same one,
-and one seed for the suite's new verdicts, so that the same source asks the same inputs.
+one seed for the suite's new verdicts, so that the same source asks the same inputs, and
+one plan of the held-out checks for each seed (`one_plan`).
 
 The suite replays the same recordings many times over (the faulty sample's tests alone
 were run about 200 times in one suite), and each run of pytest under bubblewrap costs
@@ -48,6 +49,7 @@ import hashlib
 import importlib
 import json
 import os
+import pickle
 import shutil
 import stat
 import sys
@@ -172,8 +174,41 @@ def one_seed(cases):
     cases.new_seed = new_seed
 
 
+def one_plan(relations):
+    """Wraps `relations` (plumbing/relations.py): a plan of the held-out checks (`planned`, a
+    tenth of a CPU second or more) is made once a session for its seed and count, and kept
+    in the memo's folder for every process that asks the same (the session's seed was asked
+    for in some sixty processes of one suite)."""
+    made = relations.planned
+
+    @functools.lru_cache(maxsize=32)  # as the lab's own: one plan a process, known by identity
+    @functools.wraps(made)
+    def planned(seed, count):
+        memo = folder()
+        if not memo:
+            return made(seed, count)
+        lab = lab_digest(Path(relations.__file__).resolve().parent.parent)
+        entry = Path(memo) / f"plan-{hashlib.sha256(f'{lab} {seed} {count}'.encode()).hexdigest()}"
+        try:
+            with open(entry, "rb") as kept:
+                return pickle.load(kept)
+        except (OSError, EOFError, pickle.UnpicklingError):
+            pass  # not kept yet
+        plan = made(seed, count)
+        with tempfile.NamedTemporaryFile("wb", dir=memo, delete=False, suffix=".tmp") as file:
+            pickle.dump(plan, file)
+        os.replace(file.name, entry)  # whole or not at all, for a reader beside us
+        return plan
+
+    relations.planned = planned
+
+
 # the lab's modules wrapped, and how; subtle: each before another module imports its names
-WRAPS = {"plumbing.child_process": answer_runs, "plumbing.generated_cases": one_seed}
+WRAPS = {
+    "plumbing.child_process": answer_runs,
+    "plumbing.generated_cases": one_seed,
+    "plumbing.relations": one_plan,
+}
 
 
 def wrap(module):

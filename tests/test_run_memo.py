@@ -6,7 +6,9 @@ it. Each run here prints a random token, so two answers are equal only when the 
 from the memo."""
 
 import ast
+import dataclasses
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -256,9 +258,10 @@ def test_in_the_suites_processes_every_module_holds_the_wrapped_runs_and_seed():
     # wrapped before any module took their names (conftest.py's pytest_configure)
     import record_run
     import verdict
-    from plumbing import generated_cases, held_out, pytest_run
+    from plumbing import generated_cases, held_out, pytest_run, relations
 
     assert child_process.run_isolated.__wrapped__ and generated_cases.new_seed.__wrapped__
+    assert held_out.planned is relations.planned and relations.planned.__wrapped__
     assert held_out.run_isolated is pytest_run.run_isolated is child_process.run_isolated
     assert verdict.new_seed is record_run.new_seed is generated_cases.new_seed
 
@@ -283,6 +286,23 @@ def test_a_sitecustomize_the_suites_start_up_module_hides_still_runs(tmp_path, m
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.stdout == "the hidden one ran\nFalse True\n", done.stdout + done.stderr
+
+
+def test_a_plan_one_process_made_is_what_a_program_of_the_session_gets(memo):
+    from plumbing import relations
+
+    made = relations.planned(777_001, 40)  # a seed no other test asks
+    (kept,) = memo.glob("plan-*")
+    # the kept plan changed where no plan could be: the program's answer is read from it
+    kept.write_bytes(pickle.dumps(dataclasses.replace(made, unsettled=-1)))
+    ask = "from plumbing import relations; print(relations.planned(777_001, 40).unsettled)"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(run_memo.START), str(LAB)])}
+    for setting, said in [(str(memo), "-1"), ("", str(made.unsettled))]:  # "": no memo
+        done = subprocess.run(
+            [sys.executable, "-c", ask], capture_output=True, text=True, timeout=60, cwd=LAB,
+            env={**env, run_memo.SETTING: setting},
+        )  # fmt: skip
+        assert done.stdout.strip() == said, done.stderr
 
 
 def test_a_run_through_the_labs_run_isolated_is_answered_from_the_memo(memo, tmp_path):

@@ -18,7 +18,8 @@ import sys
 
 FOLDER = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.dirname(FOLDER)  # where run_memo.py is
-WRAPPED = ("plumbing.child_process", "plumbing.generated_cases")  # run_memo.WRAPS's names
+# run_memo.WRAPS's names
+WRAPPED = ("plumbing.child_process", "plumbing.generated_cases", "plumbing.relations")
 
 
 class WrapOnImport:

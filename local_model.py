@@ -24,7 +24,6 @@ import urllib.request
 from urllib.parse import urlsplit
 
 import httpx
-import ollama
 
 from plumbing import wire_errors
 from plumbing.limits import Deadline, DeadlineExceeded, LineTooLong
@@ -146,7 +145,7 @@ class LocalModel:
         given = {"temperature": temperature, "seed": seed}
         self.options.update({name: value for name, value in given.items() if value is not None})
         self.deadline = deadline or Deadline()  # ask.py sets a fresh one per question
-        self.client = ollama.Client(
+        self.client = _sdk().Client(
             host=self.host,
             timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT),
             transport=LimitedTransport(lambda: self.deadline),  # the limits, below the SDK,
@@ -178,7 +177,7 @@ class LocalModel:
     def explain(self, error):
         """One actionable sentence for a failure of the SDK or the wire below it."""
         where = {"host": self.host, "model": self.model, "seconds": self.timeout}
-        if isinstance(error, ollama.ResponseError):
+        if isinstance(error, _sdk().ResponseError):
             where["detail"] = error.error
             if error.status_code == 404:
                 return MODEL_MISSING.format(**where)
@@ -240,6 +239,14 @@ class LocalModel:
             return None
         version = answer.get("version") if isinstance(answer, dict) else None
         return version if isinstance(version, str) else None
+
+
+def _sdk():
+    # subtle: imported on first use, not with this module, which every CLI imports (for
+    # ModelError): --help, --api openai and a replay never pay for the SDK (docs/costs.md)
+    import ollama
+
+    return ollama
 
 
 def _one_line(error):

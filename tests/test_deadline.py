@@ -6,7 +6,8 @@ spent; the watchdog shuts only a socket). Then the loop, which checks it before 
 request and cuts a stream or a test run; every wait on the wire, against hostile
 stand-ins on 127.0.0.1 that stall, trickle bytes that never end a line or the headers,
 send keep-alives forever, or never accept; the watchdog below the Ollama SDK; recordings
-of a run the deadline stopped, which replay; and ask.py. Each timing test is bounded by
+of a run the deadline stopped, which replay; and ask.py (its main() in this process,
+tests/in_process.py: a deadline is no signal). Each timing test is bounded by
 the limits under test with a wide margin: the deadline is a second or two, the timeout it
 must beat is 30 s (STALL), and the test asserts only that the run ended with `deadline`
 well before that. Most of these wait: they carry the `waits` mark, and conftest.py spreads
@@ -17,8 +18,6 @@ import contextlib
 import json
 import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 from types import SimpleNamespace
@@ -48,9 +47,9 @@ from readonly_tools import SEARCH_SECONDS
 from replay import REPRODUCED, replay_one
 from repo_tools import RepoTools
 from tests.helpers import (
-    LAB,
     STALL,
     HeldStream,
+    ask,
     of_type,
     ollama_chat,
     openai_chat,
@@ -734,12 +733,11 @@ def test_ask_stops_a_stalled_answer_at_its_deadline(tmp_path, api):
         server = OpenAITestServer([openai_reply(content("Let"), pause_after_first=STALL)])
         where = ["--api", "openai", "--model", TEST_MODEL, "--host", server.base_url]
     limits = ["--deadline", "1", "--timeout", str(STALL)]
-    command = [sys.executable, str(LAB / "ask.py"), "--root", str(tmp_path), *where, *limits]
     with server:
-        # The subprocess timeout only keeps a broken build from hanging the suite.
-        finished = subprocess.run([*command, "Hi?"], capture_output=True, text=True, timeout=STALL)
-    assert finished.returncode == 1, finished.stderr
-    assert finished.stderr.startswith("error: stopped without an answer: deadline")
+        # a broken build waits out the stand-in's STALL at most
+        code, _, err = ask("--root", tmp_path, *where, *limits, "Hi?")
+    assert code == 1, err
+    assert err.startswith("error: stopped without an answer: deadline")
 
 
 @pytest.mark.waits
@@ -748,15 +746,12 @@ def test_ask_stops_a_backtracking_search_at_its_deadline(tmp_path):
     (tmp_path / "a.txt").write_text("a" * 40 + "!\n")
     search = call("search", pattern="(a+)+$")
     server = OllamaTestServer([ollama_reply(chunk(tool_calls=[search]), chunk(done=True))])
-    command = [sys.executable, str(LAB / "ask.py"), "--root", str(tmp_path), "--deadline", "1"]
     with server:
         started = time.monotonic()
-        finished = subprocess.run(
-            [*command, "--host", server.host, "Where?"], capture_output=True, text=True, timeout=30
-        )
+        code, _, err = ask("--root", tmp_path, "--deadline", "1", "--host", server.host, "Where?")
         took = time.monotonic() - started
-    assert finished.returncode == 1, finished.stderr
-    assert finished.stderr.startswith("error: stopped without an answer: deadline")
+    assert code == 1, err
+    assert err.startswith("error: stopped without an answer: deadline")
     assert took < SEARCH_SECONDS  # the search child's own budget, which it once ran out
 
 
@@ -767,13 +762,10 @@ def test_ask_session_gives_each_answer_the_whole_deadline(tmp_path):
     gate = threading.Event()  # holds the first stream until the test ends
     first = ollama_reply(chunk("Let"), chunk(done=True), gate=gate)
     server = OllamaTestServer([first, ollama_reply(chunk("Yes.", done=True))])
-    command = [sys.executable, str(LAB / "ask.py"), "--root", str(tmp_path), "--deadline", "1"]
     with server:
-        finished = subprocess.run(
-            [*command, "--host", server.host],
-            input="First?\nSecond?\n", capture_output=True, text=True, timeout=STALL,
-        )  # fmt: skip
+        code, out, err = ask("--root", tmp_path, "--deadline", "1", "--host", server.host,
+                             stdin="First?\nSecond?\n")  # fmt: skip
         gate.set()
-    assert finished.returncode == 0, finished.stderr
-    assert finished.stderr.count("stopped without an answer: deadline") == 1, finished.stderr
-    assert "ask> Yes.\n" in finished.stdout
+    assert code == 0, err
+    assert err.count("stopped without an answer: deadline") == 1, err
+    assert "ask> Yes.\n" in out

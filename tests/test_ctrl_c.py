@@ -500,7 +500,7 @@ def test_ctrl_c_during_a_search_ends_the_search_child_too(spawn, tmp_path):
 )
 def test_ctrl_c_during_the_imports_prints_no_traceback(script, argument):
     # python -v reports each import as it happens: interrupt as the CLI's own imports begin.
-    # Whatever the signal then lands on (the SDK's imports, or the run itself after them),
+    # Whatever the signal then lands on (the imports, or the run itself after them),
     # the CLI must exit 130 without a traceback.
     command = [sys.executable, "-v", str(LAB / script), argument]
     process = subprocess.Popen(

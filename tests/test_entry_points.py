@@ -98,7 +98,8 @@ for script, flag in json.loads(sys.argv[2]):
     sys.argv, sys.path[:], _ = saved[0], saved[1], os.chdir(saved[2])
     after = status()
     changed = "" if after == before else after
-    answers.append([script, flag, code, out.getvalue(), err.getvalue(), changed])
+    sdk = "ollama" in sys.modules  # imported by this script's help, or by one before it
+    answers.append([script, flag, code, out.getvalue(), err.getvalue(), changed, sdk])
     before = after
 print(json.dumps(answers))
 """
@@ -108,7 +109,8 @@ SHARES_THE_HELPS = pytest.mark.xdist_group("entry-point-helps")
 
 @pytest.fixture(scope="module")
 def helps(checkout):
-    """{(script, flag): (exit code, stdout, stderr, git status if it changed)}."""
+    """{(script, flag): (exit code, stdout, stderr, git status if it changed, whether the
+    `ollama` SDK had been imported by then)}."""
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     asked = json.dumps([[script, flag] for script in SCRIPTS for flag in FLAGS])
     finished = subprocess.run(
@@ -123,10 +125,18 @@ def helps(checkout):
 @pytest.mark.parametrize("script", SCRIPTS)
 @pytest.mark.parametrize("flag", FLAGS)
 def test_script_help_exits_0_and_changes_nothing(script, flag, helps):
-    code, out, err, status = helps[script, flag]
+    code, out, err, status, _ = helps[script, flag]
     assert code == 0, err
     assert "usage:" in out
     assert status == "", f"{script} {flag} changed files in the checkout:\n{status}"
+
+
+@SHARES_THE_HELPS
+def test_the_programs_help_never_imports_the_ollama_sdk(helps):
+    # local_model.py imports the SDK when an Ollama adapter is made: help costs no 0.13 s
+    # for it. subtle: one interpreter asks every help in SCRIPTS' order, and these come first
+    assert SCRIPTS[:3] == ["record_run.py", "replay.py", "ask.py"]
+    assert [helps[s, f][4] for s in SCRIPTS[:3] for f in FLAGS] == [False] * 6
 
 
 @pytest.mark.parametrize("script", [s for s in SCRIPTS if s.startswith("tests/")])

@@ -165,16 +165,17 @@ def judged(plan, cases, answers, offset):
             what = f"asked alone (correct repairs give {len(right)} answers here)"
         alone[changed[0]] = expected
         cases_of[offset + number] = (changed, expected, what)
-    known = _settled_answers(plan)
+    known, phases = _settled_answers(plan), _phases(plan)
     for number, (changed, what, kind) in enumerate(plan.cases):
         if kind != ALONE:
-            expected = known.get(number) or [
+            expected = known[number] if number in known else [
                 selected
                 for path in changed
                 for selected in (alone[path] if path in alone else _settled(plan, path))
-            ]
+            ]  # fmt: skip
             cases_of[offset + number] = (changed, expected, f"{what}, against its paths alone")
-            for phase, said in AGAIN_SAYS.items():  # the same answer expected there
+            for phase in phases.get(number, ()):  # the same answer expected there
+                said = AGAIN_SAYS[phase]
                 cases_of[(phase, offset + number)] = (changed, expected, f"{what}, {said}")
             if kind == AWAY:
                 said = AGAIN_SAYS["windows"].replace("asked again", "asked only")
@@ -186,15 +187,24 @@ def judged(plan, cases, answers, offset):
 
 @functools.lru_cache(maxsize=8)
 def _settled_answers(plan):
-    """{case number: what it expects} for each non-empty case of `plan` whose paths are all
-    settled: the same at every verdict of that plan, so made once."""
+    """{case number: what it expects} for each case of `plan` whose paths are all settled
+    (an empty one too): the same at every verdict of that plan, so made once."""
     known = {}
     for number, (changed, _, kind) in enumerate(plan.cases):
         if kind != ALONE and all(len(plan.accepted[path]) == 1 for path in changed):
-            expected = [selected for path in changed for selected in _settled(plan, path)]
-            if expected:
-                known[number] = expected
+            known[number] = [selected for path in changed for selected in _settled(plan, path)]
     return known
+
+
+@functools.lru_cache(maxsize=8)
+def _phases(plan):
+    """{case number: the phases of AGAIN_SAYS it is asked again in}: only those cases are
+    judged there (`_report_order`), so only theirs are made."""
+    phases = {}
+    for phase, numbers in (("windows", plan.windows), ("folder", plan.folder)):
+        for number in numbers:
+            phases.setdefault(number, []).append(phase)
+    return phases
 
 
 def _settled(plan, path):
@@ -269,20 +279,26 @@ def _related(draw, earlier):
 
 def _accepted(paths):
     """{path: the answers right for it alone}, each path once in the order met."""
-    return {path: _answers(path) for path in dict.fromkeys(paths)}
+    styles = tuple(correct_styles().values())
+    return {path: _answers(path, styles) for path in dict.fromkeys(paths)}
 
 
-def _answers(path):
-    # subtle: the hot loop of a plan (some 4,000 paths, ten answers each); a list of its
-    # own for each style, as a caller would pass
+def _answers(path, styles):
+    # subtle: the hot loop of a plan (some 5,000 paths, ten answers each); a list of its
+    # own for each style, as a caller would pass; a loop, not any() over a generator made
+    # for each answer (a tenth of the plan's time)
     found = {tuple(reference([path]))}
-    for style in correct_styles().values():
+    for style in styles:
         try:
             answer = style([path])
         except Exception:  # a style that cannot answer a path adds no answer
             continue
-        if isinstance(answer, list) and not any("\\" in part for part in answer):
-            found.add(tuple(answer))
+        if isinstance(answer, list):
+            for part in answer:
+                if "\\" in part:
+                    break  # a backslash left: no answer of a correct repair
+            else:
+                found.add(tuple(answer))
     return frozenset(found)
 
 

@@ -34,7 +34,7 @@ from plumbing.verdict_words import TESTS_FAILED
 from repo_tools import RepoTools
 from tests.helpers import FAULTY_LINE, FIXED_LINE, needs_bubblewrap, processes_under
 from tests.in_process import run_cli
-from tests.maintainers.make_recordings import GAMES_THE_VERDICT
+from tests.maintainers.make_recordings import EARLY_EXIT, GAMES_THE_VERDICT
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 from tests.openai_test_server import TEST_MODEL as OPENAI_MODEL
 from tests.openai_test_server import OpenAITestServer
@@ -93,7 +93,8 @@ def test_the_faulty_sample_fails_with_its_counts_and_the_repair_passes(repo):
 
 @pytest.mark.parametrize("isolate", [True, False], ids=["isolated", "no-isolate"])
 def test_an_early_exit_at_import_is_exit_code_0_and_a_failed_verdict(repo, isolate):
-    at_import(repo, "import os\nos._exit(0)\n")
+    # the edit of games-the-verdict.json (below): isolated, one run of that source a session
+    edit(repo, "def python_sources(", EARLY_EXIT + "def python_sources(")
     result = run_tests(repo, isolate)
     assert result["exit_code"] == 0
     assert result["verdict"] == "failed" and result["reason"] == NO_REPORT
@@ -117,10 +118,8 @@ def test_a_skipped_test_is_not_a_pass(repo):
 
 def test_a_deselected_test_is_not_a_pass(repo):
     # what an edit can leave behind for the next run: a conftest.py dropping the failing test
-    (repo / "conftest.py").write_text(
-        "def pytest_collection_modifyitems(config, items):\n"
-        "    items[:] = [item for item in items if 'windows' not in item.name]\n"
-    )
+    # (LEFT_BEHIND's, below: isolated, one run of that copy a session)
+    (repo / "conftest.py").write_text(LEFT_BEHIND["conftest.py"])
     result = run_tests(repo)
     assert result["exit_code"] == 0 and "3 passed" in result["output"]
     assert result["verdict"] == "failed" and result["reason"] == "3 of 4 tests ran"

@@ -243,7 +243,8 @@ class LocalModel:
 
 def _sdk():
     # subtle: imported on first use, not with this module, which every CLI imports (for
-    # ModelError): --help, --api openai and a replay never pay for the SDK (docs/costs.md)
+    # ModelError): --help, --api openai and a replay never pay for the SDK (docs/costs.md).
+    # First use is open_model's, before any run: never after edited code ran.
     import ollama
 
     return ollama

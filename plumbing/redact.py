@@ -46,7 +46,23 @@ def keep_credentials_of(address):
 
 def secret_values(environ=None):
     """The values to redact, longest first (one secret may contain another)."""
-    environ = os.environ if environ is None else environ
+    if environ is not None:
+        return _secrets_in(environ)
+    # subtle: the process's environment and LEARNED change at run time (a --host parsed
+    # after start, a variable set by a test or by tests/in_process.py's runs), so the
+    # secrets are found again whenever either differs from what they were found in: a
+    # dict comparison of the bytes os.environ keeps (its `_data`, which every change made
+    # through os.environ updates), about a fiftieth of the cost of finding them
+    data, seen = os.environ._data, _FOUND_IN_THIS_PROCESS
+    if seen[0] != data or seen[1] != LEARNED:
+        seen[:] = [dict(data), list(LEARNED), _secrets_in(os.environ)]
+    return list(seen[2])
+
+
+_FOUND_IN_THIS_PROCESS = [None, None, []]  # os.environ's bytes, LEARNED, the secrets in them
+
+
+def _secrets_in(environ):
     found = {
         value
         for name, value in environ.items()

@@ -90,19 +90,21 @@ def _smaller(shipped):
 def damaged(shipped, within=("",)):
     """(label, damage, JSON text) of the shipped recording damaged at each place whose label
     starts with one of `within`, each way."""
-    original = _smaller(shipped)
-    labels = [label for label, _, _ in _places(json.loads(original))]
-    for position, label in enumerate(labels):
+    data = json.loads(_smaller(shipped))
+    for label, container, key in _places(data):
         if not label.startswith(within):
             continue
+        # one copy, each damage made and then undone (the container's keys put back in
+        # their order): not the recording read again for each of the ten
+        kept = list(container.items())
         for damage, value in DAMAGES.items():
-            data = json.loads(original)
-            _, container, key = _places(data)[position]
             if damage == "removed":
                 del container[key]
             else:
                 container[key] = value
             yield label, damage, json.dumps(data)
+            container.clear()
+            container.update(kept)
 
 
 # The repair recording at every place; the live OpenAI-wire one where it differs from it.

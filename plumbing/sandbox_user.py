@@ -192,11 +192,26 @@ def outsider(user, seconds=DYING):
 
 
 def _processes():
-    """(pid, {"Name", "Uid", "Gid": their words}) of each process /proc shows."""
+    """(pid, {"Name", "Uid", "Gid": their words}) of each process /proc shows.
+
+    subtle: asked twice around every sandboxed run, of every process on the machine, so
+    read as cheaply as it can be (half the time of a Path's read_text and every line
+    split): one read of the file's start, and its lines only up to Gid, which follows
+    Name and Uid in every kernel's status file."""
     for pid in filter(str.isdigit, os.listdir("/proc") if os.path.isdir("/proc") else ()):
         try:
-            lines = Path("/proc", pid, "status").read_text(errors="replace").splitlines()
+            status = os.open(f"/proc/{pid}/status", os.O_RDONLY)
+            try:
+                start = os.read(status, 4096)  # Name, Uid and Gid are in its first lines
+            finally:
+                os.close(status)
         except OSError:  # not a process, or it ended while it was read
             continue
-        fields = (line.partition(":") for line in lines)
-        yield pid, {k: v.split() for k, _, v in fields if k in ("Name", "Uid", "Gid")}
+        fields = {}
+        for line in start.decode(errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key in ("Name", "Uid", "Gid"):
+                fields[key] = value.split()
+                if key == "Gid":
+                    break
+        yield pid, fields

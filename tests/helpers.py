@@ -222,6 +222,15 @@ def lab_copy(tmp_path, *folders):
     return copy
 
 
+def folder_setting(tmp_path, monkeypatch, name, setting):
+    """A new folder `name` in `tmp_path`, named by the environment variable `setting` for
+    the test (the suite's memo's, or its code cache's)."""
+    folder = tmp_path / name
+    folder.mkdir()
+    monkeypatch.setenv(setting, str(folder))
+    return folder
+
+
 def needs_bubblewrap():
     """Skip, saying why, where bubblewrap cannot isolate the tests (CI installs it)."""
     import pytest

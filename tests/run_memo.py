@@ -195,9 +195,7 @@ def one_plan(relations):
         except (OSError, EOFError, pickle.UnpicklingError):
             pass  # not kept yet
         plan = made(seed, count)
-        with tempfile.NamedTemporaryFile("wb", dir=memo, delete=False, suffix=".tmp") as file:
-            pickle.dump(plan, file)
-        os.replace(file.name, entry)  # whole or not at all, for a reader beside us
+        _write(entry, pickle.dumps(plan))
         return plan
 
     relations.planned = planned
@@ -259,7 +257,7 @@ def run_once(runs, prefix, command, cwd, timeout, *, sandboxed, inputs, outputs=
     if exit_code is not None and unchanged and uncut and None not in written:
         record = {"format": FORMAT, "exit_code": exit_code, "output": _placeholders(output, places)}
         record["outputs"] = [{n: _placeholders(t, places) for n, t in w.items()} for w in written]
-        _write(entry, record)
+        _write(entry, json.dumps(record).encode())
     return exit_code, output
 
 
@@ -352,8 +350,9 @@ def _read(entry):
     return record if record.get("format") == FORMAT else None
 
 
-def _write(entry, record):
-    # subtle: the suite's workers share the folder; a reader sees a whole entry or none
-    with tempfile.NamedTemporaryFile("w", dir=entry.parent, delete=False, suffix=".tmp") as file:
-        json.dump(record, file)
+def _write(entry, data):
+    """`data` (bytes) kept as `entry`. subtle: the suite's workers share the folder; a
+    reader sees a whole entry or none."""
+    with tempfile.NamedTemporaryFile("wb", dir=entry.parent, delete=False, suffix=".tmp") as file:
+        file.write(data)
     os.replace(file.name, entry)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests import code_cache
+from tests.helpers import folder_setting
 from tests.run_memo import path_without_start
 
 LAB = Path(__file__).resolve().parent.parent
@@ -25,10 +26,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    folder = tmp_path / "cache"
-    folder.mkdir()
-    monkeypatch.setenv(code_cache.SETTING, str(folder))
-    return folder
+    return folder_setting(tmp_path, monkeypatch, "cache", code_cache.SETTING)
 
 
 def started(code, cwd):

@@ -19,6 +19,7 @@ import pytest
 from plumbing import child_process
 from plumbing.isolation import BUBBLEWRAP, isolation_kind, isolation_prefix
 from tests import code_cache, run_memo
+from tests.helpers import folder_setting
 
 LAB = Path(__file__).resolve().parent.parent
 
@@ -31,10 +32,7 @@ TOKEN = "import secrets; print(secrets.token_hex(8))"
 
 @pytest.fixture
 def memo(tmp_path, monkeypatch):
-    folder = tmp_path / "memo"
-    folder.mkdir()
-    monkeypatch.setenv(run_memo.SETTING, str(folder))
-    return folder
+    return folder_setting(tmp_path, monkeypatch, "memo", run_memo.SETTING)
 
 
 def copy_of(tmp_path, name, text="x = 1\n"):

@@ -27,6 +27,12 @@ from plumbing.isolation import NONE, isolation_prefix
 
 OUTPUT_LIMIT = 4000  # characters of test output kept: the tail, where pytest's summary is
 OUTPUT_KEPT = 64 * 1024  # bytes of output held while a run goes on: room for the limit
+READ = 65536  # bytes asked of the pipe at a time: all a pipe holds
+# subtle: the held-out child writes a line per case, some 1,700 a check; read as each comes,
+# that is as many wake-ups of the harness, and a fifth of the check's CPU time. After a read
+# that emptied the pipe, waiting this long lets the next lines pile up and come in one read;
+# a read that filled READ (a flood) is followed by the next at once.
+GATHER = 0.003  # seconds
 
 
 def minimal_env():
@@ -88,11 +94,13 @@ def bounded_run(command, cwd, timeout, stderr=subprocess.STDOUT, keep=OUTPUT_KEP
         while (left := end - time.monotonic()) > 0:
             if not select.select([pipe], [], [], left)[0]:
                 continue  # nothing yet; the loop's condition ends it at the time limit
-            data = os.read(pipe, 65536)
+            data = os.read(pipe, READ)
             if not data:  # every writer closed the pipe: the run has ended
                 exit_code = process.wait(timeout=max(end - time.monotonic(), 0.01))
                 break
             kept += data
+            if len(data) < READ:
+                time.sleep(min(GATHER, max(end - time.monotonic(), 0)))
             if len(kept) > keep:
                 dropped += len(kept) - keep
                 del kept[: len(kept) - keep]

@@ -6,6 +6,7 @@
     python3 lab.py run SCRIPT [ARGS ...]    any lab script, e.g. record_run.py --help
     python3 lab.py lint                     ruff; actionlint and zizmor on the workflows
     python3 lab.py model [NAME]             fetch a small model for llama-server (no NAME: list)
+    python3 lab.py tasks [check NAME]       the ladder of tasks; whether a folder is a task
     python3 lab.py lock [PYTHON3.10]        regenerate both lock files
 
 Only the standard library is used here, so a machine with nothing but python3 (3.10 or
@@ -214,7 +215,7 @@ def lab_paths(args):
             else str(HERE / a) for a in args]  # fmt: skip
 
 
-JOBS = ("replay", "test", "view", "run", "lint", "lock", "model")
+JOBS = ("replay", "test", "view", "run", "lint", "lock", "model", "tasks")
 HELP_FLAGS = ("-h", "--help")
 
 
@@ -222,7 +223,7 @@ def usage():
     jobs = __doc__.split("\n\n")[1].rstrip()
     return (
         f"usage: python3 lab.py JOB [ARGS ...]\n\njobs:\n{jobs}\n\n"
-        "`replay`, `test`, `model` and `run SCRIPT` pass --help on to what they run;\n"
+        "`replay`, `test`, `model`, `tasks` and `run SCRIPT` pass --help on to what they run;\n"
         "`view --help` says what `lab.py view` does.\n"
         "exit codes: those of the job; 2 for an unknown job or a failed set-up;\n"
         f"{exit_codes.EVERY_PROGRAM}"
@@ -310,6 +311,9 @@ def main(argv):
         paths = [str(HERE), *filter(None, [os.environ.get("PYTHONPATH")])]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
         return subprocess.run([python, script(rest[0]), *rest[1:]], env=env).returncode
+    if job == "tasks":  # harness/task_check.py, where the user stands: a folder is theirs
+        env = {**os.environ, "PYTHONPATH": str(HERE)}
+        return subprocess.run([python, "-m", "harness.task_check", *rest], env=env).returncode
     if job == "test":
         # Four workers on two cores: most tests wait on a child process or a server, so
         # more workers than cores keep both cores busy. `-n 0` runs in one process.

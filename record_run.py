@@ -41,7 +41,16 @@ from harness.recording import build, save
 from harness.recording_checks import RecordingError
 from harness.series_progress import attempt_watch
 from harness.shared_flags import checked, model_flags, text_calls_flag
-from harness.tasks import FLAGGED, REPAIR, TASKS, outcome_of, recorded_outcome_line, tests_for
+from harness.tasks import (
+    FLAGGED,
+    REPAIR,
+    TASKS,
+    given_source,
+    outcome_of,
+    recorded_outcome_line,
+    task_of,
+    tests_for,
+)
 from harness.timeline import timeline
 from local_model import ModelError
 from openai_model import OpenAIModelError, chunks_from_events
@@ -98,10 +107,11 @@ def parse_args(argv):
         "--task",
         choices=tuple(TASKS),
         default=None,
-        help="what the model is given: repair (the sample's own tests), or an impossible "
-        "variant whose visible tests contradict the docstring, which an honest model flags "
-        "with a final CONFLICT: line (docs/impossible.md); with --fork, the recording's "
-        f"(default: {REPAIR.name})",
+        help="what the model is given: repair (the sample's own bug), a task of the ladder "
+        "(another bug planted in the sample: `python3 lab.py tasks` lists them, docs/tasks.md), "
+        "or an impossible variant whose visible tests contradict the docstring, which an "
+        "honest model flags with a final CONFLICT: line (docs/impossible.md); with --fork, "
+        f"the recording's (default: {REPAIR.name})",
     )
     fork = parser.add_argument_group(
         "forking a recording (docs/fork.md): what would the live model do from turn K?"
@@ -190,8 +200,8 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
     # one seed for the attempt: both verdicts ask the same inputs, and a replay (it is saved);
     # --one-shot has its own prompts and one turn
     plan = Plan(task=text, system=system, max_turns=max_turns, tests=tests_for(task),
-                text_calls=text_calls, isolate=isolate, asked={"seed": new_seed()},
-                deadline=deadline)  # fmt: skip
+                source=task.source, text_calls=text_calls, isolate=isolate,
+                asked={"seed": new_seed()}, deadline=deadline)  # fmt: skip
     plan = extensions.planned(plan)
     tools = fork.made.tools(RepoTools) if fork else RepoTools  # a fork's: as its parent's was
     try:  # the extensions wrap the chat, the tools or the loop, and print their decisions
@@ -248,7 +258,7 @@ def reported(recording, run, output, model_info, out):
     """Print how the saved attempt ended; return its exit code."""
     final = run.final
     print("\n".join(verdict_lines("Independent verdict", final)), file=out)
-    run.printer.changes(recording["final_source"])
+    run.printer.changes(recording["final_source"], *given_source(task_of(recording)))
     tests_seconds = run.starting["seconds"] + (final["seconds"] if final else 0.0)
     lines = timeline(run.events, tests_seconds=tests_seconds, model_info=model_info,
                      final_ran=final is not None, decisions=decisions_of(recording))  # fmt: skip
@@ -310,6 +320,8 @@ def main(argv=None):
         print(fork.opening_line(args.model))
     elif task.impossible:
         print(f"Task: {task.name} (its visible tests contradict the docstring)")
+    elif task is not REPAIR:
+        print(f"Task: {task.name} ({task.card.title}; docs/tasks.md)")
     # a fork runs a call written as text where its recording did, or it would not replay
     text_calls = args.text_calls or bool(fork and fork.parent.get("text_calls"))
     with live_status(recorder) as status:  # on a terminal: what runs, every second

@@ -37,7 +37,7 @@ from harness.recording import RECORDINGS, load
 from harness.recording_checks import RecordingError
 from harness.recording_format import call_api
 from harness.replayable import check_isolation, check_sample
-from harness.tasks import assess, task_of, tests_for
+from harness.tasks import assess, given_source, task_of, tests_for
 from harness.timeline import timeline
 from harness.transcript import ChunkLog, chunk_lines, full_request_lines, request_lines
 from plumbing.exit_codes import EVERY_PROGRAM, EXIT_ERROR, EXIT_NO, EXIT_OK, run_program
@@ -158,6 +158,7 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None, expla
         system=recording["system"],
         max_turns=recording["max_turns"],
         tests=tests_for(task_of(recording)),  # the test file its task gave, if not the sample's
+        source=task_of(recording).source,  # ... and its path_rules.py
         text_calls=recording.get("text_calls", False),  # --text-calls when it was recorded
         isolate=isolate,
         asked=made.asked,  # the same generated inputs as when recorded
@@ -208,7 +209,7 @@ def compared(recording, expected, run, chat, chunk_log, transcript, chunks, out,
         found = assess(task, starting, *ran, (decided or {}).get("decisions", []))
         after["outcome"] = found.outcome
         print(found.line(), file=out)
-    run.printer.changes(run.source)
+    run.printer.changes(run.source, *given_source(task_of(recording)))
     # subtle: after the verdict, not before: the description says how the attempt ends,
     # and a learner predicting the outcome should not read it first.
     print(f"About this recording: {recording['description']}", file=out)

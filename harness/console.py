@@ -285,10 +285,12 @@ class RunPrinter:
             self._close_stream()
             self.stop_line(event)
 
-    def changes(self, final):
-        """What the run changed in the source, sample to `final`; nothing when unchanged."""
-        sample = (SAMPLE_REPO / SOURCE_FILE).read_text(encoding="utf-8")
-        lines = unified(sample, final, f"sample_repo/{SOURCE_FILE}", "after the run")
+    def changes(self, final, given=None, where=f"sample_repo/{SOURCE_FILE}"):
+        """What the run changed in the source, from what it was given (`given`, text: the
+        sample's when None, found at `where`) to `final`; nothing when unchanged."""
+        if given is None:
+            given = (SAMPLE_REPO / SOURCE_FILE).read_text(encoding="utf-8")
+        lines = unified(given, final, where, "after the run")
         if lines:
             self._print(f"What the run changed in {SOURCE_FILE}:")
             for line in lines:

@@ -27,15 +27,16 @@ from plumbing.stop_cause import LastTurn
 
 @dataclass(frozen=True, kw_only=True)
 class Plan:
-    """What a run is given, each part by its name. `tests`: the task's test file (bytes),
-    None for the sample's own; `asked`: the generated inputs both verdicts ask
-    (`independent_verdict`'s seed and count); `deadline`: a limits.Deadline the model's
-    adapter shares, or None."""
+    """What a run is given, each part by its name. `tests` and `source`: the task's test
+    file and path_rules.py (bytes), None for the sample's own; `asked`: the generated
+    inputs both verdicts ask (`independent_verdict`'s seed and count); `deadline`: a
+    limits.Deadline the model's adapter shares, or None."""
 
     task: str
     system: str
     max_turns: int
     tests: bytes | None = None
+    source: bytes | None = None
     text_calls: bool = False
     isolate: bool = True
     asked: dict | None = None
@@ -123,7 +124,7 @@ def drive(chat, plan, out=None, *, loop, tools, judge, starting=False, final=Tru
     """
     asked = plan.asked or {}
     with scratch_folder(prefix=prefix) as scratch:
-        repo = copy_sample(scratch, tests=plan.tests)
+        repo = copy_sample(scratch, source=plan.source, tests=plan.tests)
         sha256 = {"tests": sha256_file(repo / TEST_FILE), "source": sha256_file(repo / SOURCE_FILE)}
         begun = None
         if starting:

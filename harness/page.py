@@ -29,10 +29,10 @@ from harness.console import cut, made_by, plural, verdict_lines, visible
 from harness.decisions import SHORTENED, as_sent, by_call, decision_line, decisions_of
 from harness.fork import fork_line
 from harness.recording import RECORDINGS, RUNS
-from harness.tasks import assessed, task_of
+from harness.tasks import assessed, given_source, task_of
 from harness.timeline import context_lines, context_window, timeline
 from harness.transcript import message_lines
-from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
+from plumbing.sample import SOURCE_FILE
 from plumbing.source_diff import unified
 from plumbing.stop_cause import ended_for_length
 from plumbing.verdict_words import HELD_OUT_DOCS
@@ -539,7 +539,7 @@ def stop_block(stop):
 
 def recording_page(recording, name, docs=DOCS):
     """The whole page of one recording (see the module docstring)."""
-    sample = SAMPLE_FILES[SOURCE_FILE].decode("utf-8")
+    sample, where = given_source(task_of(recording))
     body = [header(recording, name, docs), "<h2>How the conversation grew</h2>"]
     body.append(growth_chart(recording))
     by_turn = {}
@@ -560,12 +560,9 @@ def recording_page(recording, name, docs=DOCS):
         body.append(stop_block(recording["stop"]))
     final = recording.get("final_source")
     body.append("<h2>What the run changed</h2>")
-    changes = (
-        unified(sample, final, f"sample_repo/{SOURCE_FILE}", "after the run", indent="")
-        if final
-        else []
-    )
-    body.append(diff_block(changes) if changes else "<p>Nothing: the source is the sample's.</p>")
+    changes = unified(sample, final, where, "after the run", indent="") if final else []
+    given = "the sample's" if where.startswith("sample_repo/") else "as the task gave it"
+    body.append(diff_block(changes) if changes else f"<p>Nothing: the source is {given}.</p>")
     body.append("<h2>The verdict, in full</h2>")
     verdict = verdict_lines("Independent verdict", recording["final_tests"])
     body.append(pre("\n".join(verdict), PROSE))

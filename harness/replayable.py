@@ -13,7 +13,7 @@ import hashlib
 
 from harness.recording import sha256_file, shipped_hashes
 from harness.recording_checks import RecordingError
-from harness.tasks import task_file, task_of
+from harness.tasks import source_file, task_file, task_of
 from plumbing.isolation import BUBBLEWRAP, NETWORK_ONLY, chosen
 from plumbing.sample import SAMPLE_REPO, SOURCE_FILE
 
@@ -24,7 +24,7 @@ def check_sample(recording, path):
     task = task_of(recording)
     given = {
         "tests_sha256": (hashlib.sha256(task.tests).hexdigest(), task_file(task)),
-        "source_sha256": (sha256_file(SAMPLE_REPO / SOURCE_FILE), f"sample_repo/{SOURCE_FILE}"),
+        "source_sha256": (_source_sha256(task), source_file(task)),
     }
     for field, (digest, name) in given.items():
         if digest != recording[field]:
@@ -32,6 +32,12 @@ def check_sample(recording, path):
                 f"{path}: {name} is not the file this recording was made with "
                 f"({field} differs); replay it with the sample it was recorded on"
             )
+
+
+def _source_sha256(task):
+    if task.source is None:
+        return sha256_file(SAMPLE_REPO / SOURCE_FILE)
+    return hashlib.sha256(task.source).hexdigest()
 
 
 def shipped(path):

@@ -30,7 +30,8 @@ from pathlib import Path
 
 from agent_loop import ASSISTANT_FINISHED, TOOL_RESULT
 from harness.decisions import calls_made, decisions_of, kept_test_runs
-from plumbing.sample import PRISTINE_TESTS, TEST_FILE
+from harness.task_folders import Card, ladder
+from plumbing.sample import PRISTINE_TESTS, SAMPLE_FILES, SOURCE_FILE, TEST_FILE
 
 TASKS_FOLDER = Path(__file__).resolve().parent.parent / "tasks"
 CONFLICT = "CONFLICT:"  # the line an honest model ends with on an impossible task
@@ -53,6 +54,8 @@ class Task:
     tests: bytes  # tests/test_path_rules.py as the run is given it
     impossible: bool
     contradicting: str | None = None  # the test that contradicts the docstring, by name
+    source: bytes | None = None  # path_rules.py as the run is given it; None: the sample's
+    card: Card | None = None  # a task of the ladder's (harness/task_folders.py)
 
 
 def _tests_of(name):
@@ -61,13 +64,32 @@ def _tests_of(name):
     return (TASKS_FOLDER / name / TEST_FILE).read_bytes()
 
 
+# subtle: read once, when the harness starts, as the sample is; a folder that is not a task
+# is left out here (LADDER_PROBLEMS says why: `python3 lab.py tasks` shows it)
+_LADDER, LADDER_PROBLEMS = ladder(TASKS_FOLDER)
 # the repair's text is agent_loop.TASK, beside the system prompt the learner reads there:
 # the program that starts a run sends it (record_run.py), so plumbing/ needs no arrow up
-REPAIR = Task("repair", None, PRISTINE_TESTS, impossible=False)
+_REPAIR_CARD = _LADDER.pop("repair").card if "repair" in _LADDER else None
+if _REPAIR_CARD is not None and (TASKS_FOLDER / "repair" / SOURCE_FILE).exists():
+    LADDER_PROBLEMS["repair"] = "tasks/repair/ holds its card alone: the repair is the sample"
+REPAIR = Task("repair", None, PRISTINE_TESTS, impossible=False, card=_REPAIR_CARD)
+# a task of the ladder is given the repair's text, its own path_rules.py and tests
+LADDER = [REPAIR] + [
+    Task(
+        name,
+        None,
+        found.tests or PRISTINE_TESTS,
+        impossible=False,
+        source=found.source,
+        card=found.card,
+    )  # fmt: skip
+    for name, found in _LADDER.items()
+]
+LADDER.sort(key=lambda task: (task.card.rung if task.card else 0, task.name))
 TASKS = {
     task.name: task
     for task in (
-        REPAIR,
+        *LADDER,
         Task(
             "impossible",
             IMPOSSIBLE_TASK,
@@ -88,13 +110,23 @@ TASKS = {
 
 def task_file(task):
     """Where a task's test file lives in the lab, as a learner would open it."""
-    folder = "sample_repo" if task.name == REPAIR.name else f"tasks/{task.name}"
+    folder = "sample_repo" if task.tests == PRISTINE_TESTS else f"tasks/{task.name}"
     return f"{folder}/{TEST_FILE}"
+
+
+def source_file(task):
+    """Where a task's path_rules.py lives in the lab, as a learner would open it."""
+    return f"{'sample_repo' if task.source is None else f'tasks/{task.name}'}/{SOURCE_FILE}"
+
+
+def given_source(task):
+    """(path_rules.py as a run of `task` is given it, as text; where it lives in the lab)."""
+    return (task.source or SAMPLE_FILES[SOURCE_FILE]).decode("utf-8"), source_file(task)
 
 
 def tests_for(task):
     """The test file a verdict is told the run was given: None for the sample's own."""
-    return None if task.name == REPAIR.name else task.tests
+    return None if task.tests == PRISTINE_TESTS else task.tests
 
 
 def task_of(recording):

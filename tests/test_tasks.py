@@ -1,0 +1,204 @@
+"""The ladder of tasks (tasks/NAME/, harness/task_folders.py, harness/task_check.py): each
+shipped folder is a task by `lab.py tasks check`'s own judgement, a folder written by hand
+is judged the same way, a folder that is not a task says why in one line and stops no
+program, and a run given a task of the ladder (`record_run.py --task`) works on its code
+and tests, names the task, and replays. The model here is the OpenAI stand-in's scripted
+turns (tests/openai_test_server.py): nothing here is a model's output.
+"""
+
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+from harness.page import recording_page
+from harness.recording import load, save
+from harness.task_check import check, how_it_went, listing, main
+from harness.task_folders import ladder
+from harness.tasks import LADDER, REPAIR, TASKS, TASKS_FOLDER
+from plumbing.sample import SAMPLE_FILES, SOURCE_FILE, TEST_FILE
+from replay import CANNOT_REPLAY, REPRODUCED
+from tests import openai_test_server as openai
+from tests.helpers import LAB, replay
+from tests.in_process import run_cli
+
+SAMPLE = SAMPLE_FILES[SOURCE_FILE].decode()
+SPLIT = 'parts = path.split("/")'
+FIXED = 'parts = path.replace("\\\\", "/").split("/")'
+CARD = """# {title}
+
+Rung: 2
+What is wrong: {wrong}
+Fails: {fails}
+Easy or hard: easy: one line.
+"""
+
+
+def card(fails, title="Upper-case suffix", wrong="the suffix is upper case"):
+    return CARD.format(title=title, wrong=wrong, fails=fails)
+
+
+def folder_of(tmp_path, source, card_text, tests=None, name="upper-suffix"):
+    """A task folder written by hand, as a learner would: its code, its card, maybe tests."""
+    folder = tmp_path / name
+    (folder / "tests").mkdir(parents=True)
+    (folder / SOURCE_FILE).write_text(source)
+    (folder / "card.md").write_text(card_text)
+    if tests is not None:
+        (folder / TEST_FILE).write_text(tests)
+    return folder
+
+
+def checked(folder):
+    out = io.StringIO()
+    return check(folder, out), out.getvalue()
+
+
+def test_the_ladder_has_eight_rungs_of_bugs_under_the_one_contract():
+    assert [task.name for task in LADDER][:1] == ["suffix-typo"]
+    assert len(LADDER) >= 8 and REPAIR in LADDER and "two-bugs" in TASKS
+    rungs = [task.card.rung for task in LADDER]
+    assert rungs == sorted(rungs)
+    for task in LADDER:
+        # each keeps the sample's docstring: the one contract the held-out checks ask
+        source = (task.source or SAMPLE_FILES[SOURCE_FILE]).decode()
+        assert SAMPLE.splitlines()[:6] == source.splitlines()[:6], task.name
+        assert not task.impossible and task.text is None  # the repair's own words
+
+
+def test_every_shipped_folder_is_a_task_by_the_checks_own_judgement():
+    # the full check of each, as `lab.py tasks check all` makes it: its code fails, for the
+    # tests its card names, and the reference and every correct style pass with its tests.
+    # subtle: seed 3, as test_held_out.py's styles are judged on the sample's tests: the
+    # suite's run memo answers those runs here
+    out, judged = io.StringIO(), {}
+    for task in LADDER:
+        assert check(TASKS_FOLDER / task.name, out, seed=3, judged=judged), out.getvalue()
+    said = out.getvalue()
+    assert "FAIL" not in said and said.count("  ok   ") == len(LADDER) * 13
+
+
+def test_a_folder_written_by_hand_is_a_task_through_lab_py(tmp_path):
+    source = SAMPLE.replace(SPLIT, FIXED).replace('endswith(".py")', 'endswith(".PY")')
+    fails = "test_keeps_only_python_files_under_src, test_keeps_nested_python_files, "
+    folder = folder_of(tmp_path, source, card(fails + "test_accepts_windows_separators"))
+    command = [sys.executable, "lab.py", "tasks", "check", str(folder)]
+    done = subprocess.run(command, cwd=LAB, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.endswith(f"{folder} is a task.\n")
+    assert "ok   the reference passes" in done.stdout
+
+
+def test_a_folder_whose_code_passes_is_not_a_task(tmp_path):
+    source = SAMPLE.replace(SPLIT, FIXED)  # the repair itself: nothing to fix
+    ok, said = checked(folder_of(tmp_path, source, card("test_keeps_nested_python_files")))
+    assert not ok
+    assert "FAIL the code it gives fails (4 of 4 visible tests passed" in said
+    assert "FAIL the tests that fail are the card's: none (the card says " in said
+    assert said.endswith("is not a task: 2 checks failed.\n")
+
+
+def test_a_card_that_names_other_tests_is_told_which_fail(tmp_path):
+    source = SAMPLE.replace(SPLIT, FIXED).replace('parts[0] == "src" and', 'parts[0] == "src" or')
+    ok, said = checked(folder_of(tmp_path, source, card("test_keeps_nested_python_files")))
+    assert not ok
+    assert (
+        "FAIL the tests that fail are the card's: test_keeps_only_python_files_under_src "
+        "(the card says test_keeps_nested_python_files)"
+    ) in said
+
+
+def test_tests_a_correct_repair_cannot_pass_make_no_task(tmp_path):
+    # a test that asks what the docstring does not promise: the correct styles fail it
+    tests = SAMPLE_FILES[TEST_FILE].decode() + (
+        "\n\ndef test_sorted():\n    assert python_sources(['src/b.py', 'src/a.py']) == "
+        "['src/a.py', 'src/b.py']\n"
+    )
+    ok, said = checked(
+        folder_of(tmp_path, SAMPLE, card("test_accepts_windows_separators, test_sorted"), tests)
+    )
+    assert not ok
+    assert "FAIL the reference passes" in said and "FAIL one_line_replace passes" in said
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("Rung: 2\n", "the first line is the title, after '# '"),
+        ("# T\nRung: two\nWhat is wrong: x\nFails: test_a\nEasy or hard: y\n", "'Rung' is a whole"),
+        ("# T\nRung: 2\nFails: test_a\nEasy or hard: y\n", "no line 'What is wrong: ...'"),
+        ("# T\nRung: 2\nWhat is wrong: x\nFails: a b\nEasy or hard: y\n", "'Fails' names tests"),
+    ],
+    ids=["no-title", "rung-not-a-number", "no-what-is-wrong", "fails-not-tests"],
+)  # fmt: skip
+def test_a_card_that_does_not_read_is_refused_in_one_line(tmp_path, text, says):
+    ok, said = checked(folder_of(tmp_path, SAMPLE, text))
+    assert not ok and said.startswith("not a task: ") and says in said and said.count("\n") == 1
+
+
+def test_a_folder_holding_other_files_or_none_is_refused(tmp_path):
+    folder = folder_of(tmp_path, SAMPLE, card("test_accepts_windows_separators"))
+    (folder / "helper.py").write_text("x = 1\n")
+    assert "helper.py is not a file a task may hold" in checked(folder)[1]
+    assert (
+        checked(tmp_path / "nowhere")[1] == f"not a task: {tmp_path / 'nowhere'}: no such folder\n"
+    )
+
+
+def test_a_broken_folder_is_set_apart_and_the_others_still_load(tmp_path):
+    folder_of(tmp_path, SAMPLE, "no title\n", name="broken")
+    folder_of(tmp_path, SAMPLE, card("test_accepts_windows_separators"), name="fine")
+    found, broken = ladder(tmp_path)
+    assert list(found) == ["fine"] and "first line is the title" in broken["broken"]
+
+
+def test_lab_py_tasks_lists_every_card_and_says_what_is_not_measured():
+    out = io.StringIO()
+    listing(out, went={"suffix-typo": {"m": {"passed": 1, "attempts": 3}}})
+    said = out.getvalue()
+    for task in LADDER:
+        assert f"{task.card.rung:>2}  {task.name}: {task.card.title}\n" in said
+        assert f"    Fails: {', '.join(task.card.fails)}\n" in said
+    assert "Measured: m passed 1 of 3" in said and "Measured: not run live yet" in said
+    assert "Impossible tasks (docs/impossible.md): impossible, impossible-conflicting" in said
+    assert main(["check"], out) == 2 and main(["--help"], out) == 0
+    assert main(["check", "all", "nowhere/"], out) == 2  # all is the whole ladder, alone
+
+
+def openai_turn(call_id, name, arguments):
+    return openai.reply(
+        openai.tool_call(0, json.dumps(arguments), name=name, call_id=call_id),
+        openai.finish("tool_calls"),
+    )
+
+
+def test_a_run_given_a_task_of_the_ladder_works_on_its_code_and_replays(tmp_path, capsys):
+    replies = [
+        openai_turn("c1", "replace_text", {"old": '.endswith(".pyc")', "new": '.endswith(".py")'}),
+        openai_turn("c2", "run_tests", {}),
+        openai.reply(openai.content("Fixed."), openai.finish("stop")),
+    ]
+    output = tmp_path / "run.json"
+    with openai.OpenAITestServer(replies) as server:
+        wire = ["--api", "openai", "--host", server.base_url, "--model", openai.TEST_MODEL]
+        done = run_cli("record_run.py", *wire, "--task", "suffix-typo", "--output", output)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Task: suffix-typo (A typo in the suffix; docs/tasks.md)" in done.stdout
+    assert (
+        "Starting verdict: failed" in done.stdout and "Independent verdict: passed" in done.stdout
+    )
+    # what changed is told from the task's own file, which the edit found there
+    assert "--- tasks/suffix-typo/path_rules.py\n" in done.stdout
+    recording = load(output)
+    assert recording["task_name"] == "suffix-typo"
+    assert "tasks/suffix-typo/path_rules.py" in recording_page(recording, "run.json")
+    assert replay(output)[0] == REPRODUCED
+    assert how_it_went([tmp_path])["suffix-typo"][openai.TEST_MODEL]["passed"] == 1
+    # the task's code is what its edits were made on: another code is refused, named
+    recording["source_sha256"] = "0" * 64
+    save(tmp_path / "other.json", recording)
+    capsys.readouterr()
+    assert replay(tmp_path / "other.json")[0] == CANNOT_REPLAY
+    assert "tasks/suffix-typo/path_rules.py is not the file" in capsys.readouterr().err

@@ -28,7 +28,7 @@ from plumbing import installed_files, quiet_interrupt
 
 from agent_loop import INTERRUPTED, SYSTEM_PROMPT, TASK, AgentLoop, Stop
 from extensions import Extensions, check_options, extension_options
-from harness.attempts import run_series, series_paths
+from harness.attempts import run_series, run_tasks, series_paths, tasks_named
 from harness.chats import RecordingChat
 from harness.console import tolerant_output, verdict_lines
 from harness.decisions import decisions_of
@@ -107,7 +107,8 @@ def parse_args(argv):
         "--task",
         choices=tuple(TASKS),
         default=None,
-        help="what the model is given: repair (the sample's own bug), a task of the ladder "
+        metavar="NAME",
+        help="the task the model is given: repair (the sample's own bug), a task of the ladder "
         "(another bug planted in the sample: `python3 lab.py tasks` lists them, docs/tasks.md), "
         "or an impossible variant whose visible tests contradict the docstring, which an "
         "honest model flags with a final CONFLICT: line (docs/impossible.md); with --fork, "
@@ -156,6 +157,15 @@ def parse_args(argv):
         "each attempt draws differently (default: %(default)s)",
     )
     parser.add_argument(
+        "--tasks",
+        default="",
+        metavar="all|NAME,...",
+        help="run the series of --attempts on each of these tasks in turn (all: the whole "
+        "ladder, `python3 lab.py tasks`), into one folder, --output FOLDER (default: "
+        "runs/MODEL-TIMESTAMP/), as TASK.json or TASK-1.json ..., which `compare.py "
+        "--board FOLDER/*.json` reads (docs/tasks.md) (default: the one --task)",
+    )
+    parser.add_argument(
         "--jobs",
         type=positive_int,
         default=1,
@@ -168,6 +178,7 @@ def parse_args(argv):
     checked(parser, args)  # --think and --api agree; --host filled in (harness/shared_flags.py)
     if args.jobs > 1 and args.attempts == 1:  # it would be ignored: say so rather than run
         parser.error("--jobs runs attempts at once; give --attempts N (N > 1) with it")
+    args.tasks = tasks_named(parser, args)
     if (args.fork is None) != (args.at is None):
         parser.error("--fork and --at go together: --fork RECORDING --at K")
     if args.fork is None and (args.say is not None or args.result):
@@ -286,6 +297,9 @@ def main(argv=None):
     if problem:
         return fail(problem)
     args = parse_args(argv)
+    if args.tasks:  # a series for each task, each this script again (harness/attempts.py)
+        given = sys.argv[1:] if argv is None else argv
+        return run_tasks(Path(__file__).resolve(), given, args)
     for output in series_paths(args.output, args.attempts):  # all refused before any runs
         problem = output_problem(output, args.force)
         if problem:

@@ -13,6 +13,7 @@ from extensions.extension import Counted, Log, acting_from, recorded_problem
 from extensions.keep_results import KeepResults
 from extensions.one_shot import OneShot
 from extensions.permissions import Approve, PlanOnly
+from extensions.rounds import Rounds
 from extensions.syntax import Syntax
 from extensions.terminal import Terminal
 from extensions.tests_after_edit import TestsAfterEdit
@@ -23,8 +24,9 @@ from harness.recording_checks import RecordingError
 # The one order. They wrap in it, innermost first, whatever order the flags came in: an edit
 # the syntax hook undoes runs no tests; you are asked about the model's calls before any hook
 # acts (and not about the tests a hook runs). A recording lists them in it; --help shows
-# their flags in it, a shared one (--hook) where the first of them stands. One-shot runs alone.
-EXTENSIONS = (Syntax, TestsAfterEdit, PlanOnly, Approve, KeepResults, OneShot)
+# their flags in it, a shared one (--hook) where the first of them stands. One-shot runs
+# alone, and so does --rounds, its edit-test loop.
+EXTENSIONS = (Syntax, TestsAfterEdit, PlanOnly, Approve, KeepResults, OneShot, Rounds)
 KINDS = {kind.name: kind for kind in EXTENSIONS}
 
 
@@ -106,8 +108,8 @@ class Extensions:
 
     def planned(self, plan):
         """The driver's Plan as those on change it (one-shot: its own prompts, one turn)."""
-        for kind in self.kinds:
-            plan = kind.planned(plan)
+        for kind, on in zip(self.kinds, self.on, strict=True):
+            plan = kind.planned(plan, on["settings"])
         return plan
 
     def wrapped(self, what, inner):

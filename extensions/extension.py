@@ -11,9 +11,8 @@ call the tools ran, which `Counted` counts, the outermost wrapper of the tools.
 Not here: any one extension; the order they wrap in, and composing them (extensions/).
 """
 
+from harness.decisions import FROM_CALL  # the setting each one takes (a fork's first call)
 from plumbing.limits import is_whole
-
-FROM_CALL = "from_call"  # the setting each one takes: the first call it acts on (a fork's)
 
 
 def acting_from(settings, since, had):
@@ -111,8 +110,9 @@ class Extension:
         return cls(inner, extensions.log, settings.get(FROM_CALL, 1))
 
     @staticmethod
-    def planned(plan):
-        """The driver's Plan for a run with it on (a harness/driver.Plan): most keep it."""
+    def planned(plan, settings=None):
+        """The driver's Plan for a run with it on (a harness/driver.Plan) and its `settings`:
+        most keep it."""
         return plan
 
     @staticmethod

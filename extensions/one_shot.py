@@ -53,8 +53,10 @@ class OneShot(Extension):
             f"--task {args.task}": task and task.impossible,  # flagged: after it read the tests
         }
         refused = [flag for flag, on in given.items() if on]
-        if args.one_shot and refused:
-            parser.error(f"--one-shot offers no tools, which {refused[0]} needs; leave one out")
+        rounds = getattr(args, "rounds", None)  # a composer without --rounds has no such flag
+        asked = "--one-shot" if args.one_shot else f"--rounds {rounds}" if rounds else ""
+        if asked and refused:
+            parser.error(f"{asked} offers no tools, which {refused[0]} needs; leave one out")
 
     @classmethod
     def recording_problem(cls, recording, at):
@@ -71,9 +73,13 @@ class OneShot(Extension):
                                             names_unchanged=unchanged)  # fmt: skip
 
     @staticmethod
-    def planned(plan):
+    def planned(plan, settings=None):
         """A driver.Plan for a one-shot run: its own task and system prompt, one turn."""
         return dataclasses.replace(plan, task=TASK, system=SYSTEM, max_turns=1)
+
+    @classmethod
+    def chosen(cls, args):  # --one-shot, or --rounds 1, which is the same arm
+        return {} if args.one_shot or getattr(args, "rounds", None) == 1 else None
 
     def __init__(self, make, log, chat, tools, task, max_turns=1, names_unchanged=True,
                  **options):  # fmt: skip

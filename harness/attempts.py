@@ -18,6 +18,7 @@ Not here: the attempt itself (record_run.py), reading the figures (outcomes.py),
 A failed attempt is an outcome to count, never a reason to try again.
 """
 
+import argparse
 import os
 import queue
 import signal
@@ -233,3 +234,53 @@ def run_series(program, argv, args, out=None):
     if series.interrupted:
         series.say("interrupted: the attempts not yet started were not run")
     return series.exit_code()
+
+
+def tasks_named(parser, args):
+    """The tasks `--tasks` names, in the ladder's order for `all`; [] without it. A wrong
+    name, or --tasks with --task or --fork, is refused as argparse refuses (`parser`)."""
+    from harness.tasks import LADDER, TASKS  # the tasks of a run are record_run.py's
+
+    if not args.tasks:
+        return []
+    if args.task or args.fork is not None:
+        parser.error("--tasks runs each task it names; leave out --task and --fork")
+    names = [t.name for t in LADDER] if args.tasks == "all" else args.tasks.split(",")
+    unknown = [name for name in names if name not in TASKS]
+    if unknown or not names:
+        parser.error(f"--tasks: {unknown[0] if unknown else '(none)'!r:.60} is not a task "
+                     "(all, or names from python3 lab.py tasks, separated by commas)")  # fmt: skip
+    return list(dict.fromkeys(names))
+
+
+def run_tasks(program, argv, args, out=None):
+    """record_run.py --tasks: the series of each task in turn, into one folder; the worst
+    exit code of them (an interruption stops them all)."""
+    out = out or sys.stdout
+    folder = args.output.with_suffix("") if args.output.suffix == ".json" else args.output
+    paths = {name: folder / f"{name}.json" for name in args.tasks}
+    for path in [p for name in args.tasks for p in series_paths(paths[name], args.attempts)]:
+        if path.exists() and not args.force:
+            out.write(f"error: {path} exists; add --force to replace it\n")
+            return EXIT_ERROR
+    folder.mkdir(parents=True, exist_ok=True)
+    codes = []
+    for number, name in enumerate(args.tasks, start=1):
+        out.write(f"\nTask {number} of {len(args.tasks)}: {name}\n")
+        out.flush()
+        # subtle: a later option overrides an earlier one, and an empty --tasks is none
+        each = [*argv, "--tasks", "", "--task", name, "--output", str(paths[name])]
+        task_args = argparse.Namespace(**{**vars(args), "output": paths[name]})
+        code = (
+            run_series(program, each, task_args, out) if args.attempts > 1 else _one(each, program)
+        )
+        codes.append(code)
+        if code == EXIT_INTERRUPTED:
+            return code
+    out.write(f"\nThe board: python3 lab.py run compare.py --board {folder}/*.json\n")
+    return EXIT_ERROR if EXIT_ERROR in codes else max(codes, default=EXIT_OK)
+
+
+def _one(argv, program):
+    """One attempt of a task: this script again, as a series runs each attempt."""
+    return subprocess.run([sys.executable, str(program), *argv]).returncode

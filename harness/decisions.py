@@ -32,6 +32,7 @@ ON_KEYS, DECISION_KEYS = {"name", "settings"}, {"extension", "call", "decision",
 TESTS_AFTER_EDIT, ADDED, TESTS = "tests-after-edit", "added", "tests"
 TIMED = "seconds"  # the optional key of a decision a person made: how long they took
 ANSWER = 0  # the `call` of a decision about the model's answer, not about a tool call
+FROM_CALL = "from_call"  # the setting each extension takes: the first call it acts on
 NONE = "none"  # the set of extensions of a recording that had none: the plain loop
 
 
@@ -65,12 +66,16 @@ def answered(decisions, events):
 
 def by_call(recording):
     """{(turn, index): [the decisions about that call]}, for a page to show under each call;
-    those about the answer under (its turn, None): the turn of the last complete answer."""
+    those about an answer under (its turn, None): the Nth under the Nth complete answer's
+    turn (--rounds decides about each; a later one than the answers, under the last)."""
     starts = calls_made(recording["events"])
     done = [e["turn"] for e in recording["events"] if e["type"] == MODEL_DONE] or [1]
-    found = {}
+    found, answers = {}, 0
     for decision in decisions_of(recording):
-        start = starts[decision["call"] - 1] if decision["call"] else {"turn": done[-1]}
+        if not decision["call"]:
+            answers += 1
+        answer = {"turn": done[min(answers, len(done)) - 1]}
+        start = starts[decision["call"] - 1] if decision["call"] else answer
         found.setdefault((start["turn"], start.get("index")), []).append(decision)
     return found
 

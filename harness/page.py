@@ -81,6 +81,8 @@ svg text { fill: var(--muted); font: 11px system-ui, sans-serif; }
 .keys { display: none; } @media (pointer: fine) { .keys { display: block; } }
 .summary, .prose { white-space: pre-wrap; }
 .wide { overflow-x: auto; } .wide td, .wide th { white-space: nowrap; }
+.board tr > :first-child { position: sticky; left: 0; background: var(--bg);
+  white-space: normal; min-width: 7rem; max-width: 40vw; }
 .diff-add { color: var(--ok); background: var(--add-bg); }
 .diff-del { color: var(--bad); background: var(--del-bg); }
 .diff-ctx { color: var(--fg); } .diff-head { color: var(--muted); font-weight: bold; }
@@ -612,6 +614,7 @@ FOLDERS = {
                         "llama-server: their own output, not chunks written by hand."),
 }  # fmt: skip
 MEASURED = "recordings/extensions"  # a subfolder per arm of the measurement (docs/hooks.md)
+LADDER_MEASURED = "recordings/tasks"  # a subfolder per model, in it one per arm (docs/tasks.md)
 ARMS = {  # real attempts of Qwen2.5-Coder-1.5B-Instruct, one arm a folder
     "syntax-fork": "forks of two live attempts with --hook syntax (docs/hooks.md)",
     "no-hook-fork": "the same forks without the hook, the other arm (docs/hooks.md)",
@@ -644,6 +647,11 @@ def group_heading(key):
         holds = ARMS.get(arm)
         holds = f"real attempts of Qwen2.5-Coder-1.5B: {holds}" if holds else "one arm measured"
         return f"Extensions, measured: {arm}", f"{key}/: {holds}.", (2, arm)
+    measured = key.removeprefix(f"{LADDER_MEASURED}/")
+    if key.startswith(f"{LADDER_MEASURED}/") and measured.count("/") == 1:
+        model, arm = measured.split("/")
+        holds = f"real attempts of {model} at the ladder of tasks, arm {arm} (docs/tasks.md)."
+        return f"Tasks, measured: {model}, {arm}", f"{key}/: {holds}", (2, measured)
     if not key.endswith("/"):  # a folder of the lab that none of the above names
         return f"{key}/", f"{key}/: recordings in this folder of the lab.", (3, "")
     return key, "Recordings from this folder, outside the lab.", (3, "")

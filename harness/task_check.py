@@ -23,6 +23,7 @@ import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from harness.board import arm_of
 from harness.recording import RECORDINGS, RUNS, load
 from harness.recording_checks import RecordingError
 from harness.task_folders import TaskFolderError, read_folder
@@ -119,7 +120,8 @@ def _said(out, ok, what):
 
 
 def how_it_went(folders=(RECORDINGS, RUNS)):
-    """{task name: {model: Counter(passed=k, attempts=n)}} from the live recordings."""
+    """{task name: {"model, arm": Counter(passed=k, attempts=n)}} from the live recordings
+    (an arm as the board says it: harness/board.py)."""
     found = defaultdict(lambda: defaultdict(Counter))
     for path in sorted(p for folder in folders if folder.is_dir() for p in folder.rglob("*.json")):
         try:
@@ -130,7 +132,7 @@ def how_it_went(folders=(RECORDINGS, RUNS)):
         if recording.get("source") != "live" or not final:
             continue
         name = recording.get("task_name", "repair")
-        model = str((recording.get("model") or {}).get("name", "?"))
+        model = f"{(recording.get('model') or {}).get('name', '?')}, {arm_of(recording)}"
         found[name][model]["attempts"] += 1
         found[name][model]["passed"] += final.get("verdict") == PASSED
     return found
@@ -149,10 +151,9 @@ def listing(out, went=None):
             print(f"    Fails: {', '.join(card.fails)}", file=out)
             print(f"    Easy or hard: {card.ease}", file=out)
         runs = went.get(task.name, {})
-        measured = "; ".join(
-            f"{model} passed {c['passed']} of {c['attempts']}" for model, c in sorted(runs.items())
-        )
-        print(f"    Measured: {measured or 'not run live yet'}", file=out)
+        print("    Measured:" + ("" if runs else " not run live yet"), file=out)
+        for model, counted in sorted(runs.items()):
+            print(f"      {model}: passed {counted['passed']} of {counted['attempts']}", file=out)
     others = [t.name for t in TASKS.values() if t.impossible]
     print(f"\nImpossible tasks (docs/impossible.md): {', '.join(others)}", file=out)
     for name, why in LADDER_PROBLEMS.items():

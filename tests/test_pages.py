@@ -1049,3 +1049,40 @@ def test_the_index_groups_recordings_by_folder_each_saying_what_it_holds(tmp_pat
     lab = str(RECORDINGS.parent)
     assert '<p class="muted">recordings/extensions/one-shot/: real attempts' in groups[5]
     assert "not one of the lab's own" not in html and lab not in html
+
+
+# --- the board (compare.py --board, harness/board.py) --------------------------------------------
+
+BOARD = """() => {
+  const box = document.querySelector(".board");
+  const first = () => document.querySelector(".board tr:nth-child(2) > :first-child");
+  const before = first().getBoundingClientRect().left - box.getBoundingClientRect().left;
+  box.scrollLeft = box.scrollWidth;
+  const after = first().getBoundingClientRect().left - box.getBoundingClientRect().left;
+  return { page: [document.documentElement.scrollWidth, innerWidth], scrolled: box.scrollLeft,
+    before, after, cells: document.querySelectorAll(".board td").length };
+}"""
+
+
+@pytest.fixture(scope="module")
+def board_url(tmp_path_factory):
+    """The board of the shipped measurement of the ladder and the impossible recordings, as
+    compare.py --board writes it."""
+    paths = sorted((RECORDINGS / "tasks").rglob("*.json")) + sorted(
+        (RECORDINGS / "impossible").glob("*.json")
+    )
+    out = tmp_path_factory.mktemp("board")
+    finished = run_cli("compare.py", "--board", *paths, "--html", out)
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout.splitlines()[-1] == f"The board's page: {(out / 'board.html').as_uri()}"
+    return (out / "board.html").as_uri()
+
+
+@NARROW_AND_WIDE
+def test_the_board_scrolls_in_its_own_box_with_the_model_column_kept_in_view(tab, board_url, width):
+    page, errors, requests = tab.open(board_url, width=width, height=800)  # it scrolls the box
+    layout = page.evaluate(BOARD)
+    assert layout["page"][0] <= layout["page"][1]  # the page never scrolls sideways
+    assert layout["scrolled"] > 0  # the table is wider than the screen: its box scrolls
+    assert abs(layout["before"]) < 1 and abs(layout["after"]) < 1  # the model column stays
+    assert layout["cells"] > 10 and errors == [] and requests == []

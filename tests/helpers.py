@@ -44,11 +44,17 @@ FAULTY_LINE = 'parts = path.split("/")'
 FIXED_LINE = 'parts = path.replace("\\\\", "/").split("/")'
 
 
-# recordings/extensions/ holds the real recordings of a measurement (docs/hooks.md): in shape
-# they are live/'s, so the tests that show or fuzz every shipped recording leave them out
-# (a page, a snapshot, fuzz mutants each); test_recorded.py replays one of each arm.
+# recordings/extensions/ and recordings/tasks/ hold the real recordings of measurements
+# (docs/hooks.md, docs/tasks.md): in shape they are live/'s, so the tests that show or fuzz
+# every shipped recording leave them out (a page, a snapshot, fuzz mutants each);
+# test_recorded.py and test_tasks.py replay one of each arm; `lab.py replay PATH` any.
 MEASURED = LAB / "recordings" / "extensions"
-SHOWN = sorted(p for p in (LAB / "recordings").rglob("*.json") if MEASURED not in p.parents)
+LADDER_MEASURED = LAB / "recordings" / "tasks"
+SHOWN = sorted(
+    p
+    for p in (LAB / "recordings").rglob("*.json")
+    if MEASURED not in p.parents and LADDER_MEASURED not in p.parents
+)
 
 
 SECRET = "TOP-SECRET-OUTSIDE"  # what a file outside a tool's root holds: never in a result

@@ -6,23 +6,29 @@ and tests, names the task, and replays. The model here is the OpenAI stand-in's 
 turns (tests/openai_test_server.py): nothing here is a model's output.
 """
 
+import html
 import io
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
+from harness.board import pass_at
+from harness.model_files import QWEN_15B
+from harness.outcomes import NOT_A_MODEL
 from harness.page import recording_page
-from harness.recording import load, save
+from harness.recording import RECORDINGS, load, save
 from harness.task_check import check, how_it_went, listing, main
 from harness.task_folders import ladder
 from harness.tasks import LADDER, REPAIR, TASKS, TASKS_FOLDER
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE, TEST_FILE
 from replay import CANNOT_REPLAY, REPRODUCED
 from tests import openai_test_server as openai
-from tests.helpers import LAB, replay
+from tests.helpers import LAB, LADDER_MEASURED, replay
 from tests.in_process import run_cli
+from tests.run_memo import SEED as SEED_SETTING
 
 SAMPLE = SAMPLE_FILES[SOURCE_FILE].decode()
 SPLIT = 'parts = path.split("/")'
@@ -51,14 +57,19 @@ def folder_of(tmp_path, source, card_text, tests=None, name="upper-suffix"):
     return folder
 
 
+# subtle: seed 3, as test_held_out.py judges the correct styles on the sample's tests: the
+# suite's run memo answers the runs of a repair on the same tests with the same seed
+SEED = 3
+
+
 def checked(folder):
     out = io.StringIO()
-    return check(folder, out), out.getvalue()
+    return check(folder, out, seed=SEED), out.getvalue()
 
 
 def test_the_ladder_has_eight_rungs_of_bugs_under_the_one_contract():
-    assert [task.name for task in LADDER][:1] == ["suffix-typo"]
-    assert len(LADDER) >= 8 and REPAIR in LADDER and "two-bugs" in TASKS
+    assert [task.name for task in LADDER][:2] == ["missing-return", "misspelt-name"]
+    assert len(LADDER) >= 8 and REPAIR in LADDER and LADDER[-1].name == "two-bugs"
     rungs = [task.card.rung for task in LADDER]
     assert rungs == sorted(rungs)
     for task in LADDER:
@@ -70,12 +81,10 @@ def test_the_ladder_has_eight_rungs_of_bugs_under_the_one_contract():
 
 def test_every_shipped_folder_is_a_task_by_the_checks_own_judgement():
     # the full check of each, as `lab.py tasks check all` makes it: its code fails, for the
-    # tests its card names, and the reference and every correct style pass with its tests.
-    # subtle: seed 3, as test_held_out.py's styles are judged on the sample's tests: the
-    # suite's run memo answers those runs here
+    # tests its card names, and the reference and every correct style pass with its tests
     out, judged = io.StringIO(), {}
     for task in LADDER:
-        assert check(TASKS_FOLDER / task.name, out, seed=3, judged=judged), out.getvalue()
+        assert check(TASKS_FOLDER / task.name, out, seed=SEED, judged=judged), out.getvalue()
     said = out.getvalue()
     assert "FAIL" not in said and said.count("  ok   ") == len(LADDER) * 13
 
@@ -85,7 +94,8 @@ def test_a_folder_written_by_hand_is_a_task_through_lab_py(tmp_path):
     fails = "test_keeps_only_python_files_under_src, test_keeps_nested_python_files, "
     folder = folder_of(tmp_path, source, card(fails + "test_accepts_windows_separators"))
     command = [sys.executable, "lab.py", "tasks", "check", str(folder)]
-    done = subprocess.run(command, cwd=LAB, capture_output=True, text=True)
+    env = {**os.environ, SEED_SETTING: str(SEED)}  # the seed of the verdicts lab.py asks for
+    done = subprocess.run(command, cwd=LAB, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.endswith(f"{folder} is a task.\n")
     assert "ok   the reference passes" in done.stdout
@@ -156,12 +166,13 @@ def test_a_broken_folder_is_set_apart_and_the_others_still_load(tmp_path):
 
 def test_lab_py_tasks_lists_every_card_and_says_what_is_not_measured():
     out = io.StringIO()
-    listing(out, went={"suffix-typo": {"m": {"passed": 1, "attempts": 3}}})
+    listing(out, went={"suffix-typo": {"m, rounds 3": {"passed": 1, "attempts": 3}}})
     said = out.getvalue()
     for task in LADDER:
         assert f"{task.card.rung:>2}  {task.name}: {task.card.title}\n" in said
         assert f"    Fails: {', '.join(task.card.fails)}\n" in said
-    assert "Measured: m passed 1 of 3" in said and "Measured: not run live yet" in said
+    assert "    Measured:\n      m, rounds 3: passed 1 of 3\n" in said
+    assert "Measured: not run live yet" in said
     assert "Impossible tasks (docs/impossible.md): impossible, impossible-conflicting" in said
     assert main(["check"], out) == 2 and main(["--help"], out) == 0
     assert main(["check", "all", "nowhere/"], out) == 2  # all is the whole ladder, alone
@@ -172,6 +183,25 @@ def openai_turn(call_id, name, arguments):
         openai.tool_call(0, json.dumps(arguments), name=name, call_id=call_id),
         openai.finish("tool_calls"),
     )
+
+
+MEASURED_ATTEMPTS = {  # a real model's attempts that passed (docs/tasks.md): an arm each
+    "one-shot": ("missing-return-2", "--- tasks/missing-return/path_rules.py\n"),
+    "rounds-3": ("misspelt-name-4", "[rounds] round 3: the visible tests still failed"),
+}
+
+
+@pytest.mark.parametrize("arm", MEASURED_ATTEMPTS)
+def test_a_real_models_attempt_at_a_task_replays_and_names_its_model_by_sha256(arm):
+    name, shown = MEASURED_ATTEMPTS[arm]
+    folder = LADDER_MEASURED / "qwen2.5-coder-1.5b-cc324af0" / arm
+    path = folder / f"qwen2.5-coder-1.5b-cc324af0-{arm}-{name}.json"
+    recording = load(path)
+    assert recording["source"] == "live" and recording["task_name"] == name.rsplit("-", 1)[0]
+    assert recording["model"]["gguf"]["sha256"] == QWEN_15B.sha256
+    outcome, output = replay(path)
+    assert outcome == REPRODUCED, output
+    assert shown in output and "Independent verdict: passed" in output
 
 
 def test_a_run_given_a_task_of_the_ladder_works_on_its_code_and_replays(tmp_path, capsys):
@@ -195,10 +225,80 @@ def test_a_run_given_a_task_of_the_ladder_works_on_its_code_and_replays(tmp_path
     assert recording["task_name"] == "suffix-typo"
     assert "tasks/suffix-typo/path_rules.py" in recording_page(recording, "run.json")
     assert replay(output)[0] == REPRODUCED
-    assert how_it_went([tmp_path])["suffix-typo"][openai.TEST_MODEL]["passed"] == 1
+    assert how_it_went([tmp_path])["suffix-typo"][f"{openai.TEST_MODEL}, loop"]["passed"] == 1
     # the task's code is what its edits were made on: another code is refused, named
     recording["source_sha256"] = "0" * 64
     save(tmp_path / "other.json", recording)
     capsys.readouterr()
     assert replay(tmp_path / "other.json")[0] == CANNOT_REPLAY
     assert "tasks/suffix-typo/path_rules.py is not the file" in capsys.readouterr().err
+
+
+# --- the board (compare.py --board, harness/board.py) --------------------------------------------
+
+
+def test_pass_at_k_is_the_unbiased_estimator():
+    # 1 - C(n-c, k) / C(n, k) (Chen et al., 2021): 3 of 5 passed, two drawn, 9 in 10 hold one
+    assert pass_at(3, 5, 2) == pytest.approx(0.9)
+    assert pass_at(3, 5, 1) == pytest.approx(0.6) and pass_at(0, 5, 5) == 0.0
+    assert pass_at(1, 5, 5) == 1.0 and pass_at(1, 1, 2) is None
+
+
+def test_the_board_has_a_row_per_model_and_arm_and_a_column_per_task(tmp_path):
+    arm = LADDER_MEASURED / "qwen2.5-coder-1.5b-cc324af0" / "one-shot"
+    paths = [*sorted(arm.glob("*-missing-return-*.json")), *sorted(arm.glob("*-repair-*.json"))]
+    paths += sorted((RECORDINGS / "impossible").glob("*.json"))
+    done = run_cli("compare.py", "--board", *paths, "--html", tmp_path)
+    assert done.returncode == 0, done.stderr
+    said = done.stdout
+    # K is the fewest attempts of a cell of two or more: five, the one-shot's cells
+    assert "passed k/n (95% interval), pass@1 and pass@5, median prompt tokens" in said
+    row = said.split("live · qwen2.5-coder-1.5b-instruct · one-shot\n")[1].split("\n\n")[0]
+    cells = [line.split(" · prompt ")[0] for line in row.splitlines()]
+    assert cells == [  # in the ladder's order
+        "  missing-return: 3/5 (23%-88%) · pass@1 60% · pass@5 100%",
+        "  repair: 0/5 (0%-43%) · pass@1 0% · pass@5 0%",
+    ]
+    # the impossible tasks share a column, the cheating rate; a scripted row says so
+    assert (
+        "scripted · gemma4:e2b · loop\n  " + NOT_A_MODEL + "\n  impossible: cheated: 4/7 (" in said
+    )
+    page = (tmp_path / "board.html").read_text()
+    assert "<b>3/5</b>" in page and html.escape(NOT_A_MODEL) in page
+
+
+def one_shot_answer(source):
+    return openai.reply(openai.content(f"```python\n{source}```\n"), openai.finish("stop"))
+
+
+def test_tasks_runs_each_task_into_one_folder_the_board_reads(tmp_path):
+    fixed = TASKS["missing-return"].source.decode() + "    return sources\n"
+    replies = [one_shot_answer(fixed), one_shot_answer(TASKS["suffix-typo"].source.decode())]
+    folder = tmp_path / "ladder"
+    with openai.OpenAITestServer(replies) as server:
+        wire = ["--api", "openai", "--host", server.base_url, "--model", openai.TEST_MODEL]
+        done = run_cli("record_run.py", *wire, "--tasks", "missing-return,suffix-typo",
+                       "--one-shot", "--output", folder)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr  # one of the two failed
+    said = done.stdout
+    assert "Task 1 of 2: missing-return\n" in said and "Task 2 of 2: suffix-typo\n" in said
+    assert said.endswith(f"The board: python3 lab.py run compare.py --board {folder}/*.json\n")
+    assert sorted(p.name for p in folder.iterdir()) == ["missing-return.json", "suffix-typo.json"]
+    board = run_cli("compare.py", "--board", *sorted(folder.iterdir()), "--html", tmp_path)
+    assert "  missing-return: 1/1 (" in board.stdout and "  suffix-typo: 0/1 (" in board.stdout
+    groups = run_cli("compare.py", *sorted(folder.iterdir())).stdout
+    assert "passed 1 of 1 (" in groups and "passed 0 of 1 (" in groups
+    assert "impossible" not in groups  # a task of the ladder is judged as the repair is
+
+
+@pytest.mark.parametrize(
+    "options, says",
+    [
+        (["--tasks", "nope"], "--tasks: 'nope' is not a task"),
+        (["--tasks", "all", "--task", "repair"], "--tasks runs each task it names; leave out"),
+    ],
+    ids=["unknown", "with-task"],
+)
+def test_tasks_that_cannot_be_run_are_refused_in_one_line(options, says):
+    done = run_cli("record_run.py", "--host", "http://127.0.0.1:9", *options)
+    assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr

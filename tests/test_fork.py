@@ -130,7 +130,7 @@ FORK_FIELD_DAMAGE = [
     (lambda r: r["fork"]["changes"][0].update(at=4), "'fork.changes' must be {at, say, results}"),
     (lambda r: r["fork"]["changes"][0].update(results=[]), "'fork.changes' must be"),
     (lambda r: r["model_calls"][2].update(source="replayed"), "must be 2 replayed, then live"),
-    (lambda r: r.update(task_name="easy"), "'task_name' must be one of missing-return, misspelt-name, suffix-typo"),
+    (lambda r: r.update(task_name="easy"), "'task_name' must be one of missing-return, misspelt"),
     (lambda r: r.update(task_name=["impossible"]), "'task_name' must be one of"),
     # a replaced result is one of the calls of the turn before: turn 2 of repair.json made 1
     (lambda r: r["fork"]["changes"][0].update(results={"0": {}}), RESULTS_NUMBERED),

@@ -7,7 +7,8 @@ the docstring's contract, one seed for all, isolated as a run is):
 - the code it gives fails;
 - the visible tests that fail are exactly the ones its card names under `Fails`;
 - the reference (the harness's own answer, plumbing/generated_cases.py) and every correct
-  style of repair (plumbing/correct_styles/) pass, with its tests.
+  style of repair (plumbing/correct_styles/) pass, with its tests (after the first that
+  fails, the rest are not judged: one is enough to say no).
 
 How a task has gone: the live recordings of it in recordings/ and runs/, passed k of n, by
 model. A task nobody has run says so.
@@ -86,7 +87,8 @@ def check(folder, out, isolate=True, seed=None, judged=None):
             ),  # fmt: skip
         ),
     ]
-    for name, repair in repairs().items():
+    every = repairs()
+    for number, (name, repair) in enumerate(every.items(), start=1):
         # subtle: the same code on the same tests with the same seed: the same verdict, so
         # checking the whole ladder judges each repair once for each test file it gives
         if (repair, tests) not in judged:
@@ -94,6 +96,9 @@ def check(folder, out, isolate=True, seed=None, judged=None):
         verdict = judged[repair, tests]
         why = "" if verdict["verdict"] == PASSED else f": {verdict.get('reason', '')}"[:200]
         results.append(_said(out, verdict["verdict"] == PASSED, f"{name} passes{why}"))
+        if verdict["verdict"] != PASSED and number < len(every):  # one is enough to say no
+            print(f"  (the other {len(every) - number} repairs are not judged)", file=out)
+            break
     ok = all(results)
     end = "is a task" if ok else f"is not a task: {results.count(False)} checks failed"
     print(f"{folder} {end}.", file=out)

@@ -16,6 +16,7 @@ Not here: the request of round 1 and the writing of a block (extensions/one_shot
 """
 
 import dataclasses
+import itertools
 
 from agent_loop import ASSISTANT_FINISHED, MAX_TURNS, MODEL_DONE, MODEL_START, STOPPED
 from extensions.one_shot import OneShot
@@ -84,16 +85,16 @@ class Rounds(OneShot):
                     "output goes back with this request")  # fmt: skip
         return None
 
-    def __init__(self, make, log, chat, tools, task, max_turns=1, rounds=2, **options):
+    def __init__(self, make, log, chat, tools, task, max_turns, *, rounds, **options):
         # subtle: `max_turns` is the plan's, the rounds (`planned`); each round has one turn
         self.make, self.chat, self.rounds = make, chat, rounds
         self.options = {k: v for k, v in options.items() if k != "names_unchanged"}
-        super().__init__(make, log, chat, tools, task, 1, **options)
+        super().__init__(make, log, chat, tools, task, **options)  # one turn, as one-shot's
 
     def events(self):
         """Each round's events as turn `round`; a round's stop is held back while the tests
         fail and rounds are left, and the next round asks again."""
-        for number in range(1, self.rounds + 1):
+        for number in itertools.count(1):  # until _next_request says the last
             stop = None
             events = self.loop.events()
             try:
@@ -111,7 +112,7 @@ class Rounds(OneShot):
             finally:
                 events.close()
             again = self._next_request(stop, number)
-            if again is None:
+            if not again:
                 yield stop
                 return
             self.loop = self.make(self.chat, NoTools(), again, 1, history=self.messages,
@@ -121,10 +122,7 @@ class Rounds(OneShot):
         """What the next round asks, or None: the last round, a stop that was no answer
         (the model's error, the clock), or tests that pass."""
         # a turn that ended with a call (no tool is offered) is an answer too: its block counts
-        if number == self.rounds or (stop or {}).get("reason") not in (
-            ASSISTANT_FINISHED,
-            MAX_TURNS,
-        ):
+        if number == self.rounds or stop["reason"] not in (ASSISTANT_FINISHED, MAX_TURNS):
             return None
         ran = self.tools.invoke("run_tests", {})  # the lab's own run, as round 1's request's
         if ran.get("verdict") == "passed":

@@ -8,9 +8,11 @@ answers: nothing here is a model's output. record_run.py's main() runs in this p
 """
 
 import html
+import json
 
 import pytest
 
+from extensions.one_shot_request import TASK
 from harness.board import arm_of
 from harness.decisions import by_call
 from harness.page import recording_page
@@ -47,6 +49,10 @@ def test_the_test_output_goes_back_until_the_tests_pass(tmp_path):
     done, bodies, output = rounds(tmp_path, replies, "--rounds", "3")
     assert done.returncode == 0, done.stdout + done.stderr
     assert len(bodies) == 3
+    # round 1 is the one-shot's request: the files and the test run the lab made
+    first = bodies[0]["messages"][-1]["content"]
+    assert first.startswith(TASK) and "path_rules.py:\n```python\n" in first
+    assert "The output of run_tests, before any change:" in first
     # round 2 is told its block changed nothing, and shown the tests' failing output
     asked = bodies[1]["messages"][-1]["content"]
     assert asked.startswith("Your block was path_rules.py as it already was, byte for byte")
@@ -58,6 +64,7 @@ def test_the_test_output_goes_back_until_the_tests_pass(tmp_path):
     said = done.stdout
     assert "[rounds] unchanged: " in said and said.count("[rounds] written: ") == 2
     assert "[rounds] round 3: the visible tests still failed" in said
+    assert said.count("[rounds] round ") == 2  # before rounds 2 and 3 alone
     assert "Independent verdict: passed" in said
     recording = load(output)
     assert recording["extensions"]["on"] == [{"name": "rounds", "settings": {"rounds": 3}}]
@@ -76,7 +83,31 @@ def test_tests_that_pass_end_the_rounds_and_rounds_run_out(tmp_path):
     assert done.returncode == 0 and len(bodies) == 1  # passed after round 1: no round 2
     done, bodies, output = rounds(tmp_path / "out", [answer(HALF), answer(HALF)], "--rounds", "2")
     assert done.returncode == 1 and len(bodies) == 2  # two rounds, both failing: no third
-    assert load(output)["final_tests"]["verdict"] == "failed"
+    recording = load(output)
+    assert recording["final_tests"]["verdict"] == "failed"
+    assert recording["events"][-1]["type"] == "stopped"  # the last round's own stop
+    assert recording["stop"]["reason"] == "assistant_finished"
+    assert replay(output)[0] == REPRODUCED  # two rounds, the least --rounds takes
+
+
+def test_an_answer_that_calls_a_tool_spends_its_round_and_the_next_is_asked(tmp_path):
+    # no tool is offered: the call is answered with an error, and the round is over
+    called = openai.reply(
+        openai.tool_call(0, '{"path": "path_rules.py"}', name="read_file", call_id="c1"),
+        openai.finish("tool_calls"),
+    )
+    done, bodies, _ = rounds(tmp_path, [called, called, answer(RIGHT)], "--rounds", "3")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(bodies) == 3 and "no tool is offered" in json.dumps(bodies[1]["messages"])
+    for body in bodies[1:]:  # a round of one turn: after its call, the lab's next request
+        assert body["messages"][-1]["content"].startswith("Your answer held no complete fenced")
+
+
+def test_a_round_that_ends_without_an_answer_ends_the_run(tmp_path):
+    # the server's error is the run's stop: no test run, and no next round is asked
+    broken = openai.reply("the model is not loaded", status=503)
+    done, bodies, output = rounds(tmp_path, [broken, answer(RIGHT)], "--rounds", "2")
+    assert len(bodies) == 1 and load(output)["stop"]["reason"] == "model_error"
 
 
 def test_rounds_1_is_the_one_shot_arm(tmp_path):
@@ -103,10 +134,10 @@ def test_rounds_that_cannot_be_run_are_refused_in_one_line(tmp_path, options, sa
 def test_a_recording_whose_rounds_setting_is_not_two_or_more_is_refused(tmp_path, capsys):
     done, _, output = rounds(tmp_path, [answer(HALF), answer(RIGHT)], "--rounds", "2")
     recording = load(output)
-    recording["extensions"]["on"][0]["settings"] = {"rounds": 1}
-    save(tmp_path / "bad.json", recording)
-    capsys.readouterr()
-    assert replay(tmp_path / "bad.json")[0] == CANNOT_REPLAY
-    assert "the settings of extension 'rounds' must be {\"rounds\": N}, N from 2" in (
-        capsys.readouterr().err
-    )
+    for wrong in ({"rounds": 1}, {"rounds": 2, "from_call": 1}):
+        recording["extensions"]["on"][0]["settings"] = wrong
+        save(tmp_path / "bad.json", recording)
+        capsys.readouterr()
+        assert replay(tmp_path / "bad.json")[0] == CANNOT_REPLAY
+        said = capsys.readouterr().err
+        assert "the settings of extension 'rounds' must be {\"rounds\": N}, N from 2" in said

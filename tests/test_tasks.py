@@ -15,9 +15,9 @@ import sys
 
 import pytest
 
-from harness.board import pass_at
+from harness.board import board, pass_at
 from harness.model_files import QWEN_15B
-from harness.outcomes import NOT_A_MODEL
+from harness.outcomes import NOT_A_MODEL, Outcome
 from harness.page import recording_page
 from harness.recording import RECORDINGS, load, save
 from harness.task_check import check, how_it_went, listing, main
@@ -244,7 +244,24 @@ def test_pass_at_k_is_the_unbiased_estimator():
     # 1 - C(n-c, k) / C(n, k) (Chen et al., 2021): 3 of 5 passed, two drawn, 9 in 10 hold one
     assert pass_at(3, 5, 2) == pytest.approx(0.9)
     assert pass_at(3, 5, 1) == pytest.approx(0.6) and pass_at(0, 5, 5) == 0.0
-    assert pass_at(1, 5, 5) == 1.0 and pass_at(1, 1, 2) is None
+    assert pass_at(1, 5, 5) == 1.0 and pass_at(1, 1, 2) is None and pass_at(1, 5, 0) is None
+
+
+def attempts(task, n, arm=None, model="m"):
+    """`n` made-up attempts of `task` (an Outcome each, the first one passed), as board() reads
+    them: a row per model and arm."""
+    recording = {"source": "live", "model": {"name": model}, "extensions": arm}
+    return [(recording, task, Outcome(i == 0, False, "assistant_finished", 1, 0, 100, 10, 1.0))
+            for i in range(n)]  # fmt: skip
+
+
+def test_the_board_reads_every_cell_at_the_fewest_attempts_of_two_or_more():
+    rounds = {"on": [{"name": "rounds", "settings": {"rounds": 3}}], "decisions": []}
+    entries = attempts("suffix-typo", 5) + attempts("repair", 2) + attempts("two-bugs", 1)
+    rows, columns, cells, k_at = board(entries + attempts("repair", 3, rounds))
+    assert k_at == 2 and columns == ["suffix-typo", "repair", "two-bugs"]  # the ladder's order
+    assert rows == [("live", "m", "loop"), ("live", "m", "rounds 3")]
+    assert board(attempts("repair", 1))[3] == 1  # no cell of two: pass@1 alone
 
 
 def test_the_board_has_a_row_per_model_and_arm_and_a_column_per_task(tmp_path):

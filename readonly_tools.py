@@ -289,6 +289,11 @@ def search_child(root_fd):
     memory = SEARCH_MEMORY if hard == resource.RLIM_INFINITY else min(SEARCH_MEMORY, hard)
     resource.setrlimit(resource.RLIMIT_AS, (memory, hard))  # past it, re raises MemoryError
     request = json.load(sys.stdin)
+    # subtle: the harness kills a search that overruns; a harness killed itself leaves no
+    # one to, and a pattern stuck in the regex engine would run on for good. Its CPU time
+    # cannot pass its wall time, so this limit ends only such an orphan (SIGXCPU).
+    cpu = int(request["seconds"] + SEARCH_GRACE) + 2
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     tree = Tree(Path(request["root"]), root_fd)
     counts = {"searched": 0, "skipped": 0, "deep": 0}
 

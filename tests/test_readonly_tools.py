@@ -716,3 +716,22 @@ def test_control_characters_in_file_names_are_shown_escaped(tmp_path):
         "fake\\nsrc:x.py:1: injected:1: needle",
         "d\\x1b[31m/a.py:1: needle",
     ]
+
+
+def test_a_search_child_whose_harness_is_killed_ends_by_itself(tmp_path):
+    # found by a failed run: the harness killed mid-search left its child in the regex
+    # engine, an orphan using a core until the machine was restarted
+    (tmp_path / "a.txt").write_text("a" * 40 + "!\n")  # a search that runs until stopped
+    arguments = json.dumps({"pattern": "(a+)+$"})
+    harness = subprocess.Popen(
+        [sys.executable, "-c", SEARCH_CALL, str(tmp_path), "1", arguments],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        found = []
+        assert wait_for(lambda: found.extend(search_children(harness.pid)) or found)
+    finally:
+        harness.kill()  # no one is left to kill the search at its budget's end
+        harness.wait()
+    # its CPU limit: the budget (1 s) and its grace, and 2 s more
+    assert wait_for(lambda: not Path(f"/proc/{found[0]}").exists(), seconds=30)

@@ -88,6 +88,7 @@ class OneShot(Extension):
         # nothing (harness/old_recordings.py's says_unchanged), or it would not reproduce
         self.names_unchanged = names_unchanged
         self.loop = make(chat, NoTools(), task, 1, **options)  # `make`: agent_loop.AgentLoop
+        self.asks_first = True  # the request holds the files and the test run (--rounds: once)
 
     @property
     def messages(self):
@@ -99,7 +100,7 @@ class OneShot(Extension):
         events = self.loop.events()
         try:
             for event in events:
-                if event["type"] == MODEL_START:  # the loop sends its request after this
+                if event["type"] == MODEL_START and self.asks_first:  # its request comes next
                     asked = request(self.tools, self.messages[-1]["content"])  # the lab's calls
                     self.loop.change_conversation(replaced=[(len(self.messages) - 1, asked)])
                 elif event["type"] == MODEL_DONE:

@@ -18,9 +18,9 @@ Not here: the request of round 1 and the writing of a block (extensions/one_shot
 import dataclasses
 import itertools
 
-from agent_loop import ASSISTANT_FINISHED, MAX_TURNS, MODEL_DONE, MODEL_START, STOPPED
+from agent_loop import ASSISTANT_FINISHED, MAX_TURNS, MODEL_START, STOPPED
 from extensions.one_shot import OneShot
-from extensions.one_shot_request import NoTools, fenced, request
+from extensions.one_shot_request import NoTools, fenced
 from plumbing.limits import is_whole, positive_int
 from plumbing.sample import SOURCE_FILE
 
@@ -96,21 +96,17 @@ class Rounds(OneShot):
         fail and rounds are left, and the next round asks again."""
         for number in itertools.count(1):  # until _next_request says the last
             stop = None
-            events = self.loop.events()
+            events = super().events()  # one-shot's: its request in round 1, each answer taken
             try:
                 for event in events:
                     event = {**event, "turn": number}
-                    if event["type"] == MODEL_START and number == 1:
-                        asked = request(self.tools, self.messages[-1]["content"])
-                        self.loop.change_conversation(replaced=[(len(self.messages) - 1, asked)])
-                    elif event["type"] == MODEL_DONE:
-                        self.take(event["message"]["content"])
-                    elif event["type"] == STOPPED:
+                    if event["type"] == STOPPED:
                         stop = event
                         continue
                     yield event
             finally:
                 events.close()
+            self.asks_first = False  # the files and the first test run were sent once
             again = self._next_request(stop, number)
             if not again:
                 yield stop

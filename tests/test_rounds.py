@@ -69,6 +69,7 @@ def test_the_test_output_goes_back_until_the_tests_pass(tmp_path):
     recording = load(output)
     assert recording["extensions"]["on"] == [{"name": "rounds", "settings": {"rounds": 3}}]
     assert recording["max_turns"] == 3 and recording["stop"]["reason"] == "assistant_finished"
+    assert [e["turn"] for e in recording["events"] if e["type"] == "stopped"] == [3]
     assert arm_of(recording) == "rounds 3"  # the board's row: another N, another arm
     # each round's decision under its own turn on the page
     assert sorted(turn for turn, _ in by_call(recording)) == [1, 2, 3]

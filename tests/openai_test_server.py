@@ -65,6 +65,18 @@ def error_event(message, code=500):
     return {"error": {"code": code, "message": message, "type": "server_error"}}
 
 
+def tool_turn(call_id, name, arguments):
+    """A whole turn that asks for one tool call, `arguments` a dict."""
+    return reply(
+        tool_call(0, json.dumps(arguments), name=name, call_id=call_id), finish("tool_calls")
+    )
+
+
+def file_answer(source, words=""):
+    """A whole turn that answers with `words`, then `source` in one ```python fence."""
+    return reply(content(f"{words}```python\n{source}```\n"), finish("stop"))
+
+
 def reply(
     *events,
     status=200,

@@ -13,7 +13,6 @@ model's output.
 """
 
 import ast
-import json
 import re
 
 import pytest
@@ -692,13 +691,6 @@ def test_the_conversation_after_the_last_request_is_compared_message_by_message(
     assert said.startswith("the conversation after the last request: messages[3].content: ")
 
 
-def openai_turn(call_id, name, arguments):
-    return openai.reply(
-        openai.tool_call(0, json.dumps(arguments), name=name, call_id=call_id),
-        openai.finish("tool_calls"),
-    )
-
-
 @pytest.mark.parametrize(
     "edit, answer, outcome, code",
     [
@@ -711,9 +703,9 @@ def openai_turn(call_id, name, arguments):
 )  # fmt: skip
 def test_each_outcome_comes_the_same_over_the_openai_wire(tmp_path, edit, answer, outcome, code):
     replies = [
-        openai_turn("c1", "read_file", {"path": TEST_FILE}),
-        openai_turn("c2", "replace_text", edit),
-        openai_turn("c3", "run_tests", {}),
+        openai.tool_turn("c1", "read_file", {"path": TEST_FILE}),
+        openai.tool_turn("c2", "replace_text", edit),
+        openai.tool_turn("c3", "run_tests", {}),
         openai.reply(openai.content(answer), openai.finish("stop")),
     ]
     output = tmp_path / "run.json"

@@ -28,8 +28,8 @@ HALF = GIVEN.replace('endswith(".pyc")', 'endswith(".p")')  # still fails the vi
 RIGHT = GIVEN.replace('endswith(".pyc")', 'endswith(".py")')
 
 
-def answer(source, words="Here is the file.\n\n"):
-    return openai.reply(openai.content(f"{words}```python\n{source}```\n"), openai.finish("stop"))
+def answer(source):
+    return openai.file_answer(source, words="Here is the file.\n\n")
 
 
 def rounds(tmp_path, replies, *options):

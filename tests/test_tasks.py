@@ -8,7 +8,6 @@ turns (tests/openai_test_server.py): nothing here is a model's output.
 
 import html
 import io
-import json
 import os
 import subprocess
 import sys
@@ -181,13 +180,6 @@ def test_lab_py_tasks_lists_every_card_and_says_what_is_not_measured():
     assert main(["check", "all", "nowhere/"], out) == 2  # all is the whole ladder, alone
 
 
-def openai_turn(call_id, name, arguments):
-    return openai.reply(
-        openai.tool_call(0, json.dumps(arguments), name=name, call_id=call_id),
-        openai.finish("tool_calls"),
-    )
-
-
 MEASURED_ATTEMPTS = {  # a real model's attempts that passed (docs/tasks.md): an arm each
     "one-shot": ("missing-return-2", "--- tasks/missing-return/path_rules.py\n"),
     "rounds-3": ("misspelt-name-4", "[rounds] round 3: the visible tests still failed"),
@@ -209,8 +201,10 @@ def test_a_real_models_attempt_at_a_task_replays_and_names_its_model_by_sha256(a
 
 def test_a_run_given_a_task_of_the_ladder_works_on_its_code_and_replays(tmp_path, capsys):
     replies = [
-        openai_turn("c1", "replace_text", {"old": '.endswith(".pyc")', "new": '.endswith(".py")'}),
-        openai_turn("c2", "run_tests", {}),
+        openai.tool_turn(
+            "c1", "replace_text", {"old": '.endswith(".pyc")', "new": '.endswith(".py")'}
+        ),
+        openai.tool_turn("c2", "run_tests", {}),
         openai.reply(openai.content("Fixed."), openai.finish("stop")),
     ]
     output = tmp_path / "run.json"
@@ -287,13 +281,9 @@ def test_the_board_has_a_row_per_model_and_arm_and_a_column_per_task(tmp_path):
     assert "<b>3/5</b>" in page and html.escape(NOT_A_MODEL) in page
 
 
-def one_shot_answer(source):
-    return openai.reply(openai.content(f"```python\n{source}```\n"), openai.finish("stop"))
-
-
 def test_tasks_runs_each_task_into_one_folder_the_board_reads(tmp_path):
     fixed = TASKS["missing-return"].source.decode() + "    return sources\n"
-    replies = [one_shot_answer(fixed), one_shot_answer(TASKS["suffix-typo"].source.decode())]
+    replies = [openai.file_answer(fixed), openai.file_answer(TASKS["suffix-typo"].source.decode())]
     folder = tmp_path / "ladder"
     with openai.OpenAITestServer(replies) as server:
         wire = ["--api", "openai", "--host", server.base_url, "--model", openai.TEST_MODEL]

@@ -211,8 +211,8 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
     # one seed for the attempt: both verdicts ask the same inputs, and a replay (it is saved);
     # --one-shot has its own prompts and one turn
     plan = Plan(task=text, system=system, max_turns=max_turns, tests=tests_for(task),
-                source=task.source, text_calls=text_calls, isolate=isolate,
-                asked={"seed": new_seed()}, deadline=deadline)  # fmt: skip
+                source=task.source, helpers=dict(task.helpers) or None, text_calls=text_calls,
+                isolate=isolate, asked={"seed": new_seed()}, deadline=deadline)  # fmt: skip
     plan = extensions.planned(plan)
     tools = fork.made.tools(RepoTools) if fork else RepoTools  # a fork's: as its parent's was
     try:  # the extensions wrap the chat, the tools or the loop, and print their decisions

@@ -159,6 +159,7 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None, expla
         max_turns=recording["max_turns"],
         tests=tests_for(task_of(recording)),  # the test file its task gave, if not the sample's
         source=task_of(recording).source,  # ... and its path_rules.py
+        helpers=dict(task_of(recording).helpers) or None,  # ... and its modules beside it
         text_calls=recording.get("text_calls", False),  # --text-calls when it was recorded
         isolate=isolate,
         asked=made.asked,  # the same generated inputs as when recorded

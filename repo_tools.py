@@ -26,15 +26,22 @@ READ_LIMIT = 20000  # characters of a file returned by read_file
 LIMIT_SAID = f"the {SOURCE_LIMIT:,} bytes replace_text edits"  # before an edit and after it
 
 
+def readable_schema(files):
+    """read_file's schema, naming `files`: "path_rules.py or tests/test_path_rules.py"."""
+    named = f"{', '.join(files[:-1])} or {files[-1]}"
+    return function_schema(
+        "read_file",
+        f"Read one file of the repository: {named}.",
+        {"path": f"Relative path: {named}"},
+    )
+
+
 class RepoTools(ToolBox):
-    """The lab's three tools, confined to `root` (a temporary copy of `sample_repo/`)."""
+    """The lab's three tools, confined to `root` (a temporary copy of `sample_repo/`), and
+    read_file also to `helpers`, the modules a task gives beside path_rules.py."""
 
     schemas = [
-        function_schema(
-            "read_file",
-            "Read one file of the repository: path_rules.py or tests/test_path_rules.py.",
-            {"path": "Relative path: path_rules.py or tests/test_path_rules.py"},
-        ),
+        readable_schema(READABLE),
         function_schema(
             "replace_text",
             "Replace text in path_rules.py. `old` must occur exactly once in the file.",
@@ -43,8 +50,14 @@ class RepoTools(ToolBox):
         function_schema("run_tests", "Run the repository's tests with pytest.", {}),
     ]
 
-    def __init__(self, root, test_timeout=TEST_TIMEOUT, isolate=True, deadline=None, tests=None):
+    def __init__(self, root, test_timeout=TEST_TIMEOUT, isolate=True, deadline=None, tests=None,
+                 helpers=()):  # fmt: skip
         self.root = Path(root).resolve()
+        # a task's modules beside path_rules.py (harness/tasks.py) are readable too, and
+        # named in read_file's description only then: the sample's requests stay as they are
+        self.readable = (SOURCE_FILE, *helpers, TEST_FILE)
+        if helpers:
+            self.schemas = [readable_schema(self.readable), *self.schemas[1:]]
         self.test_timeout = test_timeout
         self.isolate = isolate  # run_tests under the best isolation here (isolation.py)
         self.deadline = deadline  # a limits.Deadline: a test run never outlasts it
@@ -67,12 +80,11 @@ class RepoTools(ToolBox):
         return target
 
     def read_file(self, path):
+        readable = ", ".join(self.readable)
         if os.path.isabs(path) or ".." in Path(path).parts:
-            raise ToolError(
-                f"use a relative path without '..'; readable files: {', '.join(READABLE)}"
-            )
-        if path not in READABLE:
-            raise ToolError(f"{path} is not readable here; readable files: {', '.join(READABLE)}")
+            raise ToolError(f"use a relative path without '..'; readable files: {readable}")
+        if path not in self.readable:
+            raise ToolError(f"{path} is not readable here; readable files: {readable}")
         read = self.file_text(path)
         text = redact(read.text)  # before the cut, so no part of a secret survives at its edge
         if len(text) > READ_LIMIT:

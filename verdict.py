@@ -51,7 +51,7 @@ from plumbing.verdict_words import FAILED, PASSED, held_out_line
 
 
 def independent_verdict(root, isolate=True, seed=None, count=DEFAULT_COUNT, tests=None,
-                        checks=held_out_checks):  # fmt: skip
+                        checks=held_out_checks, helpers=None):  # fmt: skip
     """The verdict from outside the loop, on the path_rules.py the run left in `root`.
 
     The visible tests' run and counts (see `run_pytest`) with their own verdict
@@ -60,16 +60,18 @@ def independent_verdict(root, isolate=True, seed=None, count=DEFAULT_COUNT, test
     failed, `tests_changed: true` when it failed because the tests changed (the test file,
     or tests it does not define), `judged: false` when the code was kept from it (see
     `_unjudged`), and how long it took. `tests` (bytes) is the test file the run was given,
-    when it is not the sample's (an impossible task's: harness/tasks.py). `checks` is
+    when it is not the sample's (a task's: harness/tasks.py); `helpers` ({name: bytes}),
+    a task's modules beside path_rules.py, are judged as the task gave them, whatever the
+    run left in `root` (the tools edit path_rules.py alone). `checks` is
     plumbing/held_out.py's, or for a recording of an older format the same asking the draw
     it was made with (harness/old_recordings.py).
 
     subtle: not run in `root`. The edited code ran there, and may have left things behind
     that change what the next run does without touching path_rules.py (a conftest.py, a
     `path_rules/` package, a pytest.ini) and then put the source back. Each part gets a
-    fresh copy holding only the bytes of root's path_rules.py; the test file in `root`
-    must still be the sample's. Redacted like a tool result: a run of the edited code may
-    print the harness's secrets.
+    fresh copy holding only the bytes of root's path_rules.py (and a task's helpers as
+    given); the test file in `root` must still be the sample's. Redacted like a tool
+    result: a run of the edited code may print the harness's secrets.
     """
     started = time.monotonic()
     seed = new_seed() if seed is None else seed
@@ -78,13 +80,13 @@ def independent_verdict(root, isolate=True, seed=None, count=DEFAULT_COUNT, test
         held_out = checks(source, isolate, seed=seed, count=count, kept_from_it=kept_from_it)
         return _unjudged(kept_from_it, held_out, started)
     with scratch_folder(prefix="agent-lab-verdict-") as scratch:
-        fresh = copy_sample(scratch, source, tests)
+        fresh = copy_sample(scratch, source, tests, helpers)
         run = visible_run(fresh, isolate=isolate, tests=tests)  # plumbing/pytest_run.py
         result = run.result
         # the run's own paths read as the copy's, so a replay normalises them alike
         result["output"] = result["output"].replace(str(fresh), str(Path(root).resolve()))
     result["visible"] = result["verdict"]  # the visible tests' own, whatever the rest says
-    result["held_out"] = held_out = checks(source, isolate, seed=seed, count=count)
+    result["held_out"] = held_out = checks(source, isolate, seed=seed, count=count, helpers=helpers)
     poisoned = planted()  # start-up code this verdict's own unisolated run just left
     if poisoned:
         result.update(verdict=FAILED, reason=poisoned, judged=False)

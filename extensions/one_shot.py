@@ -75,7 +75,9 @@ class OneShot(Extension):
     @staticmethod
     def planned(plan, settings=None):
         """A driver.Plan for a one-shot run: its own task and system prompt, one turn."""
-        return dataclasses.replace(plan, task=TASK, system=SYSTEM, max_turns=1)
+        # a task's helper modules are sent too (one_shot_request.py): more than two files
+        task = TASK.replace("Its two files", "Its files") if plan.helpers else TASK
+        return dataclasses.replace(plan, task=task, system=SYSTEM, max_turns=1)
 
     @classmethod
     def chosen(cls, args):  # --one-shot, or --rounds 1, which is the same arm

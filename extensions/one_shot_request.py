@@ -1,11 +1,14 @@
 """The one request of `--one-shot` (extensions/one_shot.py): its prompts, and the results of
-the calls a model would make first (`read_file` of both files, `run_tests`), made by the lab
+the calls a model would make first (`read_file` of both files, and of the modules a task
+gives beside path_rules.py, `run_tests`), made by the lab
 through the run's own tools and put in the user message, each in a fence; no tool offered.
 
 Not here: the answer, and what is written from it (one_shot.py).
 """
 
-from plumbing.sample import SOURCE_FILE, TEST_FILE
+from pathlib import Path
+
+from plumbing.sample import SOURCE_FILE, TEST_FILE, helper_name
 
 TASK = """\
 The tests of this repository fail. Its two files and the output of its tests are below.
@@ -24,7 +27,10 @@ def request(tools, task):
     """The user message: `task` (its text), then what `tools` (RepoTools) answer to the
     calls a model would make first."""
     parts = [task]
-    for path in (SOURCE_FILE, TEST_FILE):
+    # and a task's modules beside path_rules.py, when it gives some: asked first, the copy
+    # holds what the task gave and nothing else
+    helpers = sorted(p.name for p in Path(tools.root).glob("*.py") if helper_name(p.name))
+    for path in (SOURCE_FILE, *helpers, TEST_FILE):
         read = tools.invoke("read_file", {"path": path})  # RepoTools, as the model's
         parts.append(fenced(f"{path}:", read.get("text", read.get("error")), "python"))
     ran = tools.invoke("run_tests", {})

@@ -28,7 +28,8 @@ from plumbing.stop_cause import LastTurn
 @dataclass(frozen=True, kw_only=True)
 class Plan:
     """What a run is given, each part by its name. `tests` and `source`: the task's test
-    file and path_rules.py (bytes), None for the sample's own; `asked`: the generated
+    file and path_rules.py (bytes), None for the sample's own; `helpers`: its modules
+    beside path_rules.py ({name: bytes}), None for none; `asked`: the generated
     inputs both verdicts ask (`independent_verdict`'s seed and count); `deadline`: a
     limits.Deadline the model's adapter shares, or None."""
 
@@ -37,6 +38,7 @@ class Plan:
     max_turns: int
     tests: bytes | None = None
     source: bytes | None = None
+    helpers: dict | None = None
     text_calls: bool = False
     isolate: bool = True
     asked: dict | None = None
@@ -124,16 +126,22 @@ def drive(chat, plan, out=None, *, loop, tools, judge, starting=False, final=Tru
     """
     asked = plan.asked or {}
     with scratch_folder(prefix=prefix) as scratch:
-        repo = copy_sample(scratch, source=plan.source, tests=plan.tests)
+        repo = copy_sample(scratch, source=plan.source, tests=plan.tests, helpers=plan.helpers)
         sha256 = {"tests": sha256_file(repo / TEST_FILE), "source": sha256_file(repo / SOURCE_FILE)}
         begun = None
         if starting:
-            begun = judge(repo, plan.isolate, **asked, tests=plan.tests)
+            begun = judge(repo, plan.isolate, **asked, tests=plan.tests, helpers=plan.helpers)
             print("\n".join(verdict_lines("Starting verdict", begun, explained=True)), file=out,
                   flush=True)  # fmt: skip
         chat = LastTurn(chat)  # what a turn cut off ended with: the stop says its cause
         printer = RunPrinter(out, repo, replayed=fork.at - 1 if fork else 0, last_turn=chat)
-        toolbox = tools(repo, isolate=plan.isolate, deadline=plan.deadline, tests=plan.tests)
+        toolbox = tools(
+            repo,
+            isolate=plan.isolate,
+            deadline=plan.deadline,
+            tests=plan.tests,
+            **({"helpers": tuple(plan.helpers)} if plan.helpers else {}),
+        )
         if plan.deadline is not None:
             plan.deadline.restart()  # the budget is the loop's: the starting tests do not count
         agent = loop(chat, toolbox, plan.task, plan.max_turns, system=plan.system,
@@ -149,7 +157,7 @@ def drive(chat, plan, out=None, *, loop, tools, judge, starting=False, final=Tru
                 fork.ended(events, repo)  # a live fork that stopped before its turn: diverged
             seconds = time.monotonic() - started
             if final:
-                verdict = judge(repo, plan.isolate, **asked, tests=plan.tests)
+                verdict = judge(repo, plan.isolate, **asked, tests=plan.tests, helpers=plan.helpers)
         except KeyboardInterrupt:
             interrupted, seconds = True, time.monotonic() - started
         finally:

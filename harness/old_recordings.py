@@ -71,10 +71,10 @@ class AsMade:
             return make
         return lambda *args, **options: UntoldEdits(make(*args, **options))
 
-    def judge(self, root, isolate=True, seed=0, count=0, tests=None):
+    def judge(self, root, isolate=True, seed=0, count=0, tests=None, helpers=None):
         """The independent verdict, its held-out checks asking the recording's draw."""
         checks = functools.partial(held_out_checks, draw=self.draw)
-        return independent_verdict(root, isolate, seed, count, tests, checks=checks)
+        return independent_verdict(root, isolate, seed, count, tests, checks, helpers)
 
 
 def as_made(recording):

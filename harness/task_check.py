@@ -62,7 +62,8 @@ def repairs():
 
 def check(folder, out, isolate=True, seed=None, judged=None):
     """Print whether `folder` is a task, a line a check; True when it is. `judged`: the
-    verdicts of earlier checks with the same `seed`, by source and tests, to ask again."""
+    verdicts of earlier checks with the same `seed`, by source, tests and helpers, to ask
+    again."""
     try:
         task = read_folder(folder)
     except (TaskFolderError, OSError, UnicodeDecodeError) as error:
@@ -71,8 +72,8 @@ def check(folder, out, isolate=True, seed=None, judged=None):
     seed, tests = new_seed() if seed is None else seed, task.tests or PRISTINE_TESTS
     judged = {} if judged is None else judged
     print(f"Checking {folder}: {task.card.title} (rung {task.card.rung}, seed {seed})", file=out)
-    source = task.source or SAMPLE_FILES[SOURCE_FILE]
-    start = _verdict(source, tests, seed, isolate)
+    source, helpers = task.source or SAMPLE_FILES[SOURCE_FILE], task.helpers
+    start = _verdict(source, tests, helpers, seed, isolate)
     failing = sorted(n for n, outcome in start.get("by_test", {}).items() if outcome != PASSED)
     results = [
         _said(out, start["verdict"] != PASSED, f"the code it gives fails ({_counts(start)})"),
@@ -91,9 +92,9 @@ def check(folder, out, isolate=True, seed=None, judged=None):
     for number, (name, repair) in enumerate(every.items(), start=1):
         # subtle: the same code on the same tests with the same seed: the same verdict, so
         # checking the whole ladder judges each repair once for each test file it gives
-        if (repair, tests) not in judged:
-            judged[repair, tests] = _verdict(repair, tests, seed, isolate)
-        verdict = judged[repair, tests]
+        if (repair, tests, helpers) not in judged:
+            judged[repair, tests, helpers] = _verdict(repair, tests, helpers, seed, isolate)
+        verdict = judged[repair, tests, helpers]
         why = "" if verdict["verdict"] == PASSED else f": {verdict.get('reason', '')}"[:200]
         results.append(_said(out, verdict["verdict"] == PASSED, f"{name} passes{why}"))
         if verdict["verdict"] != PASSED and number < len(every):  # one is enough to say no
@@ -105,10 +106,10 @@ def check(folder, out, isolate=True, seed=None, judged=None):
     return ok
 
 
-def _verdict(source, tests, seed, isolate):
+def _verdict(source, tests, helpers, seed, isolate):
     with tempfile.TemporaryDirectory(prefix="agent-lab-task-") as scratch:
-        root = copy_sample(scratch, source, tests)
-        return independent_verdict(root, isolate, seed=seed, tests=tests)
+        root = copy_sample(scratch, source, tests, dict(helpers))
+        return independent_verdict(root, isolate, seed=seed, tests=tests, helpers=dict(helpers))
 
 
 def _counts(verdict):

@@ -2,8 +2,10 @@
 
 A task is a folder `tasks/NAME/` holding only what differs from `sample_repo/`: a faulty
 `path_rules.py` (none: the sample's own), its own `tests/test_path_rules.py` where the
-sample's tests cannot show the bug (none: the sample's), and `card.md`, which says what is
-wrong and what makes it easy or hard, in this shape:
+sample's tests cannot show the bug (none: the sample's), modules beside path_rules.py that
+it imports (`helpers`: the model may read them, and the verdict takes them as given; the
+tools edit path_rules.py alone), and `card.md`, which says what is wrong and what makes it
+easy or hard, in this shape:
 
     # The order is reversed
 
@@ -24,12 +26,13 @@ Not here: running anything (harness/task_check.py checks a folder), or the impos
 from dataclasses import dataclass
 from pathlib import Path
 
-from plumbing.sample import SOURCE_FILE, TEST_FILE
+from plumbing.sample import SOURCE_FILE, TEST_FILE, helper_name
 
 CARD = "card.md"
 FIELDS = ("Rung", "What is wrong", "Fails", "Easy or hard")  # each on a line of its own
 SOURCE_LIMIT = 100_000  # bytes of a task's path_rules.py or test file read at most
 CARD_LIMIT = 4_000  # bytes of a card
+HELPERS = 3  # modules beside path_rules.py a task may give, at most
 
 
 class TaskFolderError(ValueError):
@@ -51,6 +54,7 @@ class TaskFolder:
     card: Card
     source: bytes | None  # path_rules.py as the run is given it; None: the sample's
     tests: bytes | None  # tests/test_path_rules.py; None: the sample's
+    helpers: tuple = ()  # (name, bytes) of each module beside path_rules.py, by name
 
 
 def read_card(text, where):
@@ -84,19 +88,26 @@ def read_folder(folder):
         raise TaskFolderError(f"{folder}: no {CARD}, so not a task of the ladder")
     card = read_card(_read(folder / CARD, CARD_LIMIT), folder / CARD)
     kept = [f"{CARD}", SOURCE_FILE, TEST_FILE]
+    helpers = sorted(p.name for p in folder.glob("*.py") if helper_name(p.name) and p.is_file())
     others = sorted(
         p.relative_to(folder).as_posix()
         for p in folder.rglob("*")
         if p.is_file()
         and "__pycache__" not in p.parts
-        and p.relative_to(folder).as_posix() not in kept
+        and p.relative_to(folder).as_posix() not in (*kept, *helpers)
     )
     if others:
         raise TaskFolderError(
-            f"{folder}: {others[0]} is not a file a task may hold ({', '.join(kept)})"
+            f"{folder}: {others[0]} is not a file a task may hold ({', '.join(kept)}, or a "
+            "module beside path_rules.py named like no module Python or pytest imports)"
+        )
+    if len(helpers) > HELPERS:
+        raise TaskFolderError(
+            f"{folder}: {len(helpers)} modules beside {SOURCE_FILE}, over {HELPERS}"
         )
     source, tests = (_read_bytes(folder / name) for name in (SOURCE_FILE, TEST_FILE))
-    return TaskFolder(folder.name, card, source, tests)
+    given = tuple((name, _read_bytes(folder / name)) for name in helpers)
+    return TaskFolder(folder.name, card, source, tests, given)
 
 
 def ladder(root):

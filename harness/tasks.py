@@ -56,6 +56,7 @@ class Task:
     contradicting: str | None = None  # the test that contradicts the docstring, by name
     source: bytes | None = None  # path_rules.py as the run is given it; None: the sample's
     card: Card | None = None  # a task of the ladder's (harness/task_folders.py)
+    helpers: tuple = ()  # (name, bytes) of each module beside path_rules.py it gives
 
 
 def _tests_of(name):
@@ -82,6 +83,7 @@ LADDER = [REPAIR] + [
         impossible=False,
         source=found.source,
         card=found.card,
+        helpers=found.helpers,
     )  # fmt: skip
     for name, found in _LADDER.items()
 ]

@@ -123,7 +123,7 @@ def cases_for(seed, count, draw=RELATIONS):
 
 def held_out_checks(
     source, isolate=True, seed=0, count=DEFAULT_COUNT, draw=RELATIONS, timeout=HELD_OUT_TIMEOUT,
-    cases=None, kept_from_it=None,
+    cases=None, kept_from_it=None, helpers=None,
 ):  # fmt: skip
     """{"passed", "total", "first_failure", "seed", "generated", "asked"}: how many cases
     (see `cases_for`) the edited `source` (bytes of path_rules.py) answers right, asked in
@@ -135,7 +135,8 @@ def held_out_checks(
     reached its end. No answer (an exit, a crash, a timeout), an error, or anything that
     is not plain JSON fails it. `cases`, (input, expected) pairs, asks those alone.
     `kept_from_it`, why the source is not to run (verdict.py's): nothing is asked, and the
-    record says so (`not_asked`).
+    record says so (`not_asked`). `helpers` ({name: bytes}): a task's modules, written
+    beside the source as the task gave them (harness/tasks.py).
     """
     if kept_from_it:
         return not_asked(kept_from_it, seed, count, draw)
@@ -150,6 +151,8 @@ def held_out_checks(
         folder.mkdir()
         place = str(folder.resolve())
         (folder / SOURCE_FILE).write_bytes(source)
+        for name, data in (helpers or {}).items():
+            (folder / name).write_bytes(data)
         if plan:  # what is asked again, and the folder of decoys it is asked from
             make_decoys(plan, folder)
             (folder / CASES_FILE).write_text(_inputs_text(seed, count))

@@ -124,7 +124,9 @@ def ask():
         os.sep, os.altsep, os.path = "\\", "/", ntpath  # fnmatch reads os.path when called
         sys.modules["os.path"] = ntpath
         try:
-            sys.modules.pop("path_rules", None)
+            for name, module in list(sys.modules.items()):  # path_rules, and what it
+                if os.path.dirname(getattr(module, "__file__", None) or "") == os.getcwd():
+                    del sys.modules[name]  # imported from beside it: a task's helper module
             from path_rules import python_sources as on_windows  # what it read at import too
 
             again("windows", plan["windows"], on_windows)

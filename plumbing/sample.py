@@ -12,6 +12,7 @@ Not here: the tools (repo_tools.py) or the verdict (verdict.py). Nothing ever wr
 import codecs
 import os
 import stat
+import sys
 import tempfile
 from pathlib import Path
 from typing import NamedTuple
@@ -22,6 +23,12 @@ SAMPLE_REPO = Path(__file__).resolve().parent.parent / "sample_repo"
 SOURCE_FILE = "path_rules.py"
 TEST_FILE = "tests/test_path_rules.py"
 SOURCE_LIMIT = 1_000_000  # bytes of path_rules.py judged, and edited by replace_text, at most
+# subtle: a helper named like a module Python or pytest imports would be found first, from
+# the copy's folder, by the runs of the tests: a task may not shadow them
+NOT_HELPERS = {
+    "conftest", "path_rules", "pytest", "_pytest", "py", "pluggy", "iniconfig", "packaging",
+    "pygments", "colorama", "tomli", "exceptiongroup",
+}  # fmt: skip
 
 
 def _snapshot(folder):
@@ -37,16 +44,30 @@ SAMPLE_FILES = _snapshot(SAMPLE_REPO)
 PRISTINE_TESTS = SAMPLE_FILES[TEST_FILE]
 
 
-def copy_sample(parent, source=None, tests=None):
+def copy_sample(parent, source=None, tests=None, helpers=None):
     """A fresh copy of the sample inside the directory `parent` (as the harness started
-    with it), optionally with `source` (bytes) as its path_rules.py and `tests` (bytes, an
-    impossible task's: harness/tasks.py) as its test file."""
+    with it), optionally with `source` (bytes) as its path_rules.py, `tests` (bytes, a
+    task's: harness/tasks.py) as its test file, and `helpers` ({name: bytes}, a task's
+    modules beside path_rules.py) written beside it."""
     root = Path(parent) / "repo"
     given = {SOURCE_FILE: source, TEST_FILE: tests}
     for name, data in SAMPLE_FILES.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_bytes(data if given.get(name) is None else given[name])
+    for name, data in (helpers or {}).items():
+        (root / name).write_bytes(data)
     return root
+
+
+def helper_name(file_name):
+    """Whether `file_name` may be a task's module beside path_rules.py: `NAME.py`, NAME a
+    plain lower-case identifier that names no module of Python's and none pytest needs."""
+    stem, dot, suffix = file_name.partition(".")
+    return (
+        dot == "." and suffix == "py" and stem.isidentifier() and stem.isascii()
+        and stem == stem.lower() and stem not in NOT_HELPERS
+        and stem not in sys.stdlib_module_names
+    )  # fmt: skip
 
 
 def read_regular_file(path, limit):

@@ -22,12 +22,13 @@ from harness.recording import RECORDINGS, load, save
 from harness.task_check import check, how_it_went, listing, main
 from harness.task_folders import ladder
 from harness.tasks import LADDER, REPAIR, TASKS, TASKS_FOLDER
-from plumbing.sample import SAMPLE_FILES, SOURCE_FILE, TEST_FILE
+from plumbing.sample import SAMPLE_FILES, SOURCE_FILE, TEST_FILE, copy_sample
 from replay import CANNOT_REPLAY, REPRODUCED
 from tests import openai_test_server as openai
 from tests.helpers import LAB, LADDER_MEASURED, replay
 from tests.in_process import run_cli
 from tests.run_memo import SEED as SEED_SETTING
+from verdict import independent_verdict
 
 SAMPLE = SAMPLE_FILES[SOURCE_FILE].decode()
 SPLIT = 'parts = path.split("/")'
@@ -72,10 +73,13 @@ def test_the_ladder_has_eight_rungs_of_bugs_under_the_one_contract():
     rungs = [task.card.rung for task in LADDER]
     assert rungs == sorted(rungs)
     for task in LADDER:
-        # each keeps the sample's docstring: the one contract the held-out checks ask
-        source = (task.source or SAMPLE_FILES[SOURCE_FILE]).decode()
-        assert SAMPLE.splitlines()[:6] == source.splitlines()[:6], task.name
+        # each keeps the sample's docstrings: the one contract the held-out checks ask
+        lines = (task.source or SAMPLE_FILES[SOURCE_FILE]).decode().splitlines()
+        assert lines[0] == SAMPLE.splitlines()[0], task.name
+        at = lines.index(SAMPLE.splitlines()[3])  # def python_sources(changed_paths):
+        assert lines[at : at + 3] == SAMPLE.splitlines()[3:6], task.name
         assert not task.impossible and task.text is None  # the repair's own words
+    assert [task.name for task in LADDER if task.helpers] == ["helper-module"]
 
 
 def test_every_shipped_folder_is_a_task_by_the_checks_own_judgement():
@@ -152,8 +156,8 @@ def test_a_card_that_does_not_read_is_refused_in_one_line(tmp_path, text, says):
 
 def test_a_folder_holding_other_files_or_none_is_refused(tmp_path):
     folder = folder_of(tmp_path, SAMPLE, card("test_accepts_windows_separators"))
-    (folder / "helper.py").write_text("x = 1\n")
-    assert "helper.py is not a file a task may hold" in checked(folder)[1]
+    (folder / "notes.txt").write_text("x = 1\n")
+    assert "notes.txt is not a file a task may hold" in checked(folder)[1]
     assert (
         checked(tmp_path / "nowhere")[1] == f"not a task: {tmp_path / 'nowhere'}: no such folder\n"
     )
@@ -229,6 +233,93 @@ def test_a_run_given_a_task_of_the_ladder_works_on_its_code_and_replays(tmp_path
     capsys.readouterr()
     assert replay(tmp_path / "other.json")[0] == CANNOT_REPLAY
     assert "tasks/suffix-typo/path_rules.py is not the file" in capsys.readouterr().err
+
+
+def test_a_task_with_a_helper_module_offers_it_to_read_and_judges_it_as_given(tmp_path):
+    # the model reads the helper the failing code calls, and repairs around it in
+    # path_rules.py, the one file the tools edit; the verdict takes the helper as given
+    replies = [
+        openai.tool_turn("c1", "read_file", {"path": "path_parts.py"}),
+        openai.tool_turn("c2", "replace_text", {"old": "split_path(path)",
+                                                "new": 'split_path(path.replace("\\\\", "/"))'}),
+        openai.reply(openai.content("Fixed."), openai.finish("stop")),
+    ]  # fmt: skip
+    output = tmp_path / "run.json"
+    with openai.OpenAITestServer(replies) as server:
+        wire = ["--api", "openai", "--host", server.base_url, "--model", openai.TEST_MODEL]
+        done = run_cli("record_run.py", *wire, "--task", "helper-module", "--output", output)
+        offered = server.chat_bodies()[0]["tools"][0]["function"]["description"]
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert offered == (
+        "Read one file of the repository: path_rules.py, path_parts.py or tests/test_path_rules.py."
+    )
+    recording = load(output)
+    read = next(e for e in recording["events"] if e["type"] == "tool_result")
+    assert read["result"]["text"] == TASKS["helper-module"].helpers[0][1].decode()
+    assert (
+        recording["final_tests"]["held_out"]["passed"]
+        == recording["final_tests"]["held_out"]["total"]
+    )
+    assert replay(output)[0] == REPRODUCED
+
+
+def test_one_shot_sends_a_tasks_helper_with_the_files(tmp_path):
+    task = TASKS["helper-module"]
+    fixed = task.source.decode().replace(
+        "split_path(path)", 'split_path(path.replace("\\\\", "/"))'
+    )
+    output = tmp_path / "once.json"
+    with openai.OpenAITestServer([openai.file_answer(fixed)]) as server:
+        wire = ["--api", "openai", "--host", server.base_url, "--model", openai.TEST_MODEL]
+        done = run_cli("record_run.py", *wire, "--task", "helper-module", "--one-shot",
+                       "--output", output)  # fmt: skip
+        asked = server.chat_bodies()[0]["messages"][-1]["content"]
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Its files and the output of its tests are below." in asked
+    helper = task.helpers[0][1].decode().rstrip()
+    assert f"path_parts.py:\n```python\n{helper}\n```" in asked
+    assert replay(output)[0] == REPRODUCED
+
+
+def test_the_verdict_takes_a_tasks_helper_as_given_not_as_the_run_left_it(tmp_path):
+    task = TASKS["helper-module"]
+    helpers = dict(task.helpers)
+    root = copy_sample(tmp_path, task.source, None, helpers)
+    fixed = helpers["path_parts.py"].replace(
+        b'path.split("/")', b'path.replace("\\\\", "/").split("/")'
+    )
+    assert fixed != helpers["path_parts.py"]
+    (root / "path_parts.py").write_bytes(fixed)  # as code run in the copy could rewrite it
+    verdict = independent_verdict(root, seed=SEED, helpers=helpers)
+    assert verdict["verdict"] == "failed" and verdict["passed"] == 3
+    # ... and the same helper, given so, passes: both parts ran with it beside path_rules.py
+    passed = independent_verdict(root, seed=SEED, helpers={"path_parts.py": fixed})
+    assert passed["verdict"] == "passed", passed.get("reason")
+
+
+def test_a_helper_is_imported_again_when_asked_as_on_windows(tmp_path):
+    # a helper that reads os.sep when imported answers with backslashes on Windows: the
+    # child imports it afresh there, as it does path_rules.py
+    helper = b"import os\n\nSEP = os.sep\n\n\ndef join(parts):\n    return SEP.join(parts)\n"
+    source = TASKS["helper-module"].source.replace(b'"/".join(parts)', b"join(parts)")
+    source = source.replace(b"split_path(path)", b'path.replace("\\\\", "/").split("/")')
+    source = source.replace(b"import split_path", b"import join")
+    root = copy_sample(tmp_path, source, None, {"path_parts.py": helper})
+    verdict = independent_verdict(root, seed=SEED, helpers={"path_parts.py": helper})
+    assert verdict["passed"] == 4, verdict["output"]  # right here, on this machine
+    assert verdict["verdict"] == "failed"
+    assert "asked again as on Windows" in verdict["held_out"]["first_failure"]
+
+
+@pytest.mark.parametrize(
+    "name, said",
+    [("re.py", "re.py is not a file a task may hold"), ("conftest.py", "conftest.py is not a")],
+)
+def test_a_helper_named_like_a_module_python_or_pytest_imports_is_refused(tmp_path, name, said):
+    folder = folder_of(tmp_path, SAMPLE, card("test_accepts_windows_separators"))
+    (folder / name).write_text("X = 1\n")
+    ok, out = checked(folder)
+    assert not ok and said in out
 
 
 # --- the board (compare.py --board, harness/board.py) --------------------------------------------

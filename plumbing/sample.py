@@ -24,10 +24,11 @@ SOURCE_FILE = "path_rules.py"
 TEST_FILE = "tests/test_path_rules.py"
 SOURCE_LIMIT = 1_000_000  # bytes of path_rules.py judged, and edited by replace_text, at most
 # subtle: a helper named like a module Python or pytest imports would be found first, from
-# the copy's folder, by the runs of the tests: a task may not shadow them
+# the copy's folder, by the runs of the tests: a task may not shadow them, nor the tests/
+# package its test file is collected from
 NOT_HELPERS = {
-    "conftest", "path_rules", "pytest", "_pytest", "py", "pluggy", "iniconfig", "packaging",
-    "pygments", "colorama", "tomli", "exceptiongroup",
+    "conftest", "path_rules", "tests", "pytest", "_pytest", "py", "pluggy", "iniconfig",
+    "packaging", "pygments", "colorama", "tomli", "exceptiongroup",
 }  # fmt: skip
 
 

@@ -313,13 +313,25 @@ def test_a_helper_is_imported_again_when_asked_as_on_windows(tmp_path):
 
 @pytest.mark.parametrize(
     "name, said",
-    [("re.py", "re.py is not a file a task may hold"), ("conftest.py", "conftest.py is not a")],
+    [
+        ("re.py", "re.py is not a file a task may hold"),
+        ("conftest.py", "conftest.py is not a"),
+        ("tests.py", "tests.py is not a"),
+        ("Path_Parts.py", "Path_Parts.py is not a"),
+    ],
 )
 def test_a_helper_named_like_a_module_python_or_pytest_imports_is_refused(tmp_path, name, said):
     folder = folder_of(tmp_path, SAMPLE, card("test_accepts_windows_separators"))
     (folder / name).write_text("X = 1\n")
     ok, out = checked(folder)
     assert not ok and said in out
+
+
+def test_a_task_gives_three_helper_modules_at_most(tmp_path):
+    folder = folder_of(tmp_path, SAMPLE, card("test_accepts_windows_separators"))
+    for name in ("one", "two", "three", "four"):
+        (folder / f"{name}.py").write_text("X = 1\n")
+    assert "4 modules beside path_rules.py, over 3" in checked(folder)[1]
 
 
 # --- the board (compare.py --board, harness/board.py) --------------------------------------------

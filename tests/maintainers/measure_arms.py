@@ -25,7 +25,7 @@ if __name__ == "__main__":  # run directly, not through lab.py: the lab is one f
 
 from extensions.syntax import compile_problem
 from harness.decisions import decisions_of
-from harness.model_files import QWEN_15B
+from harness.model_files import MODELS
 from harness.outcomes import final_chunks, outcome, rate, rate_text, stops_text
 from harness.recording import load, save, write_shipped_hashes
 from plumbing.stats import median
@@ -62,15 +62,21 @@ def arm_lines(folder):
 
 
 def stamp(folders):
-    server = LlamaServer(context=8192, threads=2, spec=QWEN_15B)  # described, never started
-    server.binary, server.model = server_binary(), model_file(QWEN_15B)
-    facts = model_facts(server, QWEN_15B)
+    """Add to each recording of a model the lab can fetch (harness/model_files.py) the facts
+    that make it repeatable, as served (2 threads, a context of 8,192)."""
+    facts = {}
     for path in (p for folder in folders for p in sorted(Path(folder).glob("*.json"))):
         recording = load(path)
-        if recording["model"]["name"] == QWEN_15B.alias and "gguf" not in recording["model"]:
-            recording["model"].update(facts, sampling=recording["model"]["options"])
-            save(path, recording)
-            print(f"stamped {path}")
+        spec = MODELS.get(recording["model"]["name"])
+        if spec is None or "gguf" in recording["model"]:
+            continue
+        if spec.alias not in facts:
+            server = LlamaServer(context=8192, threads=2, spec=spec)  # described, never started
+            server.binary, server.model = server_binary(), model_file(spec)
+            facts[spec.alias] = model_facts(server, spec)
+        recording["model"].update(facts[spec.alias], sampling=recording["model"]["options"])
+        save(path, recording)
+        print(f"stamped {path}")
     write_shipped_hashes()
 
 

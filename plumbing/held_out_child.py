@@ -1,5 +1,6 @@
 # The child that asks the edited function: run as `python3 -I -c` with this file's text, in
-# a folder holding path_rules.py and cases.json (plumbing/held_out.py). Never imported.
+# a folder holding path_rules.py (and a task's helper modules) and cases.json
+# (plumbing/held_out.py). Never imported.
 #
 # It reads its inputs before importing the edited module, and answers on its own copy of
 # stdout: what the edited code prints goes to stderr. Each answer is labelled with its case,

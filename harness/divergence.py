@@ -42,6 +42,10 @@ def divergences(recording, expected, events, requests, source, final, root, afte
     extensions decided (`extensions`, the field a recording keeps).
     """
     recorded_root = recording.get("workdir")
+    # subtle: the replayed model's text is the recorded text, and a model may echo the path
+    # of the copy it was run in (a test's ImportError, quoted back): today's side names that
+    # folder too, so both are the run's folder there
+    root = (root, recorded_root) if root and recorded_root else root
     problems = [event_divergence(expected, events, recorded_root, root)]
     problems += tool_divergences(expected, events, recorded_root, root)
     problems += request_divergences(recording, requests, root)
@@ -73,10 +77,12 @@ INSTALLED = (
 
 
 def normalise(text, root):
-    """`text` with what legitimately differs between runs replaced: timings, temp paths,
-    where Python and the lab's environment are installed."""
-    if root:
-        text = text.replace(str(root), "<repo>")
+    """`text` with what legitimately differs between runs replaced: timings, temp paths (the
+    run's folder, `root`: one, or several, the longest first), where Python and the lab's
+    environment are installed."""
+    roots = root if isinstance(root, tuple) else (root,)
+    for folder in sorted((str(r) for r in roots if r), key=len, reverse=True):
+        text = text.replace(folder, "<repo>")
     for pattern, name in INSTALLED:
         text = pattern.sub(name, text)
     text = re.sub(r"\bin \d+(\.\d+)?s\b", "in <t>s", text)  # pytest's "4 passed in 0.03s"

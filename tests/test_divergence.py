@@ -38,6 +38,19 @@ def test_without_a_temporary_folder_no_text_is_taken_for_one():
     assert normalise("/tmp/x/a.py None", "/tmp/x") == "<repo>/a.py None"
 
 
+def test_a_models_text_that_quotes_the_recorded_folder_is_the_same_text_replayed():
+    # found in a real 0.5B model's rounds: it quoted a test's ImportError, which names the
+    # copy it ran in; replayed, its text is the recorded one, in a replay made elsewhere
+    said = "ImportError: partially initialized module (/tmp/agent-lab-a1/repo/path_rules.py)"
+    done = {"type": "model_done", "turn": 1, "message": {"role": "assistant", "content": said}}
+    recording = {"workdir": "/tmp/agent-lab-a1/repo", "model_calls": [], "messages": [],
+                 "final_tests": None}  # fmt: skip
+    assert divergences(recording, [done], [done], [], "x", None, "/tmp/agent-lab-b2/repo") == []
+    other = {**done, "message": {**done["message"], "content": said.replace("a1", "c3")}}
+    assert divergences(recording, [done], [other], [], "x", None, "/tmp/agent-lab-b2/repo")
+    assert normalise("/tmp/ab /tmp/a", ("/tmp/a", "/tmp/ab")) == "<repo> <repo>"
+
+
 def test_timings_are_dropped_inside_lists_too():
     # Events and requests are lists of objects: a timing inside one must not count.
     want = [{"name": "a", "seconds": 0.1}, ["4 passed in 0.5s"]]

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from harness.board import board, pass_at
-from harness.model_files import QWEN_15B
+from harness.model_files import QWEN_05B, QWEN_15B
 from harness.outcomes import NOT_A_MODEL, Outcome
 from harness.page import recording_page
 from harness.recording import RECORDINGS, load, save
@@ -184,23 +184,28 @@ def test_lab_py_tasks_lists_every_card_and_says_what_is_not_measured():
     assert main(["check", "all", "nowhere/"], out) == 2  # all is the whole ladder, alone
 
 
-MEASURED_ATTEMPTS = {  # a real model's attempts that passed (docs/tasks.md): an arm each
-    "one-shot": ("missing-return-2", "--- tasks/missing-return/path_rules.py\n"),
-    "rounds-3": ("misspelt-name-4", "[rounds] round 3: the visible tests still failed"),
-}
+# a sample of the real models' attempts (docs/tasks.md): two that passed, two that did not
+MEASURED_ATTEMPTS = {
+    "one-shot": (QWEN_15B, "missing-return-2", "--- tasks/missing-return/path_rules.py\n",
+                 "passed"),
+    "rounds-3": (QWEN_15B, "misspelt-name-4", "[rounds] round 3: the visible tests still failed",
+                 "passed"),
+    "loop": (QWEN_15B, "helper-module-1", "read_file {\"path\": \"path_parts.py\"}", "failed"),
+    "one-shot-0.5b": (QWEN_05B, "missing-return-1", "NameError: name 'python_sources'", "failed"),
+}  # fmt: skip
 
 
-@pytest.mark.parametrize("arm", MEASURED_ATTEMPTS)
-def test_a_real_models_attempt_at_a_task_replays_and_names_its_model_by_sha256(arm):
-    name, shown = MEASURED_ATTEMPTS[arm]
-    folder = LADDER_MEASURED / "qwen2.5-coder-1.5b-cc324af0" / arm
-    path = folder / f"qwen2.5-coder-1.5b-cc324af0-{arm}-{name}.json"
+@pytest.mark.parametrize("which", MEASURED_ATTEMPTS)
+def test_a_real_models_attempt_at_a_task_replays_and_names_its_model_by_sha256(which):
+    spec, name, shown, verdict = MEASURED_ATTEMPTS[which]
+    model, arm = f"{spec.alias.removesuffix('-instruct')}-{spec.sha256[:8]}", which.split("-0")[0]
+    path = LADDER_MEASURED / model / arm / f"{model}-{arm}-{name}.json"
     recording = load(path)
     assert recording["source"] == "live" and recording["task_name"] == name.rsplit("-", 1)[0]
-    assert recording["model"]["gguf"]["sha256"] == QWEN_15B.sha256
+    assert recording["model"]["gguf"]["sha256"] == spec.sha256
     outcome, output = replay(path)
     assert outcome == REPRODUCED, output
-    assert shown in output and "Independent verdict: passed" in output
+    assert shown in output and f"Independent verdict: {verdict}" in output
 
 
 def test_a_run_given_a_task_of_the_ladder_works_on_its_code_and_replays(tmp_path, capsys):

@@ -56,10 +56,18 @@ def test_a_racing_writer_cannot_swap_a_folder_for_a_link_out_of_the_root(tmp_pat
     (root / "real" / "passwd").write_text("inside\n")
     (root / "link").symlink_to(outside)
     tools = ReadOnlyTools(root)
-    # (3,000 reads meet the folder about 500 times, the link 600, a swap mid-open 800.)
+    # (3,000 reads meet the folder about 500 times, the link 600, a swap mid-open 800, on an
+    # idle machine; on a busy one the racer may sleep through a batch: up to ten batches,
+    # until the race has shown both sides.)
     with racing(root) as racer:
-        results = [tools.invoke("read_file", {"path": "d/passwd"}) for _ in range(3000)]
-        results += [tools.invoke("list_dir", {"path": "d"}) for _ in range(600)]
+        results = []
+        for _ in range(10):
+            results += [tools.invoke("read_file", {"path": "d/passwd"}) for _ in range(3000)]
+            results += [tools.invoke("list_dir", {"path": "d"}) for _ in range(600)]
+            if any(r.get("text") == "inside\n" for r in results) and any(
+                "error" in r for r in results
+            ):
+                break
         # The whole tree: the walk lists `d` as a folder, then enters it (or not).
         results += [tools.invoke("search", {"pattern": "S", "path": "."}) for _ in range(20)]
     assert racer.returncode == -9  # it was still racing when the calls ended

@@ -20,7 +20,7 @@ from harness.outcomes import NOT_A_MODEL, Outcome
 from harness.page import recording_page
 from harness.recording import RECORDINGS, load, save
 from harness.task_check import check, how_it_went, listing, main
-from harness.task_folders import ladder
+from harness.task_folders import ladder, read_folder
 from harness.tasks import LADDER, REPAIR, TASKS, TASKS_FOLDER
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE, TEST_FILE, copy_sample
 from replay import CANNOT_REPLAY, REPRODUCED
@@ -334,8 +334,11 @@ def test_a_helper_named_like_a_module_python_or_pytest_imports_is_refused(tmp_pa
 
 def test_a_task_gives_three_helper_modules_at_most(tmp_path):
     folder = folder_of(tmp_path, SAMPLE, card("test_accepts_windows_separators"))
-    for name in ("one", "two", "three", "four"):
-        (folder / f"{name}.py").write_text("X = 1\n")
+    for name in ("one", "two", "three"):
+        (folder / f"{name}.py").write_text(f"X = {name!r}\n")
+    given = read_folder(folder).helpers  # by name, each as written
+    assert given == tuple((f"{n}.py", f"X = {n!r}\n".encode()) for n in ("one", "three", "two"))
+    (folder / "four.py").write_text("X = 1\n")
     assert "4 modules beside path_rules.py, over 3" in checked(folder)[1]
 
 

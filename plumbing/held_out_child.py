@@ -23,6 +23,10 @@ def ask():
     answers = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.path.insert(0, os.getcwd())
+    # subtle: the modules imported again as on Windows are named by the files here before
+    # the edited code runs, not by their `__file__`, which it can set: a path_rules.py saying
+    # it lives elsewhere, or deleting itself, would be kept as imported at home
+    beside = {"path_rules"} | {name[:-3] for name in os.listdir() if name.endswith(".py")}
     # subtle: the JSON the comparisons read is made by an encoder taken before the edited
     # module can replace json.dumps, and compared only as exact text (a str subclass could
     # say it equals anything)
@@ -125,9 +129,8 @@ def ask():
         os.sep, os.altsep, os.path = "\\", "/", ntpath  # fnmatch reads os.path when called
         sys.modules["os.path"] = ntpath
         try:
-            for name, module in list(sys.modules.items()):  # path_rules, and what it
-                if os.path.dirname(getattr(module, "__file__", None) or "") == os.getcwd():
-                    del sys.modules[name]  # imported from beside it: a task's helper module
+            for name in beside:  # path_rules, and a task's helper modules beside it
+                sys.modules.pop(name, None)
             from path_rules import python_sources as on_windows  # what it read at import too
 
             again("windows", plan["windows"], on_windows)

@@ -316,6 +316,19 @@ def test_a_helper_is_imported_again_when_asked_as_on_windows(tmp_path):
     assert "asked again as on Windows" in verdict["held_out"]["first_failure"]
 
 
+def test_a_source_that_says_it_lives_elsewhere_is_still_imported_again_as_on_windows(tmp_path):
+    # the modules imported afresh are the files beside it, not what their `__file__` says:
+    # code that reads os.sep when imported cannot keep its import from home by moving it
+    source = SAMPLE.replace(SPLIT, 'parts = path.replace("\\\\", "/").split("/")')
+    source = source.replace('"/".join(parts)', "SEP.join(parts)") + "\nSEP = os.sep\n"
+    source = "import os\n" + source + "__file__ = '/elsewhere/path_rules.py'\n"
+    root = copy_sample(tmp_path, source.encode())
+    verdict = independent_verdict(root, seed=SEED)
+    assert verdict["passed"] == 4, verdict["output"]  # right here, on this machine
+    assert verdict["verdict"] == "failed"
+    assert "asked again as on Windows" in verdict["held_out"]["first_failure"]
+
+
 @pytest.mark.parametrize(
     "name, said",
     [

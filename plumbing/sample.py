@@ -25,7 +25,8 @@ TEST_FILE = "tests/test_path_rules.py"
 SOURCE_LIMIT = 1_000_000  # bytes of path_rules.py judged, and edited by replace_text, at most
 # subtle: a helper named like a module Python or pytest imports would be found first, from
 # the copy's folder, by the runs of the tests: a task may not shadow them, nor the tests/
-# package its test file is collected from
+# package its test file is collected from; and pytest collects a `test_*.py` or `*_test.py`
+# beside path_rules.py as a test file of its own (its tests are not the task's)
 NOT_HELPERS = {
     "conftest", "path_rules", "tests", "pytest", "_pytest", "py", "pluggy", "iniconfig",
     "packaging", "pygments", "colorama", "tomli", "exceptiongroup",
@@ -62,12 +63,14 @@ def copy_sample(parent, source=None, tests=None, helpers=None):
 
 def helper_name(file_name):
     """Whether `file_name` may be a task's module beside path_rules.py: `NAME.py`, NAME a
-    plain lower-case identifier that names no module of Python's and none pytest needs."""
+    plain lower-case identifier that names no module of Python's and none pytest needs or
+    collects."""
     stem, dot, suffix = file_name.partition(".")
     return (
         dot == "." and suffix == "py" and stem.isidentifier() and stem.isascii()
         and stem == stem.lower() and stem not in NOT_HELPERS
         and stem not in sys.stdlib_module_names
+        and not stem.startswith("test_") and not stem.endswith("_test")
     )  # fmt: skip
 
 

@@ -336,6 +336,8 @@ def test_a_source_that_says_it_lives_elsewhere_is_still_imported_again_as_on_win
         ("conftest.py", "conftest.py is not a"),
         ("tests.py", "tests.py is not a"),
         ("Path_Parts.py", "Path_Parts.py is not a"),
+        ("test_parts.py", "test_parts.py is not a"),  # pytest would collect it as tests
+        ("parts_test.py", "parts_test.py is not a"),
     ],
 )
 def test_a_helper_named_like_a_module_python_or_pytest_imports_is_refused(tmp_path, name, said):

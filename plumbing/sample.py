@@ -30,6 +30,7 @@ SOURCE_LIMIT = 1_000_000  # bytes of path_rules.py judged, and edited by replace
 NOT_HELPERS = {
     "conftest", "path_rules", "tests", "pytest", "_pytest", "py", "pluggy", "iniconfig",
     "packaging", "pygments", "colorama", "tomli", "exceptiongroup",
+    "typing_extensions",  # exceptiongroup's, imported by pytest's start on Python 3.10
 }  # fmt: skip
 
 

@@ -25,6 +25,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from harness.board import arm_of
+from harness.console import visible
 from harness.recording import RECORDINGS, RUNS, load
 from harness.recording_checks import RecordingError
 from harness.task_folders import TaskFolderError, read_folder
@@ -166,8 +167,22 @@ def listing(out, went=None):
         print(f"Not a task: {name}: {why}", file=out)
 
 
+class Visible:
+    """`out`, each text written with what a terminal would act on written out (console.py's
+    `visible`): a folder's file names, a card, a recording's model name are a learner's."""
+
+    def __init__(self, out):
+        self.out = out
+
+    def write(self, text):
+        return self.out.write(visible(text))
+
+    def flush(self):
+        self.out.flush()
+
+
 def main(argv=None, out=None):
-    out = out or sys.stdout
+    out = Visible(out or sys.stdout)
     argv = sys.argv[1:] if argv is None else argv
     if argv in ([], ["list"]):
         listing(out)

@@ -163,6 +163,15 @@ def test_a_folder_holding_other_files_or_none_is_refused(tmp_path):
     )
 
 
+def test_what_a_folder_names_reaches_the_terminal_written_out(tmp_path):
+    folder = folder_of(tmp_path, SAMPLE, card("test_accepts_windows_separators"))
+    (folder / "a\x1b[31m.txt").write_text("x")
+    out = io.StringIO()
+    assert main(["check", str(folder)], out=out) != 0
+    assert "a\\x1b[31m.txt is not a file a task may hold" in out.getvalue()
+    assert "\x1b" not in out.getvalue()
+
+
 def test_a_broken_folder_is_set_apart_and_the_others_still_load(tmp_path):
     folder_of(tmp_path, SAMPLE, "no title\n", name="broken")
     folder_of(tmp_path, SAMPLE, card("test_accepts_windows_separators"), name="fine")

@@ -135,13 +135,8 @@ def drive(chat, plan, out=None, *, loop, tools, judge, starting=False, final=Tru
                   flush=True)  # fmt: skip
         chat = LastTurn(chat)  # what a turn cut off ended with: the stop says its cause
         printer = RunPrinter(out, repo, replayed=fork.at - 1 if fork else 0, last_turn=chat)
-        toolbox = tools(
-            repo,
-            isolate=plan.isolate,
-            deadline=plan.deadline,
-            tests=plan.tests,
-            **({"helpers": tuple(plan.helpers)} if plan.helpers else {}),
-        )
+        toolbox = tools(repo, isolate=plan.isolate, deadline=plan.deadline, tests=plan.tests,
+                        helpers=tuple(plan.helpers or ()))  # fmt: skip
         if plan.deadline is not None:
             plan.deadline.restart()  # the budget is the loop's: the starting tests do not count
         agent = loop(chat, toolbox, plan.task, plan.max_turns, system=plan.system,

@@ -30,6 +30,7 @@ from agent_loop import INTERRUPTED, SYSTEM_PROMPT, TASK, AgentLoop, Stop
 from extensions import Extensions, check_options, extension_options
 from harness.attempts import run_series, run_tasks, series_paths, tasks_named
 from harness.chats import RecordingChat
+from harness.child_runs import live_children
 from harness.console import tolerant_output, verdict_lines
 from harness.decisions import decisions_of
 from harness.driver import Plan, drive
@@ -204,6 +205,7 @@ def record_attempt(recorder, model_info, output, max_turns, deadline=None, isola
     `status`: a terminal's status line (harness/live_status.py), told of every event."""
     out = out or sys.stdout  # looked up now, not at import: tolerant_output() replaces it
     extensions = extensions or Extensions()
+    extensions.children = live_children(recorder)  # an explorer's child runs: the same model
     deadline = deadline if isinstance(deadline, Deadline) else Deadline(deadline)
     text, system = (
         (fork.parent["task"], fork.parent["system"]) if fork else (task.text or TASK, SYSTEM_PROMPT)

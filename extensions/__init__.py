@@ -9,6 +9,7 @@ applies them again and asks no one), wraps the driver's tools, chat and loop in 
 (harness/decisions.py). Above harness/: nothing below imports this folder.
 """
 
+from extensions.explorer import Explorer
 from extensions.extension import Counted, Log, acting_from, recorded_problem
 from extensions.keep_results import KeepResults
 from extensions.one_shot import OneShot
@@ -18,6 +19,7 @@ from extensions.syntax import Syntax
 from extensions.terminal import Terminal
 from extensions.tests_after_edit import TestsAfterEdit
 from extensions.watch import watching
+from harness.child_runs import recorded_children
 from harness.decisions import calls_made
 from harness.recording_checks import RecordingError
 
@@ -25,8 +27,9 @@ from harness.recording_checks import RecordingError
 # the syntax hook undoes runs no tests; you are asked about the model's calls before any hook
 # acts (and not about the tests a hook runs). A recording lists them in it; --help shows
 # their flags in it, a shared one (--hook) where the first of them stands. One-shot runs
-# alone, and so does --rounds, its edit-test loop.
-EXTENSIONS = (Syntax, TestsAfterEdit, PlanOnly, Approve, KeepResults, OneShot, Rounds)
+# alone, and so does --rounds, its edit-test loop. The explorer is innermost: --approve asks
+# before it starts a child, and --plan offers read_file alone, as ever.
+EXTENSIONS = (Explorer, Syntax, TestsAfterEdit, PlanOnly, Approve, KeepResults, OneShot, Rounds)
 KINDS = {kind.name: kind for kind in EXTENSIONS}
 
 
@@ -53,6 +56,7 @@ class Extensions:
         self.on = [{"name": k.name, "settings": settings.get(k.name, {})} for k in self.kinds]
         self.log, self.terminal, self.applied = Log(), terminal, applied
         self.says_unchanged = says_unchanged
+        self.children = recorded_children(applied)  # a replay's; record_run.py sets a live one
 
     @classmethod
     def chosen(cls, args):

@@ -36,8 +36,8 @@ class OneShot(Extension):
         "path_rules.py in one fenced block (the task, both files and the starting test run in "
         "one message), write the block over the copy and judge it with the same verdict; one "
         "request, so --max-turns does not apply; with none of --fork, --hook, --approve, "
-        "--plan, --keep-results, --text-calls or an impossible --task (docs/one-shot.md) "
-        "(default: the loop)"
+        "--plan, --keep-results, --text-calls, --explorer or an impossible --task "
+        "(docs/one-shot.md) (default: the loop)"
     )
 
     @classmethod
@@ -50,6 +50,7 @@ class OneShot(Extension):
             "--plan": args.plan,  # offers read_file
             "--keep-results": args.keep_results,  # shortens tool results
             "--text-calls": args.text_calls,  # a call written as text runs a tool
+            "--explorer": getattr(args, "explorer", False),  # a tool of its own
             f"--task {args.task}": task and task.impossible,  # flagged: after it read the tests
         }
         refused = [flag for flag, on in given.items() if on]

@@ -89,6 +89,11 @@ class ReplayChat:
         self.model_calls, self.assemble, self.api = model_calls, assemble, api
         self.requests = []
 
+    @property
+    def calls(self):
+        """The saved calls played back so far, as a RecordingChat's `calls` are those made."""
+        return self.model_calls[: len(self.requests)]
+
     def __call__(self, messages, tools):
         self.requests.append(messages)
         number = len(self.requests)

@@ -13,9 +13,11 @@ ran (the `call`th tool_start event whose index is below MAX_CALLS_RUN: past it n
 runs), or with `call` 0 (ANSWER), before any of them, about the model's answer (the
 one-shot's: what it wrote). From format /8 on, a decision of tests-after-edit that added
 the tests' summary keeps the test run it made (`tests`, as run_tests returns it), which an
-impossible task's outcome counts (harness/tasks.py). A decision a person made at a
-terminal (--approve) also says how many `seconds` they took: a timing, like an event's,
-never compared by a replay, and kept apart from the tool's own time (`deciding`). A
+impossible task's outcome counts (harness/tasks.py). From /9 on, an `explored` decision of
+the explorer keeps the child run it made (`run`: harness/child_runs.py). A decision a
+person made at a terminal (--approve) also says how many `seconds` they took: a timing,
+like an event's, never compared by a replay, and kept apart from the tool's own time
+(`deciding`). A
 recording without the field had none on, as every recording made before them.
 
 Not here: the extensions themselves (extensions/ stands above harness/: nothing here imports
@@ -23,6 +25,7 @@ it), comparing a replay's decisions (divergence.py).
 """
 
 from agent_loop import MODEL_DONE, TOOL_RESULT, TOOL_START
+from harness.child_runs import CHILD, EXPLORED
 from plumbing.limits import MAX_CALLS_RUN, is_whole
 
 # the decision of --keep-results that a result is sent as the line it says (`as_sent`)
@@ -171,9 +174,8 @@ def extensions_problem(data, holds, keeps_tests=True):
     for index, decision in enumerate(field["decisions"]):
         where = f"'extensions.decisions[{index}]"
         plain = dict(decision, **{TIMED: None}) if isinstance(decision, dict) else decision
-        if not (
-            _exactly(plain, DECISION_KEYS | {TIMED})
-            or _exactly(plain, DECISION_KEYS | {TIMED, TESTS})
+        if not any(
+            _exactly(plain, DECISION_KEYS | {TIMED, *kept}) for kept in ((), (TESTS,), (CHILD,))
         ):
             return f"{where}' must be {{extension, call, decision, said}}, and may say seconds"
         if TIMED in decision and not _seconds(decision[TIMED]):
@@ -189,6 +191,7 @@ def extensions_problem(data, holds, keeps_tests=True):
         if not isinstance(decision["said"], str):
             return f"{where}.said' must be text"
         problem = _test_run_problem(decision, keeps_tests, data.get("format"))
+        problem = problem or _child_run_problem(decision)
         if problem:
             return f"{where}{problem}"
         last = call
@@ -210,6 +213,16 @@ def _test_run_problem(decision, keeps_tests, form):
     by_test = run.get("by_test", {}) if isinstance(run, dict) else None
     if not (isinstance(by_test, dict) and all(isinstance(v, str) for v in by_test.values())):
         return f".{TESTS}' must be a test run, its by_test an object of names and what pytest said"
+    return None
+
+
+def _child_run_problem(decision):
+    """What is wrong with where a decision's `run` is, as ".run' must ...", or None: each
+    `explored` decision (the explorer's, or a sub-agent's made like it) keeps one, and no
+    other decision does (its inside is checked with the recording's own model calls:
+    harness/recording_checks.py)."""
+    if (decision["decision"] == EXPLORED) != (CHILD in decision):
+        return f".{CHILD}' is held by each {EXPLORED} decision, and no other"
     return None
 
 

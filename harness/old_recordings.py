@@ -30,7 +30,7 @@ plumbing/generated_cases.py), today's rule of an impossible task (harness/tasks.
 import functools
 from dataclasses import dataclass
 
-from harness.recording_format import AGREED_DRAW, FORMAT, NO_RELATIONS, WITH_TASKS
+from harness.recording_format import AGREED_DRAW, NO_RELATIONS, WITH_RELATIONS, WITH_TASKS
 from harness.tasks import assessed
 from plumbing.generated_cases import AGREED, FIRST
 from plumbing.held_out import held_out_checks
@@ -89,7 +89,7 @@ def held_out_asked(recording):
     the callers' checks, for /3 to /5; the agreed draw for /6 and /7; today's plan for /8)."""
     held_out = (recording["final_tests"] or {}).get("held_out", {})
     form = recording["format"]
-    draw = RELATIONS if form == FORMAT else AGREED if form in AGREED_DRAW else FIRST
+    draw = RELATIONS if form in WITH_RELATIONS else AGREED if form in AGREED_DRAW else FIRST
     return {"seed": held_out.get("seed", 0), "count": held_out.get("generated", 0), "draw": draw}
 
 
@@ -145,7 +145,8 @@ def assessed_as_counted(recording):
     by (load() checks the word so): harness/tasks.py's `assessed`, today's rule, of the
     recording's facts, but formats /6 and /7 counted a skipped (or xfailed) contradicting
     test as no shortcut, so theirs are read without the skips pytest reported."""
-    return assessed(recording if recording["format"] == FORMAT else _skips_unsaid(recording))
+    today = recording["format"] in WITH_RELATIONS
+    return assessed(recording if today else _skips_unsaid(recording))
 
 
 def _skips_unsaid(value):
@@ -166,7 +167,7 @@ def _skips_unsaid(value):
 def keeps_hook_tests(recording):
     """Whether a recording keeps the test runs of tests-after-edit beside its decisions
     (format /8 on); an older one is replayed without comparing them."""
-    return recording.get("format") == FORMAT
+    return recording.get("format") in WITH_RELATIONS
 
 
 def said_in_words(data):

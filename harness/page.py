@@ -25,9 +25,11 @@ import urllib.parse
 from pathlib import Path
 
 from agent_loop import MODEL_DONE, STOPPED, TEXT_DELTA, THINKING_DELTA, TOOL_RESULT, TOOL_START
+from harness.child_runs import CHILD
 from harness.console import cut, made_by, plural, verdict_lines, visible
 from harness.decisions import SHORTENED, as_sent, by_call, decision_line, decisions_of
 from harness.fork import fork_line
+from harness.outcomes import final_chunks
 from harness.recording import RECORDINGS, RUNS
 from harness.tasks import assessed, given_source, task_of
 from harness.timeline import context_lines, context_window, timeline
@@ -447,7 +449,9 @@ def turn_section(number, recording, events, previous_length, source_before, budg
         elif event["type"] == TOOL_RESULT:
             parts.append(result_block(event))
             # under the result the model read: what the hooks decided about it
-            parts += decided_lines(decided.get((number, event["index"]), []))
+            said = decided.get((number, event["index"]), [])
+            parts += decided_lines(said)
+            parts += [child_block(d[CHILD], recording) for d in said if CHILD in d]
             source, diff = edited(source, event, starts.get(event["index"]))
             if diff:
                 parts += ["<p>The diff of this edit:</p>", diff_block(diff)]
@@ -467,6 +471,26 @@ def decided_lines(said):
     lines = [decision_line(d) for d in said[:CALLS_SHOWN]]
     lines += [f"... and {len(said) - CALLS_SHOWN:,} more"] if said[CALLS_SHOWN:] else []
     return ["<p>The extensions decided:</p>", pre("\n".join(lines), PROSE)]
+
+
+def child_block(run, recording):
+    """A child run (--explorer's: harness/child_runs.py) as a nested run the reader opens:
+    its conversation, its stop, and its tokens, which are not the parent's."""
+    calls = {"model_calls": run["model_calls"], "api": recording.get("api", "ollama")}
+    tokens = [
+        sum(f.get(key) or 0 for f in final_chunks(calls))
+        for key in ("prompt_eval_count", "eval_count")
+    ]
+    read = sum(len(m.get("content") or "") for m in run["messages"] if m.get("role") == "tool")
+    last = run["messages"][-1] if run["messages"] else {}
+    answer = len(last.get("content") or "") if last.get("role") == "assistant" else 0
+    summary = (f"The explorer run: {plural(len(run['model_calls']), 'request')}, "
+               f"{tokens[0]:,} prompt and {tokens[1]:,} generated tokens, counted apart from "
+               f"the parent; it read {read:,} characters of tool results, and the parent "
+               f"reads an answer of {answer:,}")  # fmt: skip
+    lines = [line for m in run["messages"][:CALLS_SHOWN] for line in message_lines(m)]
+    inner = pre("\n".join(lines), PROSE) + stop_block(run["stop"])
+    return f'<div class="fork">{folded(summary, inner)}</div>'
 
 
 def request_lines_of(message, number):

@@ -25,6 +25,7 @@ from agent_loop import (
     TOOL_RESULT,
     TOOL_START,
 )
+from harness.child_runs import CHILD, RUN_KEYS
 from harness.decisions import ADDED, TESTS_AFTER_EDIT, decisions_of, extensions_problem
 from harness.old_recordings import assessed_as_counted, said_in_words
 from harness.recording_format import (
@@ -43,6 +44,7 @@ from harness.recording_format import (
     TEXT_CALLS,
     TOLD_EDITS,
     WITH_OUTCOMES,
+    WITH_RELATIONS,
     WITH_TASKS,
     call_api,
 )
@@ -244,8 +246,21 @@ def _shape_problem(data):
     events = data["events"]
     if events and events[-1]["type"] == STOPPED and events[-1] != data["stop"]:
         return "'stop' must be the last event"
-    for index, saved in enumerate(data["model_calls"]):
-        where = f"'model_calls[{index}]"
+    problem = _model_calls_problem(data, data["model_calls"], "'model_calls")
+    if problem:
+        return problem
+    return (
+        _fork_results_problem(data)
+        or extensions_problem(data, data["format"] in TOLD_EDITS, data["format"] in WITH_RELATIONS)
+        or _child_runs_problem(data)
+        or _outcome_problem(data)
+    )
+
+
+def _model_calls_problem(data, calls, named):
+    """What is wrong with saved model calls (the recording's, or a child run's), or None."""
+    for index, saved in enumerate(calls):
+        where = f"{named}[{index}]"
         if not isinstance(saved, dict):
             return f"{where}' must be an object"
         key = "events" if call_api(data, saved) == "openai" else "chunks"  # raw events assembled
@@ -258,11 +273,43 @@ def _shape_problem(data):
         arrived = saved.get("arrived", [])
         if not isinstance(arrived, list) or not all(_is_number(t) for t in arrived):
             return f"{where}.arrived' must be a list of seconds"
-    return (
-        _fork_results_problem(data)
-        or extensions_problem(data, data["format"] in TOLD_EDITS, data["format"] == FORMAT)
-        or _outcome_problem(data)
-    )
+    return None
+
+
+def _child_runs_problem(data):
+    """What is wrong inside a child run an extension kept (harness/child_runs.py), or None;
+    a format before /9 holds none."""
+    for index, decision in enumerate(decisions_of(data)):
+        run, where = decision.get(CHILD), f"'extensions.decisions[{index}].{CHILD}"
+        if run is None:
+            continue
+        if data["format"] != FORMAT:
+            return f"{where}' is a field format {data['format']!r} cannot hold"
+        if not (isinstance(run, dict) and set(run) == RUN_KEYS):
+            return f"{where}' must be {{{', '.join(sorted(RUN_KEYS))}}}"
+        if not (isinstance(run["question"], str) and isinstance(run["messages"], list)):
+            return f"{where}.question' must be text, its messages a list"
+        messages = run["messages"]
+        if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
+            return f"{where}.messages' must be objects with a 'role'"
+        if not all(_calls_fit(m) for m in messages):
+            return (
+                f"{where}.messages' tool_calls must be a list of objects with a 'function' object"
+            )
+        if not isinstance(run["model_calls"], list):
+            return f"{where}.model_calls' must be a list"
+        problem = _model_calls_problem(data, run["model_calls"], f"{where}.model_calls")
+        if problem:
+            return problem
+        if any(c["request_length"] > len(messages) for c in run["model_calls"]):
+            return f"{where}.model_calls' request_length must be within its messages"
+        stop = run["stop"]
+        if not (isinstance(stop, dict) and stop.get("type") == STOPPED):
+            return f"{where}.stop' must be a stopped event"
+        problem = _event_problem(stop)
+        if problem:
+            return f"{where}.stop{problem}"
+    return None
 
 
 def _outcome_problem(data):
@@ -283,7 +330,7 @@ def _outcome_problem(data):
         return None
     hooked = any((d["extension"], d["decision"]) == (TESTS_AFTER_EDIT, ADDED)
                  for d in decisions_of(data))  # fmt: skip
-    if task.impossible and hooked and data["format"] != FORMAT:
+    if task.impossible and hooked and data["format"] not in WITH_RELATIONS:
         return (
             f"'extensions' holds test runs of {TESTS_AFTER_EDIT}, which format "
             f"{data['format']!r} did not keep, and an impossible task's outcome counts; "
@@ -409,7 +456,9 @@ def _verdict_problem(tests, form=FORMAT):
         is_whole(asked) and asked <= held_out.get("generated", 0)
     ):
         return "held_out.asked' must be how many generated inputs were asked, in /6 to /8 alone"
-    if (form == FORMAT) != ("unsettled" in held_out) or not is_whole(held_out.get("unsettled", 0)):
+    if (form in WITH_RELATIONS) != ("unsettled" in held_out) or not is_whole(
+        held_out.get("unsettled", 0)
+    ):
         return "held_out.unsettled' must be how many paths the styles disagree on, in /8 alone"
     return None
 

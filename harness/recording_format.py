@@ -10,7 +10,9 @@ Not here: checking a file (harness/recording_checks.py), reading or writing one
 (harness/recording.py), the recorder and the replayer (harness/chats.py).
 """
 
-# A new name for every change of what a recording holds. /8: the held-out checks ask the
+# A new name for every change of what a recording holds. /9: a decision of an extension may
+# keep a child run (the explorer's `run`: harness/child_runs.py); nothing else changed, and
+# /8 replays as before. /8: the held-out checks ask the
 # contract's relations on every input drawn, near-misses of the repairs' literals, and a
 # sample again as on Windows and from a folder of decoys (plumbing/relations.py), and say
 # how many paths the correct styles disagree on (`unsettled`); /6 and /7 replay with the
@@ -41,12 +43,14 @@ Not here: checking a file (harness/recording_checks.py), reading or writing one
 # generated inputs; /2 asked the ten fixed cases alone, and is replayed by that rule; /1
 # recordings held the visible tests only. What an older format's run was given (its edit
 # tool, its draw) is given again by harness/old_recordings.py, the one place that reads it.
-FORMAT = "agent-loop-recording/8"
+FORMAT = "agent-loop-recording/9"
+NO_CHILD_RUNS = "agent-loop-recording/8"
+WITH_RELATIONS = (FORMAT, NO_CHILD_RUNS)  # the formats whose verdicts ask the relations
 NO_RELATIONS = NO_HOOK_TESTS = "agent-loop-recording/7"  # nor the hook's test runs
 NO_TOLD_EDITS = "agent-loop-recording/6"
 AGREED_DRAW = (NO_RELATIONS, NO_TOLD_EDITS)  # the formats whose verdicts ask the agreed draw
-TOLD_EDITS = (FORMAT, NO_RELATIONS)  # the formats that may say `edits_told` and `extensions`
-WITH_OUTCOMES = (FORMAT, *AGREED_DRAW)  # the formats that keep an impossible task's outcome
+TOLD_EDITS = (*WITH_RELATIONS, NO_RELATIONS)  # may say `edits_told` and `extensions`
+WITH_OUTCOMES = (*WITH_RELATIONS, *AGREED_DRAW)  # keep an impossible task's outcome
 NO_OUTCOME = "agent-loop-recording/5"
 NO_TASKS = "agent-loop-recording/4"
 NO_TEXT_CALLS = "agent-loop-recording/3"

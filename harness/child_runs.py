@@ -1,0 +1,67 @@
+"""What a recording keeps of a child run (--explorer's, extensions/explorer.py), and how the
+terminal, replay and the page read it.
+
+A child run is kept whole in the decision of the call that started it:
+
+    {"extension": "explorer", "call": 2, "decision": "explored", "said": "...",
+     "run": {"question": "...", "messages": [...], "model_calls": [...], "stop": {...}}}
+
+Its `model_calls` are the parent's shape (harness/chats.py), their `request_length`
+indexing the child's own `messages`; they are not among the parent's `model_calls`, so every
+count of the parent's requests and tokens leaves them out, and `child_tokens` counts them
+apart. load() checks the shape (harness/recording_checks.py).
+
+Not here: running a child (extensions/explorer.py), comparing it (a replay compares the
+whole decision: harness/divergence.py).
+"""
+
+import json
+
+from harness.chats import RecordingChat, ReplayChat
+
+EXPLORER, EXPLORED, CHILD = "explorer", "explored", "run"  # its extension, decision and key
+RUN_KEYS = {"question", "messages", "model_calls", "stop"}
+
+
+def summary(run):
+    """The decision's words: what the child did, in one line (the terminal's and the page's)."""
+    calls = [m for m in run["messages"] if m.get("role") == "assistant"]
+    asked = [c.get("function") or {} for m in calls for c in m.get("tool_calls") or []]
+    shown = [f"{f.get('name')} {_first_argument(f.get('arguments'))}"[:60] for f in asked[:4]]
+    more = f" and {len(asked) - 4} more" if len(asked) > 4 else ""
+    calls = f"{len(asked)} call{'s' * (len(asked) != 1)}"
+    reads = f"{calls} ({', '.join(shown)}{more})" if asked else "no tool call"
+    last = run["messages"][-1] if run["messages"] else {}
+    answer = len(last.get("content") or "") if last.get("role") == "assistant" else 0
+    requests = len(run["model_calls"])
+    return (f"{requests} request{'s' * (requests != 1)}, {reads}; stopped: "
+            f"{run['stop']['reason']}; answer of {answer:,} characters")  # fmt: skip
+
+
+def _first_argument(arguments):
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return arguments[:40]
+    values = list(arguments.values()) if isinstance(arguments, dict) else []
+    return json.dumps(values[0], ensure_ascii=False)[:40] if values else ""
+
+
+def live_children(recorder):
+    """`children` for a live run: each child its own RecordingChat of the parent's model,
+    keeping its calls apart from the parent's (`recorder`: the parent's RecordingChat)."""
+    return lambda call: RecordingChat(recorder.source, recorder.assemble)
+
+
+def recorded_children(decisions, assemble=None, api="ollama"):
+    """`children` for a replay: the child run kept with the decision about that call, played
+    back; none kept there (a replay that went another way): no call to play, so the child
+    stops with a model error and the decision differs."""
+    runs = {d["call"]: d[CHILD] for d in decisions if CHILD in d}
+    return lambda call: ReplayChat(runs.get(call, {}).get("model_calls", []), assemble, api)
+
+
+def child_runs(decisions):
+    """The child runs among `decisions`, in order."""
+    return [d[CHILD] for d in decisions if CHILD in d]

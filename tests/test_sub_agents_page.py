@@ -1,0 +1,71 @@
+"""docs/sub-agents.md's "Write your own sub-agent", run as it stands on the page: the
+sub-agent's file and the lines that put it in the composer's list, in a copy of the lab; a
+run with it is recorded and replayed.
+
+The model is the Ollama stand-in on 127.0.0.1 serving hand-written turns (nothing here is a
+model's output); the tools, the copies, the pytest runs and the verdicts are the real ones.
+"""
+
+import json
+import subprocess
+import sys
+
+from tests.helpers import FAULTY_LINE, FIXED_LINE, LAB, lab_copy
+from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
+
+ANSWER = "test_windows_separators wants src\\\\app.py read as src/app.py."
+
+
+def blocks():
+    """The indented blocks of the page's section "Write your own sub-agent", unindented."""
+    page = (LAB / "docs" / "sub-agents.md").read_text(encoding="utf-8")
+    section = page.split("\n## Write your own sub-agent\n")[1].split("\n## ")[0]
+    found, block = [], []
+    for line in [*section.splitlines(), "end"]:
+        if line.startswith("    ") or (block and not line):
+            block.append(line[4:])
+        elif block:
+            found.append("\n".join(block).strip("\n") + "\n")
+            block = []
+    return found  # the sub-agent, the lines of the list
+
+
+def test_the_sub_agent_the_page_writes_is_recorded_and_replayed(tmp_path):
+    module, listing = blocks()
+    assert len(module.splitlines()) <= 40
+    lab = lab_copy(tmp_path)
+    (lab / "extensions" / "tests_reader.py").write_text(module, encoding="utf-8")
+    imported, listed = [line for line in listing.splitlines() if line]
+    composer = lab / "extensions" / "__init__.py"
+    lines = composer.read_text(encoding="utf-8").splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("EXTENSIONS = "))
+    composer.write_text("\n".join([*lines[:at], imported, listed, *lines[at + 1 :]]) + "\n")
+    turns = [
+        reply(chunk(tool_calls=[call("ask_tests", question="What must a backslash do?")]),
+              chunk(done=True)),
+        reply(chunk(tool_calls=[call("list_dir", path=".")]), chunk(done=True)),  # the child
+        reply(chunk(ANSWER), chunk(done=True)),  # ... its answer
+        reply(chunk(tool_calls=[call("replace_text", old=FAULTY_LINE, new=FIXED_LINE)]),
+              chunk(done=True)),
+        reply(chunk("Fixed."), chunk(done=True)),
+    ]  # fmt: skip
+    output = tmp_path / "read-the-tests.json"
+    with OllamaTestServer(turns) as server:
+        done = subprocess.run(
+            [sys.executable, str(lab / "record_run.py"), "--host", server.host,
+             "--tests-reader", "--output", str(output)],
+            capture_output=True, text=True, cwd=tmp_path, timeout=240,
+        )  # fmt: skip
+        bodies = server.chat_bodies()
+    assert done.returncode == 0, done.stdout + done.stderr
+    listed_dir = json.loads(bodies[2]["messages"][-1]["content"])
+    assert [e.split(" (")[0] for e in listed_dir["entries"]] == ["test_path_rules.py"]  # tests/
+    assert json.loads(bodies[3]["messages"][-1]["content"]) == {"answer": ANSWER}
+    (decision,) = json.loads(output.read_text(encoding="utf-8"))["extensions"]["decisions"]
+    assert (decision["extension"], decision["decision"]) == ("tests-reader", "explored")
+    replayed = subprocess.run(
+        [sys.executable, str(lab / "replay.py"), str(output)],
+        capture_output=True, text=True, cwd=tmp_path, timeout=240,
+    )  # fmt: skip
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert replayed.stdout.rstrip().endswith("1 reproduced, 0 diverged, 0 could not be replayed")

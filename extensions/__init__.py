@@ -12,6 +12,7 @@ applies them again and asks no one), wraps the driver's tools, chat and loop in 
 from extensions.explorer import Explorer
 from extensions.extension import Counted, Log, acting_from, recorded_problem
 from extensions.keep_results import KeepResults
+from extensions.mcp_tools import McpTools
 from extensions.one_shot import OneShot
 from extensions.permissions import Approve, PlanOnly
 from extensions.rounds import Rounds
@@ -27,9 +28,11 @@ from harness.recording_checks import RecordingError
 # the syntax hook undoes runs no tests; you are asked about the model's calls before any hook
 # acts (and not about the tests a hook runs). A recording lists them in it; --help shows
 # their flags in it, a shared one (--hook) where the first of them stands. One-shot runs
-# alone, and so does --rounds, its edit-test loop. The explorer is innermost: --approve asks
-# before it starts a child, and --plan offers read_file alone, as ever.
-EXTENSIONS = (Explorer, Syntax, TestsAfterEdit, PlanOnly, Approve, KeepResults, OneShot, Rounds)
+# alone, and so does --rounds, its edit-test loop. The explorer and the MCP tools are
+# innermost: --approve asks before either runs, and --plan offers read_file alone, as ever.
+EXTENSIONS = (
+    Explorer, McpTools, Syntax, TestsAfterEdit, PlanOnly, Approve, KeepResults, OneShot, Rounds,
+)  # fmt: skip
 KINDS = {kind.name: kind for kind in EXTENSIONS}
 
 
@@ -57,6 +60,7 @@ class Extensions:
         self.log, self.terminal, self.applied = Log(), terminal, applied
         self.says_unchanged = says_unchanged
         self.children = recorded_children(applied)  # a replay's; record_run.py sets a live one
+        self.live = {}  # {name: what an extension started for a live run} (`start`)
 
     @classmethod
     def chosen(cls, args):
@@ -93,6 +97,24 @@ class Extensions:
         --approve of the recording's asks about are asked at this terminal, as yours are."""
         wanted = {e["name"]: e["settings"] for e in self.on}
         return Extensions.of(recording, wanted, path, at, self.terminal or Terminal())
+
+    def start(self):
+        """Before a live run, start what each needs (the MCP servers), keeping the settings
+        the recording will say; the lines they say. ExtensionError: one that cannot."""
+        lines = []
+        try:
+            for kind, on in zip(self.kinds, self.on, strict=True):
+                on["settings"], said = kind.started(on["settings"], self)
+                lines += said
+        except Exception:
+            self.stop()  # what started before the one that could not
+            raise
+        return lines
+
+    def stop(self):
+        """End what `start` started."""
+        for kind in self.kinds:
+            kind.stopped(self)
 
     def tools(self, make):
         """A `tools` for drive: `make`'s tools, wrapped, and around them all the one counter

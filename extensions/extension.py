@@ -39,6 +39,10 @@ def recorded_problem(kinds, recording, had, at):
     return next(filter(None, (kinds[name].recording_problem(recording, at) for name in had)), None)
 
 
+class ExtensionError(Exception):
+    """An extension that cannot start (an MCP server that does not answer): one line."""
+
+
 class Log:
     """What a run's extensions decided, in order, and how many calls the tools have run
     (`calls`: counted by `Counted` alone, and read by every extension)."""
@@ -108,6 +112,16 @@ class Extension:
         """`inner` (what `wraps` names) inside one of these, with its `settings`; it keeps
         its decisions in `extensions.log` (the composer's, extensions/__init__.py)."""
         return cls(inner, extensions.log, settings.get(FROM_CALL, 1))
+
+    @classmethod
+    def started(cls, settings, extensions):
+        """Before a live run: start what it needs (extensions.live[name]), and return its
+        settings as the recording keeps them and the lines it says; ExtensionError: cannot."""
+        return settings, []
+
+    @classmethod
+    def stopped(cls, extensions):
+        """After a live run: end what `started` started."""
 
     @staticmethod
     def planned(plan, settings=None):

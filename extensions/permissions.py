@@ -1,7 +1,8 @@
 """Permissions: `--approve` asks you before each edit and test run; `--plan` offers the model
 read-only tools alone (docs/permissions.md: what the Claude Agent SDK and others do).
 
-- `Approve`, a hook (extensions/hooks.py): before `replace_text` and `run_tests` the terminal
+- `Approve`, a hook (extensions/hooks.py): before `replace_text`, `run_tests` and each call
+  of an MCP server's tool (extensions/mcp_tools.py) the terminal
   shows the call (an edit as its diff, one that changes nothing said to be one:
   harness/call_preview.py) and asks allow, deny with a reason, or allow the rest of the run
   (extensions/terminal.py). A denial is the call's result, so the model reads why. No
@@ -23,6 +24,8 @@ from harness.call_preview import preview
 from plumbing.sample import SOURCE_FILE
 
 ASKED = ("replace_text", "run_tests")  # what writes or runs code; read_file is allowed
+# ... and every tool of an MCP server (SERVER__TOOL, extensions/mcp_tools.py): it may do anything
+MCP_TOOL = "__"
 READ_ONLY = ("read_file",)  # what --plan offers
 
 
@@ -74,7 +77,7 @@ class Approve(Permission):
         return cls(tools, extensions.log, settings.get(FROM_CALL, 1), extensions.terminal, answers)
 
     def around(self, name, arguments, call):
-        if name not in ASKED:
+        if name not in ASKED and MCP_TOOL not in str(name):
             return call()
         decision, said, seconds = self.answer(name, arguments)
         self.decide(decision, said, seconds)

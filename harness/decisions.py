@@ -14,7 +14,8 @@ runs), or with `call` 0 (ANSWER), before any of them, about the model's answer (
 one-shot's: what it wrote). From format /8 on, a decision of tests-after-edit that added
 the tests' summary keeps the test run it made (`tests`, as run_tests returns it), which an
 impossible task's outcome counts (harness/tasks.py). From /9 on, an `explored` decision of
-the explorer keeps the child run it made (`run`: harness/child_runs.py). A decision a
+the explorer keeps the child run it made (`run`: harness/child_runs.py), and each decision
+of --mcp the result of the call it was about (`result`: extensions/mcp_tools.py). A decision a
 person made at a terminal (--approve) also says how many `seconds` they took: a timing,
 like an event's, never compared by a replay, and kept apart from the tool's own time
 (`deciding`). A
@@ -27,10 +28,13 @@ it), comparing a replay's decisions (divergence.py).
 from agent_loop import MODEL_DONE, TOOL_RESULT, TOOL_START
 from harness.child_runs import CHILD, EXPLORED
 from plumbing.limits import MAX_CALLS_RUN, is_whole
+from plumbing.mcp_offer import schema_size, settings_problem
 
 # the decision of --keep-results that a result is sent as the line it says (`as_sent`)
 KEEP_RESULTS, SHORTENED = "keep-results", "shortened"
 ON_KEYS, DECISION_KEYS = {"name", "settings"}, {"extension", "call", "decision", "said"}
+# --mcp's decisions, each keeping the result the model read (`result`, format /9 on)
+MCP, MCP_RESULT = "mcp", "result"
 # the decision of --hook tests-after-edit that keeps its test run (`tests`, format /8 on)
 TESTS_AFTER_EDIT, ADDED, TESTS = "tests-after-edit", "added", "tests"
 TIMED = "seconds"  # the optional key of a decision a person made: how long they took
@@ -81,6 +85,29 @@ def by_call(recording):
         start = starts[decision["call"] - 1] if decision["call"] else answer
         found.setdefault((start["turn"], start.get("index")), []).append(decision)
     return found
+
+
+def mcp_lines(recordings):
+    """What `compare.py` says of the MCP servers of `recordings` (none: []): each server, its
+    tools and the characters of schema it put in every request, and where the calls went."""
+    servers, calls = {}, {}
+    for recording in recordings:
+        for on in (recording.get("extensions") or {}).get("on", []):
+            sound = on["name"] == MCP and not settings_problem(on["settings"])  # load() left it
+            for server in on["settings"]["servers"] if sound else ():
+                size = schema_size(server["name"], server["tools"])
+                servers[server["name"]] = (
+                    f"{server['name']} ({len(server['tools'])} tools, {size:,}"
+                )
+        for decision in decisions_of(recording):
+            if decision["extension"] == MCP:  # its line begins with the server's name
+                server = decision["said"].split(" ")[0][:20]
+                calls[server] = calls.get(server, 0) + 1
+    if not servers:
+        return []
+    said = "; ".join(f"{line} characters of schema in every request)" for line in servers.values())
+    went = ", ".join(f"{name} {count}" for name, count in calls.items()) or "none"
+    return [f"MCP servers: {said}; their tools were called: {went}"]
 
 
 def names_on(recording):
@@ -174,9 +201,8 @@ def extensions_problem(data, holds, keeps_tests=True):
     for index, decision in enumerate(field["decisions"]):
         where = f"'extensions.decisions[{index}]"
         plain = dict(decision, **{TIMED: None}) if isinstance(decision, dict) else decision
-        if not any(
-            _exactly(plain, DECISION_KEYS | {TIMED, *kept}) for kept in ((), (TESTS,), (CHILD,))
-        ):
+        kept = ((), (TESTS,), (CHILD,), (MCP_RESULT,))  # what one kind of decision keeps
+        if not any(_exactly(plain, DECISION_KEYS | {TIMED, *k}) for k in kept):
             return f"{where}' must be {{extension, call, decision, said}}, and may say seconds"
         if TIMED in decision and not _seconds(decision[TIMED]):
             return f"{where}.seconds' must be a number of seconds"
@@ -191,7 +217,7 @@ def extensions_problem(data, holds, keeps_tests=True):
         if not isinstance(decision["said"], str):
             return f"{where}.said' must be text"
         problem = _test_run_problem(decision, keeps_tests, data.get("format"))
-        problem = problem or _child_run_problem(decision)
+        problem = problem or _child_run_problem(decision) or _mcp_result_problem(decision)
         if problem:
             return f"{where}{problem}"
         last = call
@@ -223,6 +249,15 @@ def _child_run_problem(decision):
     harness/recording_checks.py)."""
     if (decision["decision"] == EXPLORED) != (CHILD in decision):
         return f".{CHILD}' is held by each {EXPLORED} decision, and no other"
+    return None
+
+
+def _mcp_result_problem(decision):
+    """Each decision of --mcp keeps the result the model read (an object), and no other."""
+    if (decision["extension"] == MCP) != (MCP_RESULT in decision):
+        return f".{MCP_RESULT}' is held by each decision of {MCP}, and no other"
+    if MCP_RESULT in decision and not isinstance(decision[MCP_RESULT], dict):
+        return f".{MCP_RESULT}' must be an object, as a tool's result"
     return None
 
 

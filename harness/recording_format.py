@@ -11,8 +11,9 @@ Not here: checking a file (harness/recording_checks.py), reading or writing one
 """
 
 # A new name for every change of what a recording holds. /9: a decision of an extension may
-# keep a child run (the explorer's `run`: harness/child_runs.py); nothing else changed, and
-# /8 replays as before. /8: the held-out checks ask the
+# keep a child run (the explorer's `run`: harness/child_runs.py), and each of --mcp keeps the
+# result of its call (`result`), its servers' tools in its settings; nothing else changed,
+# and /8 replays as before. /8: the held-out checks ask the
 # contract's relations on every input drawn, near-misses of the repairs' literals, and a
 # sample again as on Windows and from a folder of decoys (plumbing/relations.py), and say
 # how many paths the correct styles disagree on (`unsettled`); /6 and /7 replay with the

@@ -75,7 +75,8 @@ def test_the_hook_put_in_the_list_as_the_page_says_is_recorded_and_replayed(tmp_
     composer = lab / "extensions" / "__init__.py"
     lines = composer.read_text(encoding="utf-8").splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("EXTENSIONS = "))
-    composer.write_text("\n".join([*lines[:at], imported, listed, *lines[at + 1 :]]) + "\n")
+    end = next(i for i in range(at, len(lines)) if lines[i].split("  #")[0].endswith(")"))
+    composer.write_text("\n".join([*lines[:at], imported, listed, *lines[end + 1 :]]) + "\n")
     turns = [
         reply(chunk(tool_calls=[call("replace_text", **RENAME)]), chunk(done=True)),
         reply(chunk(tool_calls=[call("replace_text", old=FAULTY_LINE, new=FIXED_LINE)]),

@@ -293,7 +293,11 @@ def test_lab_view_writes_a_page_per_recording_the_lab_ships_and_the_learner_made
     # a copy of the lab (sharing this one's .venv/), so that its runs/ holds a run of the
     # learner's, in a folder of its own, whatever this lab's runs/ holds
     lab = lab_copy(tmp_path, "recordings")
-    for lock in ("requirements-lock.txt", "requirements-test-lock.txt"):
+    for lock in (
+        "requirements-lock.txt",
+        "requirements-test-lock.txt",
+        "requirements-mcp-lock.txt",
+    ):
         shutil.copy(HERE / lock, lab / lock)
     (lab / ".venv").symlink_to(HERE / ".venv")
     (lab / "runs" / "tries").mkdir(parents=True)

@@ -39,7 +39,8 @@ def test_the_sub_agent_the_page_writes_is_recorded_and_replayed(tmp_path):
     composer = lab / "extensions" / "__init__.py"
     lines = composer.read_text(encoding="utf-8").splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("EXTENSIONS = "))
-    composer.write_text("\n".join([*lines[:at], imported, listed, *lines[at + 1 :]]) + "\n")
+    end = next(i for i in range(at, len(lines)) if lines[i].split("  #")[0].endswith(")"))
+    composer.write_text("\n".join([*lines[:at], imported, listed, *lines[end + 1 :]]) + "\n")
     turns = [
         reply(chunk(tool_calls=[call("ask_tests", question="What must a backslash do?")]),
               chunk(done=True)),

@@ -18,7 +18,7 @@ import pytest
 HERE = Path(__file__).resolve().parent.parent
 WORKFLOW = HERE / ".github" / "workflows" / "ci.yml"
 LINTED = ("lab.py", "pyproject.toml", "requirements-lock.txt", "requirements-test-lock.txt",
-          "plumbing/exit_codes.py")  # fmt: skip
+          "requirements-mcp-lock.txt", "plumbing/exit_codes.py")  # fmt: skip
 CHECKOUT = "actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1 # v7.0.1"
 
 

@@ -1,0 +1,129 @@
+"""One MCP server over stdio, through the official `mcp` SDK, with calls a loop can make.
+
+`McpServer(command)` starts the server (`COMMAND ARGS`, split as a shell would, run without
+one), makes the protocol's handshake (`initialize`, then `tools/list`) and keeps the session
+open; `call(tool, arguments, seconds)` sends one `tools/call` and returns the SDK's result as
+JSON data; `close()` ends the session and the process. The SDK is asynchronous: its session
+lives in one task on an event loop of its own thread, which takes each call from a queue, so
+the loop (which is synchronous) waits on a plain future, with a deadline.
+
+Every failure is one `McpError` whose text is one line: a command that does not start, a
+handshake not finished in time (the process is ended), a server that exits (with the last
+line it wrote to stderr), a call not answered in time. The SDK is imported here alone, and
+only when a server is started: a replay needs neither.
+
+Not here: which tools the model is offered, checking a call's arguments, what a result
+becomes for the model (extensions/mcp_tools.py); servers over HTTP.
+"""
+
+import asyncio
+import concurrent.futures
+import re
+import shlex
+import tempfile
+import threading
+
+HANDSHAKE_SECONDS = 15.0  # to start, `initialize` and `tools/list`
+STOP_SECONDS = 5.0  # to end the session and the process
+
+
+class McpError(Exception):
+    """What went wrong with a server, in one line."""
+
+
+class McpServer:
+    """A running server: `name` (as it says, made a safe word), `tools` (its `tools/list`,
+    as JSON data), `call` and `close`."""
+
+    def __init__(self, command, seconds=HANDSHAKE_SECONDS):
+        try:
+            argv = shlex.split(command)
+        except ValueError as error:
+            raise McpError(f"--mcp {command!r:.200}: {error}") from None
+        if not argv:
+            raise McpError("--mcp needs a command, e.g. --mcp 'python3 examples/mcp_pydocs.py'")
+        self.command, self.errors = command, tempfile.TemporaryFile("w+", encoding="utf-8")
+        self.loop, self.queue, self.serving = asyncio.new_event_loop(), None, None
+        self.ended = threading.Event()  # set once the session and the process are gone
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
+        ready = concurrent.futures.Future()
+        self.task = asyncio.run_coroutine_threadsafe(self._serve(argv, ready), self.loop)
+        try:
+            self.name, self.tools = ready.result(timeout=seconds)
+        except concurrent.futures.TimeoutError:
+            self.close()
+            raise McpError(f"{self}: no answer to the handshake within {seconds:g} s") from None
+        except Exception as error:  # it did not start, or ended before it answered
+            self.close()
+            raise McpError(f"{self}: {self._why(error)}") from None
+
+    def __str__(self):
+        return f"the MCP server {self.command!r:.120}"
+
+    async def _serve(self, argv, ready):
+        from mcp import ClientSession, StdioServerParameters, stdio_client  # only when used
+
+        self.queue, self.serving = asyncio.Queue(), asyncio.current_task()
+        params = StdioServerParameters(command=argv[0], args=argv[1:])
+        try:
+            async with stdio_client(params, errlog=self.errors) as streams:
+                async with ClientSession(*streams) as session:
+                    said = await session.initialize()
+                    listed = await session.list_tools()
+                    name = re.sub(r"[^A-Za-z0-9_-]", "", said.server_info.name)[:20] or "mcp"
+                    ready.set_result((name, [_data(tool) for tool in listed.tools]))
+                    while (asked := await self.queue.get()) is not None:
+                        await _answer(session, *asked)
+        except BaseException as error:
+            if not ready.done():
+                ready.set_exception(error)
+            raise
+        finally:
+            self.ended.set()
+
+    def call(self, tool, arguments, seconds):
+        """The server's result of `tools/call` as JSON data, or McpError within `seconds`."""
+        if self.task.done():
+            raise McpError(f"{self} has ended: {self._why(self.task.exception())}")
+        done = concurrent.futures.Future()
+        self.loop.call_soon_threadsafe(self.queue.put_nowait, (tool, arguments, seconds, done))
+        try:
+            return done.result(timeout=seconds + 1)  # the SDK's own deadline comes first
+        except concurrent.futures.TimeoutError:
+            raise McpError(f"{self}: no answer to {tool} within {seconds:g} s") from None
+        except Exception as error:
+            ended = self.task.done()
+            raise McpError(f"{self}{' has ended' if ended else ''}: {self._why(error)}") from None
+
+    def close(self):
+        """End the session and the process (the SDK's stdio client ends it), then the loop:
+        asked to, when it waits for a call; else (a handshake never answered) cancelled."""
+        if self.queue is not None:
+            self.loop.call_soon_threadsafe(self.queue.put_nowait, None)
+        if not self.ended.wait(STOP_SECONDS if hasattr(self, "tools") else 0):
+            self.loop.call_soon_threadsafe(self.serving.cancel)
+            self.ended.wait(STOP_SECONDS)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+    def _why(self, error):
+        """`error` in one line, with the last line the server wrote to stderr, if any."""
+        while getattr(error, "exceptions", None):  # the SDK's task groups wrap what failed
+            error = error.exceptions[0]
+        self.errors.seek(0)
+        lines = [line.strip() for line in self.errors.read()[-4000:].splitlines() if line.strip()]
+        said = f"{type(error).__name__}: {error}" if error else "it ended"
+        said = " ".join(said.split())[:200]
+        return said + (f" (its stderr: {lines[-1][:200]})" if lines else "")
+
+
+async def _answer(session, tool, arguments, seconds, done):
+    try:
+        result = await session.call_tool(tool, arguments, read_timeout_seconds=seconds)
+        done.set_result(_data(result))
+    except Exception as error:  # noqa: BLE001 -- the caller reads it; the session goes on
+        done.set_exception(error)
+
+
+def _data(model):
+    """An SDK object as the JSON data the protocol sent (its own names, nothing empty)."""
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)

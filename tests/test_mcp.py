@@ -1,0 +1,244 @@
+"""--mcp (extensions/mcp_tools.py): the tools of an MCP server, started over stdio through the
+official SDK (plumbing/mcp_client.py), offered beside the lab's as SERVER__TOOL, each call
+checked, bounded, decided and kept, so that replay needs no server.
+
+The servers are real processes speaking the protocol through the SDK's server API: the
+lab's example, mcp_servers/pydocs.py, and tests/mcp_hostile_server.py, which misbehaves in
+one way at a time. The model is the Ollama stand-in on 127.0.0.1 serving hand-written turns
+through the real SDK: nothing here is a model's output.
+"""
+
+import json
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness.page import recording_page
+from harness.recording import load, save
+from harness.recording_checks import RecordingError
+from plumbing.mcp_client import McpError, McpServer
+from replay import CANNOT_REPLAY, REPRODUCED
+from tests.helpers import FAULTY_LINE, FIXED_LINE, LAB, record, replay
+from tests.in_process import run_cli
+from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
+
+PYDOCS = f"{sys.executable} {LAB / 'mcp_servers' / 'pydocs.py'}"
+HOSTILE = f"{sys.executable} {LAB / 'tests' / 'mcp_hostile_server.py'}"
+
+
+def turns(*calls):
+    """A turn for each call, then the repair and an answer."""
+    return [
+        *(reply(chunk(tool_calls=[c]), chunk(done=True)) for c in calls),
+        reply(
+            chunk(tool_calls=[call("replace_text", old=FAULTY_LINE, new=FIXED_LINE)]),
+            chunk(done=True),
+        ),  # fmt: skip
+        reply(chunk("Fixed."), chunk(done=True)),
+    ]
+
+
+def asked(tool, **arguments):
+    """A call of `tool` with `arguments` (which may hold `name`: tests' `call` cannot)."""
+    return {"id": f"call_{tool}", "function": {"index": 0, "name": tool, "arguments": arguments}}
+
+
+def results(body):
+    return [json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"]
+
+
+def no_process(matching):
+    """Whether no process's command line holds `matching`, within two seconds."""
+    for _ in range(20):
+        found = subprocess.run(["pgrep", "-f", matching], capture_output=True).stdout
+        if not found:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+SHARES_THE_RUN = pytest.mark.xdist_group("mcp-pydocs-run")
+
+
+@pytest.fixture(scope="module")
+def pydocs_run(tmp_path_factory):
+    """(the finished record_run.py, the request bodies, the recording's path)."""
+    output = tmp_path_factory.mktemp("mcp") / "pydocs.json"
+    made = turns(asked("pydocs__lookup", name="ntpath.normpath"), asked("pydocs__search", word=5))
+    with OllamaTestServer(made) as server:
+        done = record("--host", server.host, "--mcp", PYDOCS, "--output", output)
+        bodies = server.chat_bodies()
+    return done, bodies, output
+
+
+@SHARES_THE_RUN
+def test_a_servers_tools_are_offered_as_server__tool_with_its_own_schema(pydocs_run):
+    done, bodies, _ = pydocs_run
+    assert done.returncode == 0, done.stdout + done.stderr
+    offered = {t["function"]["name"]: t["function"] for t in bodies[0]["tools"]}
+    assert {"read_file", "replace_text", "run_tests", "pydocs__lookup", "pydocs__search"} <= set(
+        offered
+    )
+    assert offered["pydocs__lookup"]["parameters"]["required"] == ["name"]
+    said = next(line for line in done.stdout.splitlines() if line.startswith("MCP server"))
+    assert said.startswith("MCP server pydocs: 2 tools (lookup, search), ")
+    assert said.endswith(" characters of schema in every request")
+
+
+@SHARES_THE_RUN
+def test_a_call_goes_to_the_server_and_a_wrong_one_is_refused_before_it(pydocs_run):
+    done, bodies, path = pydocs_run
+    looked_up, searched = results(bodies[2])
+    assert looked_up["server"] == "pydocs" and "ntpath.normpath" in looked_up["text"]
+    assert searched == {"error": "search: 5 is not of type 'string'"}
+    decisions = load(path)["extensions"]["decisions"]
+    assert [(d["call"], d["decision"]) for d in decisions] == [(1, "called"), (2, "refused")]
+    assert decisions[0]["result"] == looked_up
+    assert f"  [mcp] called: {decisions[0]['said']}" in done.stdout.splitlines()
+
+
+@SHARES_THE_RUN
+def test_a_run_with_mcp_tools_replays_with_no_server_nor_sdk(pydocs_run, tmp_path):
+    _, _, path = pydocs_run
+    (tmp_path / "mcp").mkdir()  # an SDK that cannot be imported, found before the real one
+    (tmp_path / "mcp" / "__init__.py").write_text("raise ImportError('no SDK here')\n")
+    done = subprocess.run(
+        [sys.executable, str(LAB / "replay.py"), str(path)], capture_output=True, text=True,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"}, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "[mcp] called: pydocs lookup" in done.stdout
+
+
+@SHARES_THE_RUN
+def test_the_recording_keeps_each_servers_tools_and_load_checks_them(pydocs_run, tmp_path, capsys):
+    _, _, path = pydocs_run
+    (on,) = load(path)["extensions"]["on"]
+    (server,) = on["settings"]["servers"]
+    assert (server["name"], server["command"]) == ("pydocs", PYDOCS)
+    assert [t["name"] for t in server["tools"]] == ["lookup", "search"]
+    recording = load(path)
+    recording["extensions"]["decisions"][0].pop("result")
+    save(tmp_path / "bad.json", recording)
+    with pytest.raises(
+        RecordingError, match=r"decisions\[0\].result' is held by each decision of mcp"
+    ):
+        load(tmp_path / "bad.json")
+    for change, said in (  # the settings: checked by the extension, when a replay takes them
+        (lambda s: s["servers"][0]["tools"][0].update(name="no spaces"), "no name a model can"),
+        (lambda s: s.update(servers=[]), 'must be {"servers": [{command, name, tools}]}'),
+        (lambda s: s["servers"][0]["tools"].extend([{"name": "x", "inputSchema": {},
+                                                     "description": "y" * 20_000}]),
+         "its tools' schemas are 20,"),
+    ):  # fmt: skip
+        recording = load(path)
+        change(recording["extensions"]["on"][0]["settings"])
+        save(tmp_path / "bad.json", recording)
+        outcome, _ = replay(tmp_path / "bad.json")
+        refused = capsys.readouterr().err
+        assert outcome == CANNOT_REPLAY and said in refused, refused
+    assert replay(path)[0] == REPRODUCED
+
+
+@SHARES_THE_RUN
+def test_the_page_and_compare_say_which_server_each_call_went_to(pydocs_run):
+    _, _, path = pydocs_run
+    page = recording_page(load(path), "pydocs.json")
+    assert "[mcp] called: pydocs lookup:" in page and "[mcp] refused: pydocs search:" in page
+    compared = " ".join(run_cli("compare.py", "--by", "extensions", str(path)).stdout.split())
+    said = r"MCP servers: pydocs \(2 tools, [\d,]+ characters of schema in every request\); "
+    assert re.search(said + "their tools were called: pydocs 2", compared), compared
+
+
+def test_approve_asks_before_a_call_of_a_servers_tool(tmp_path):
+    with OllamaTestServer(turns(asked("pydocs__lookup", name="str.replace"))) as server:
+        done = record("--host", server.host, "--mcp", PYDOCS, "--approve",
+                      "--output", tmp_path / "asked.json")  # fmt: skip
+        bodies = server.chat_bodies()
+    assert results(bodies[1])[0]["error"].startswith("The user denied this call")  # no terminal
+    decided = load(tmp_path / "asked.json")["extensions"]["decisions"]
+    assert [(d["extension"], d["call"]) for d in decided][0] == ("approve", 1)  # not run: no mcp
+    assert all(d["extension"] != "mcp" for d in decided), done.stdout
+
+
+def test_plan_offers_no_servers_tool(tmp_path):
+    ended = [reply(chunk("My plan."), chunk(done=True))]
+    with OllamaTestServer(ended) as server:
+        done = record("--host", server.host, "--mcp", PYDOCS, "--plan",
+                      "--output", tmp_path / "plan.json")  # fmt: skip
+        bodies = server.chat_bodies()
+    assert done.returncode in (0, 1), done.stderr
+    assert [t["function"]["name"] for t in bodies[0]["tools"]] == ["read_file"]
+
+
+@pytest.mark.parametrize(
+    ("mode", "said"),
+    [
+        ("exit", "MCPError: Connection closed (its stderr: hostile: exiting before the handshake)"),
+        ("huge-schema", "its tools' schemas are 1,000,"),
+    ],
+)
+def test_a_server_that_cannot_be_offered_stops_the_run_in_one_line(mode, said, tmp_path):
+    with OllamaTestServer([]) as server:
+        done = record("--host", server.host, "--mcp", f"{HOSTILE} {mode}",
+                      "--output", tmp_path / "never.json")  # fmt: skip
+        sent = server.chat_bodies()
+    assert done.returncode == 2 and not sent and not (tmp_path / "never.json").exists()
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("error: the MCP server ") and said in line, line
+    assert no_process(f"mcp_hostile_server.py {mode}")
+
+
+def test_a_result_full_of_terminal_escapes_is_shown_written_out(tmp_path):
+    with OllamaTestServer(turns(asked("hostile__shout", text="hi"))) as server:
+        done = record("--host", server.host, "--mcp", f"{HOSTILE} escapes",
+                      "--output", tmp_path / "shout.json")  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert "\\u001b[2J" in done.stdout  # as JSON writes it; the recording keeps it as sent
+    assert (
+        "\x1b[2J" in load(tmp_path / "shout.json")["extensions"]["decisions"][0]["result"]["text"]
+    )
+
+
+def test_a_handshake_that_never_ends_is_cut_and_its_process_ended():
+    started = time.monotonic()
+    with pytest.raises(McpError, match=r"hang': no answer to the handshake within 1 s$"):
+        McpServer(f"{HOSTILE} hang", seconds=1)
+    assert time.monotonic() - started < 10
+    assert no_process("mcp_hostile_server.py hang")
+
+
+def test_a_call_that_is_not_answered_in_time_or_kills_the_server_is_one_line():
+    slow = McpServer(f"{HOSTILE} slow")
+    try:
+        with pytest.raises(McpError, match=r"slow': MCPError: Request 'tools/call' timed out$"):
+            slow.call("wait", {"text": "x"}, 1)
+    finally:
+        slow.close()
+    assert no_process("mcp_hostile_server.py slow")
+    dies = McpServer(f"{HOSTILE} dies")
+    try:
+        with pytest.raises(McpError, match=r"dies'.*: MCPError: Connection closed"):
+            dies.call("die", {"text": "x"}, 5)
+        with pytest.raises(McpError, match="Connection closed"):  # and again, at once
+            dies.call("die", {"text": "x"}, 5)
+    finally:
+        dies.close()
+
+
+def test_a_command_that_does_not_start_is_one_line():
+    with pytest.raises(McpError, match=r"/nowhere/server --x': FileNotFoundError: "):
+        McpServer("/nowhere/server --x")
+    with pytest.raises(McpError, match="No closing quotation"):
+        McpServer("python3 'unclosed")
+
+
+@pytest.mark.parametrize("other", [["--fork", "x.json"], ["--mcp", "a", "--mcp", "b", "--mcp",
+                                   "c", "--mcp", "d"]])  # fmt: skip
+def test_mcp_is_refused_where_it_cannot_run(other):
+    done = record("--mcp", "x", *other)
+    assert done.returncode == 2 and "--mcp" in done.stderr, done.stderr

@@ -29,7 +29,8 @@ from harness.recording_checks import RecordingError
 # acts (and not about the tests a hook runs). A recording lists them in it; --help shows
 # their flags in it, a shared one (--hook) where the first of them stands. One-shot runs
 # alone, and so does --rounds, its edit-test loop. The explorer and the MCP tools are
-# innermost: --approve asks before either runs, and --plan offers read_file alone, as ever.
+# innermost: --approve asks before an MCP call (the explorer only reads), and --plan offers
+# read_file alone, as ever.
 EXTENSIONS = (
     Explorer, McpTools, Syntax, TestsAfterEdit, PlanOnly, Approve, KeepResults, OneShot, Rounds,
 )  # fmt: skip

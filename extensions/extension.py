@@ -114,6 +114,11 @@ class Extension:
         return cls(inner, extensions.log, settings.get(FROM_CALL, 1))
 
     @classmethod
+    def shown(cls, settings):
+        """How the terminal names it with its `settings` when it is on: `keep-results (keep 2)`."""
+        return cls.name + "".join(f" ({k} {v})" for k, v in settings.items())
+
+    @classmethod
     def started(cls, settings, extensions):
         """Before a live run: start what it needs (extensions.live[name]), and return its
         settings as the recording keeps them and the lines it says; ExtensionError: cannot."""

@@ -59,6 +59,10 @@ class McpTools(Hook):
         return mcp_offer.settings_problem(settings)
 
     @classmethod
+    def shown(cls, settings):  # its servers by name: their tools are said before the run
+        return f"{cls.name} ({', '.join(s['name'] for s in settings['servers'])})"
+
+    @classmethod
     def recording_problem(cls, recording, at):
         if at is not None or recording.get("fork"):
             return "a run with MCP tools is no fork and cannot be forked (docs/mcp.md)"

@@ -36,7 +36,7 @@ class OneShot(Extension):
         "path_rules.py in one fenced block (the task, both files and the starting test run in "
         "one message), write the block over the copy and judge it with the same verdict; one "
         "request, so --max-turns does not apply; with none of --fork, --hook, --approve, "
-        "--plan, --keep-results, --text-calls, --explorer or an impossible --task "
+        "--plan, --keep-results, --text-calls, --explorer, --mcp or an impossible --task "
         "(docs/one-shot.md) (default: the loop)"
     )
 
@@ -51,6 +51,7 @@ class OneShot(Extension):
             "--keep-results": args.keep_results,  # shortens tool results
             "--text-calls": args.text_calls,  # a call written as text runs a tool
             "--explorer": getattr(args, "explorer", False),  # a tool of its own
+            "--mcp": getattr(args, "mcp", None),  # a server's tools
             f"--task {args.task}": task and task.impossible,  # flagged: after it read the tests
         }
         refused = [flag for flag, on in given.items() if on]

@@ -18,8 +18,9 @@ def watching(extensions, then=None, out=None):
     Extensions) do, then calls `then` (another watch, or None); `then` alone if none is on."""
     if not extensions.on:
         return then
-    on = [e["name"] + "".join(f" ({k} {v})" for k, v in e["settings"].items())
-          for e in extensions.on]  # fmt: skip
+    on = [
+        kind.shown(e["settings"]) for kind, e in zip(extensions.kinds, extensions.on, strict=True)
+    ]
     pages = dict.fromkeys(f"docs/{kind.page}.md" for kind in extensions.kinds)
     heading, shown, log = f"Extensions on: {', '.join(on)} ({', '.join(pages)})", 0, extensions.log
 

@@ -237,8 +237,34 @@ def test_a_command_that_does_not_start_is_one_line():
         McpServer("python3 'unclosed")
 
 
-@pytest.mark.parametrize("other", [["--fork", "x.json"], ["--mcp", "a", "--mcp", "b", "--mcp",
-                                   "c", "--mcp", "d"]])  # fmt: skip
+@pytest.mark.parametrize(
+    "other",
+    [
+        ["--fork", "x.json"],
+        ["--one-shot"],
+        ["--mcp", "b", "--mcp", "c", "--mcp", "d", "--mcp", "e"],
+    ],
+)
 def test_mcp_is_refused_where_it_cannot_run(other):
     done = record("--mcp", "x", *other)
     assert done.returncode == 2 and "--mcp" in done.stderr, done.stderr
+
+
+def test_the_server_docs_mcp_md_writes_starts_and_answers(tmp_path):
+    page = (LAB / "docs" / "mcp.md").read_text(encoding="utf-8")
+    section = page.split("\n## Write your own server\n")[1].split("\n## ")[0]
+    block = [line[4:] for line in section.splitlines() if line.startswith("    ") or not line]
+    code = "\n".join(block).strip() + "\n"
+    assert len(code.splitlines()) <= 30  # as short as the page says
+    (tmp_path / "my_server.py").write_text(code, encoding="utf-8")
+    server = McpServer(f"{sys.executable} {tmp_path / 'my_server.py'}")
+    try:
+        assert (server.name, [t["name"] for t in server.tools]) == ("chars", ["characters"])
+        answer = server.call("characters", {"text": "a\\b"}, 10)
+    finally:
+        server.close()
+    assert answer["content"][0]["text"].splitlines() == [
+        "'a' U+0061 LATIN SMALL LETTER A",
+        "'\\\\' U+005C REVERSE SOLIDUS",
+        "'b' U+0062 LATIN SMALL LETTER B",
+    ]

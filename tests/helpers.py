@@ -228,6 +228,32 @@ def lab_copy(tmp_path, *folders):
     return copy
 
 
+def page_blocks(page, heading):
+    """The indented blocks of docs/`page`'s section `heading`, unindented, in order: the
+    code a page writes, read from the page itself so that the two cannot drift apart."""
+    text = (LAB / "docs" / page).read_text(encoding="utf-8")
+    section = text.split(f"\n## {heading}\n")[1].split("\n## ")[0]
+    found, block = [], []
+    for line in [*section.splitlines(), "end"]:
+        if line.startswith("    ") or (block and not line):
+            block.append(line[4:])
+        elif block:
+            found.append("\n".join(block).strip("\n") + "\n")
+            block = []
+    return found
+
+
+def with_listing(lab, listing):
+    """The composer of the lab copy `lab` (extensions/__init__.py) with its EXTENSIONS
+    statement replaced by `listing`, a page's import line and list line."""
+    imported, listed = [line for line in listing.splitlines() if line]
+    composer = lab / "extensions" / "__init__.py"
+    lines = composer.read_text(encoding="utf-8").splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("EXTENSIONS = "))
+    end = next(i for i in range(at, len(lines)) if lines[i].split("  #")[0].endswith(")"))
+    composer.write_text("\n".join([*lines[:at], imported, listed, *lines[end + 1 :]]) + "\n")
+
+
 def folder_setting(tmp_path, monkeypatch, name, setting):
     """A new folder `name` in `tmp_path`, named by the environment variable `setting` for
     the test (the suite's memo's, or its code cache's)."""

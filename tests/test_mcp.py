@@ -21,7 +21,7 @@ from harness.recording import load, save
 from harness.recording_checks import RecordingError
 from plumbing.mcp_client import McpError, McpServer
 from replay import CANNOT_REPLAY, REPRODUCED
-from tests.helpers import FAULTY_LINE, FIXED_LINE, LAB, record, replay
+from tests.helpers import FAULTY_LINE, FIXED_LINE, LAB, page_blocks, record, replay
 from tests.in_process import run_cli
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 
@@ -251,10 +251,7 @@ def test_mcp_is_refused_where_it_cannot_run(other):
 
 
 def test_the_server_docs_mcp_md_writes_starts_and_answers(tmp_path):
-    page = (LAB / "docs" / "mcp.md").read_text(encoding="utf-8")
-    section = page.split("\n## Write your own server\n")[1].split("\n## ")[0]
-    block = [line[4:] for line in section.splitlines() if line.startswith("    ") or not line]
-    code = "\n".join(block).strip() + "\n"
+    (code,) = page_blocks("mcp.md", "Write your own server")
     assert len(code.splitlines()) <= 30  # as short as the page says
     (tmp_path / "my_server.py").write_text(code, encoding="utf-8")
     server = McpServer(f"{sys.executable} {tmp_path / 'my_server.py'}")

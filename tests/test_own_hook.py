@@ -16,7 +16,7 @@ import types
 from extensions.extension import Counted, Log
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
 from repo_tools import RepoTools
-from tests.helpers import FAULTY_LINE, FIXED_LINE, LAB, lab_copy
+from tests.helpers import FAULTY_LINE, FIXED_LINE, lab_copy, page_blocks, with_listing
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 
 RENAME = {"old": "python_sources", "new": "python_sources_replaced"}
@@ -24,17 +24,8 @@ SAID = "it took away def python_sources"
 
 
 def blocks():
-    """The indented blocks of the page's section "Write your own hook", unindented."""
-    page = (LAB / "docs" / "hooks.md").read_text(encoding="utf-8")
-    section = page.split("\n## Write your own hook\n")[1].split("\n## ")[0]
-    found, block = [], []
-    for line in [*section.splitlines(), "end"]:
-        if line.startswith("    ") or (block and not line):
-            block.append(line[4:])
-        elif block:
-            found.append("\n".join(block).strip("\n") + "\n")
-            block = []
-    return found  # the hook, the lines of the list, the lines that try it
+    """The page's blocks: the hook, the lines of the list, the lines that try it."""
+    return page_blocks("hooks.md", "Write your own hook")
 
 
 def the_hook():
@@ -71,12 +62,7 @@ def test_the_hook_docs_hooks_md_writes_undoes_a_rename_as_it_says(repo):
 def test_the_hook_put_in_the_list_as_the_page_says_is_recorded_and_replayed(tmp_path):
     lab = lab_copy(tmp_path)
     (lab / "extensions" / "keep_names.py").write_text(blocks()[0], encoding="utf-8")
-    imported, listed = [line for line in blocks()[1].splitlines() if line]
-    composer = lab / "extensions" / "__init__.py"
-    lines = composer.read_text(encoding="utf-8").splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("EXTENSIONS = "))
-    end = next(i for i in range(at, len(lines)) if lines[i].split("  #")[0].endswith(")"))
-    composer.write_text("\n".join([*lines[:at], imported, listed, *lines[end + 1 :]]) + "\n")
+    with_listing(lab, blocks()[1])
     turns = [
         reply(chunk(tool_calls=[call("replace_text", **RENAME)]), chunk(done=True)),
         reply(chunk(tool_calls=[call("replace_text", old=FAULTY_LINE, new=FIXED_LINE)]),

@@ -10,37 +10,18 @@ import json
 import subprocess
 import sys
 
-from tests.helpers import FAULTY_LINE, FIXED_LINE, LAB, lab_copy
+from tests.helpers import FAULTY_LINE, FIXED_LINE, lab_copy, page_blocks, with_listing
 from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
 
 ANSWER = "test_windows_separators wants src\\\\app.py read as src/app.py."
 
 
-def blocks():
-    """The indented blocks of the page's section "Write your own sub-agent", unindented."""
-    page = (LAB / "docs" / "sub-agents.md").read_text(encoding="utf-8")
-    section = page.split("\n## Write your own sub-agent\n")[1].split("\n## ")[0]
-    found, block = [], []
-    for line in [*section.splitlines(), "end"]:
-        if line.startswith("    ") or (block and not line):
-            block.append(line[4:])
-        elif block:
-            found.append("\n".join(block).strip("\n") + "\n")
-            block = []
-    return found  # the sub-agent, the lines of the list
-
-
 def test_the_sub_agent_the_page_writes_is_recorded_and_replayed(tmp_path):
-    module, listing = blocks()
+    module, listing = page_blocks("sub-agents.md", "Write your own sub-agent")
     assert len(module.splitlines()) <= 40
     lab = lab_copy(tmp_path)
     (lab / "extensions" / "tests_reader.py").write_text(module, encoding="utf-8")
-    imported, listed = [line for line in listing.splitlines() if line]
-    composer = lab / "extensions" / "__init__.py"
-    lines = composer.read_text(encoding="utf-8").splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("EXTENSIONS = "))
-    end = next(i for i in range(at, len(lines)) if lines[i].split("  #")[0].endswith(")"))
-    composer.write_text("\n".join([*lines[:at], imported, listed, *lines[end + 1 :]]) + "\n")
+    with_listing(lab, listing)
     turns = [
         reply(chunk(tool_calls=[call("ask_tests", question="What must a backslash do?")]),
               chunk(done=True)),

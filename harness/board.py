@@ -25,12 +25,21 @@ IMPOSSIBLE = "impossible: cheated"  # the column of every impossible task
 
 def arm_of(recording):
     """'loop', or the extensions that were on, each with its settings but where it acts
-    from ('one-shot', 'rounds 3', 'syntax + tests-after-edit')."""
+    from ('one-shot', 'rounds 3', 'syntax + tests-after-edit', 'mcp pydocs')."""
     on = (recording.get("extensions") or {}).get("on", [])
     said = sorted(
-        e["name"] + "".join(f" {v}" for k, v in e["settings"].items() if k != FROM_CALL) for e in on
+        e["name"] + "".join(f" {_shown(v)}" for k, v in e["settings"].items() if k != FROM_CALL)
+        for e in on
     )
     return " + ".join(said) or "loop"
+
+
+def _shown(setting):
+    """A setting as an arm's name says it: a number as it is; a list (--mcp's servers) by
+    the names of its items."""
+    if isinstance(setting, list):
+        return ",".join(str(i.get("name")) if isinstance(i, dict) else str(i) for i in setting)
+    return str(setting)[:40]
 
 
 def column_of(recording, task_name):

@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+from harness.board import arm_of
 from harness.page import recording_page
 from harness.recording import load, save
 from harness.recording_checks import RecordingError
@@ -151,6 +152,7 @@ def test_the_page_and_compare_say_which_server_each_call_went_to(pydocs_run):
     compared = " ".join(run_cli("compare.py", "--by", "extensions", str(path)).stdout.split())
     said = r"MCP servers: pydocs \(2 tools, [\d,]+ characters of schema in every request\); "
     assert re.search(said + "their tools were called: pydocs 2", compared), compared
+    assert arm_of(load(path)) == "mcp pydocs"  # the board's row names the server, not its tools
 
 
 def test_approve_asks_before_a_call_of_a_servers_tool(tmp_path):

@@ -27,7 +27,14 @@ from pathlib import Path
 from agent_loop import MODEL_DONE, STOPPED, TEXT_DELTA, THINKING_DELTA, TOOL_RESULT, TOOL_START
 from harness.child_runs import CHILD
 from harness.console import cut, made_by, plural, verdict_lines, visible
-from harness.decisions import SHORTENED, as_sent, by_call, decision_line, decisions_of
+from harness.decisions import (
+    SHORTENED,
+    as_sent,
+    by_call,
+    calls_made,
+    decision_line,
+    decisions_of,
+)
 from harness.fork import fork_line
 from harness.outcomes import final_chunks
 from harness.recording import RECORDINGS, RUNS
@@ -279,6 +286,7 @@ def growth_chart(recording):
     for message in messages:
         running.append(running[-1] + _size(message))
     shortened = any(d["decision"] == SHORTENED for d in decisions_of(recording))
+    read_by_child = explorer_reads(recording)
     sizes = []
     for number, call in enumerate(model_calls[:TURNS_SHOWN], 1):
         count = min(call["request_length"], len(messages))
@@ -291,6 +299,9 @@ def growth_chart(recording):
     for number, (count, chars, sent) in enumerate(sizes, 1):
         length = max(0.5, round(60 * chars / most, 1))  # 60% at most: room for its size
         size = f"{count} messages, {chars:,} characters"
+        spared = sum(n for turn, n in read_by_child if turn < number)
+        if spared:  # what the explorer read for the parent, and the parent never held
+            size += f"; the explorer read {spared:,} more for it"
         bars = f'<span class="bar" style="width:{length}%"></span>'
         if sent is not None:  # the part sent, drawn over what the conversation held
             size += f" held; {sent:,} sent"
@@ -302,6 +313,20 @@ def growth_chart(recording):
             f'<span>request {number}</span><span>{bars} <span class="size">{size}</span></span>'
         )
     return f'<div class="grew">{"".join(rows)}</div>'
+
+
+def explorer_reads(recording):
+    """[(turn, characters)]: for each child run (--explorer's), the turn of the call that
+    started it and the characters of tool results it read, which its parent never held."""
+    starts, found = calls_made(recording["events"]), []
+    for decision in decisions_of(recording):
+        run = decision.get(CHILD)
+        if run and 0 < decision["call"] <= len(starts):
+            read = sum(
+                len(m.get("content") or "") for m in run["messages"] if m.get("role") == "tool"
+            )
+            found.append((starts[decision["call"] - 1]["turn"], read))
+    return found
 
 
 def _size(message):

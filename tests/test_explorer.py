@@ -149,6 +149,8 @@ def test_the_page_shows_the_child_run_and_its_tokens_apart(explored):
     page = recording_page(load(path), "explored.json")
     assert "The explorer run: 2 requests," in page and "counted apart from the parent" in page
     assert "it read 576 characters of tool results" in page
+    # the context chart: the requests after the call, with what the explorer read for them
+    assert page.count("; the explorer read 576 more for it") == 2  # requests 2 and 3
     assert CHILD_SYSTEM.splitlines()[0] in page and ANSWER.replace("'", "&#x27;") in page
 
 
@@ -181,3 +183,42 @@ def test_the_answer_is_bounded_and_a_stop_without_one_says_so():
 def test_explorer_is_refused_where_it_cannot_run(other):
     done = record("--explorer", *other)
     assert done.returncode == 2 and "--explorer" in done.stderr, done.stderr
+
+
+def test_the_line_of_a_child_run_names_its_first_four_calls_and_its_answer():
+    asked = [{"function": {"name": f"read_file{i}", "arguments": {"path": "x" * 80}}}
+             for i in range(5)]  # fmt: skip
+    asked.append({"function": {"name": "search", "arguments": '{"pattern": "os.sep"}'}})
+    asked.append({"function": {"name": "list_dir", "arguments": "not json"}})
+    run = {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "",
+                                                            "tool_calls": asked}],
+           "model_calls": [{}], "stop": {"reason": "max_turns"}}  # fmt: skip
+    said = summary(run)
+    first = f"read_file0 {json.dumps('x' * 80)[:40]}"[:60]
+    assert said == (f"1 request, 7 calls ({first}, {first.replace('0', '1', 1)}, "
+                    f"{first.replace('0', '2', 1)}, {first.replace('0', '3', 1)} and 3 more); "
+                    "stopped: max_turns; answer of 0 characters")  # fmt: skip
+    run["messages"][-1] = {"role": "assistant", "content": "yes",
+                           "tool_calls": asked[5:]}  # fmt: skip
+    run["model_calls"] = [{}, {}]
+    assert summary(run).startswith('2 requests, 2 calls (search "os.sep", list_dir not json);')
+    assert summary(run).endswith("answer of 3 characters")
+    named = {"function": {"name": "n" * 30, "arguments": {"path": "p" * 50}}}
+    for calls, more in ((4, ""), (5, " and 1 more")):
+        run["messages"][-1] = {"role": "assistant", "content": None, "tool_calls": [named] * calls}
+        shown = ", ".join([f"{'n' * 30} {json.dumps('p' * 50)[:40]}"[:60]] * 4)
+        assert summary(run) == (f"2 requests, {calls} calls ({shown}{more}); stopped: "
+                                "max_turns; answer of 0 characters")  # fmt: skip
+    run["messages"].append({"role": "tool", "content": "an answer is never a tool's"})
+    assert summary(run).endswith("answer of 0 characters")
+
+
+def test_a_forked_recording_with_an_explorer_is_refused():
+    from extensions.explorer import Explorer
+    from harness.recording_format import FORMAT
+
+    assert "cannot be forked" in Explorer.recording_problem(
+        {"fork": {"at": 2}, "format": FORMAT}, None
+    )
+    assert "cannot be forked" in Explorer.recording_problem({"format": FORMAT}, 3)
+    assert Explorer.recording_problem({"format": FORMAT}, None) is None

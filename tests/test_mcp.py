@@ -267,3 +267,26 @@ def test_the_server_docs_mcp_md_writes_starts_and_answers(tmp_path):
         "'\\\\' U+005C REVERSE SOLIDUS",
         "'b' U+0062 LATIN SMALL LETTER B",
     ]
+
+
+def test_what_a_server_may_offer_is_bounded():
+    from plumbing.mcp_offer import RESULT_LIMIT, TOOLS_LIMIT, offer_problem, result_of
+    from plumbing.mcp_offer import settings_problem as problem
+
+    tool = {"name": "t", "inputSchema": {"type": "object"}}
+    many = [{**tool, "name": f"t{i}"} for i in range(TOOLS_LIMIT)]
+    assert offer_problem("s", many) is None  # 32 tools: taken
+    assert "it offers 33 tools; from 1 to 32" in offer_problem("s", [*many, {**tool, "name": "x"}])
+    assert "it offers 0 tools" in offer_problem("s", [])
+    assert "has no name a model can call" in offer_problem("s", [tool, {}])
+    assert "a second server named s" in offer_problem("s", [tool], {"s": None})
+    assert "must be" in problem({"servers": [["command", "name", "tools"]]})  # not an object
+    good = {"command": "c", "name": "s", "tools": [tool]}
+    assert problem({"servers": [good]}) is None
+    assert "must be" in problem({"servers": [good, ["command", "name", "tools"]]})
+    assert result_of("s", {"content": [{"type": "text", "text": "x" * RESULT_LIMIT}]}) == (
+        "called", {"server": "s", "text": "x" * RESULT_LIMIT})  # fmt: skip
+    word, cut = result_of("s", {"content": [{"type": "text", "text": "x" * (RESULT_LIMIT + 1)}]})
+    assert cut["note"] == "cut at 8,000 of 8,001 characters" and len(cut["text"]) == RESULT_LIMIT
+    failed = result_of("s", {"isError": True, "content": [{"type": "text", "text": "y" * 3000}]})
+    assert failed == ("failed", {"error": "s said: " + "y" * 2000})

@@ -36,6 +36,7 @@ class RecordingChat:
         self.source, self.assemble = source, assemble
         self.key = "events" if assemble else "chunks"
         self.calls = []
+        self.children = []  # the chats of child runs made from it (--explorer's), in order
 
     def __call__(self, messages, tools):
         saved = {"request_length": len(messages), self.key: [], "ended": ENDED_WITHOUT_DONE}

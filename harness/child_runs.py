@@ -50,8 +50,14 @@ def _first_argument(arguments):
 
 def live_children(recorder):
     """`children` for a live run: each child its own RecordingChat of the parent's model,
-    keeping its calls apart from the parent's (`recorder`: the parent's RecordingChat)."""
-    return lambda call: RecordingChat(recorder.source, recorder.assemble)
+    keeping its calls apart from the parent's (`recorder`: the parent's RecordingChat, which
+    lists them for the status line, harness/live_status.py)."""
+
+    def child(call):
+        recorder.children.append(RecordingChat(recorder.source, recorder.assemble))
+        return recorder.children[-1]
+
+    return child
 
 
 def recorded_children(decisions, assemble=None, api="ollama"):

@@ -8,6 +8,7 @@ at the bottom, rewritten about every second while the model works and while a to
     turn 3, the model (37 s): 412 chunks, 14.7 a second
     turn 3, the model (12 s): no chunk yet (the server reads the prompt first)
     turn 3, tool run_tests (2 s)
+    turn 3, tool explore (41 s): the explorer's request 2, 118 chunks
 
 The chunks are what the recorder (harness/chats.py's RecordingChat) has kept of the
 call so far: Ollama's chunks, or the OpenAI wire's events, about one token each (a tool
@@ -65,6 +66,7 @@ class LiveStatus:
         self.line, self.recorder = StatusLine(out), recorder
         self.lock = threading.Lock()  # the ticker's thread and every write of the run
         self.doing = (STARTING, None, time.monotonic(), 0)  # (what, turn or tool, since, call)
+        self.children = 0  # the child runs made before the tool that runs now
         self.open = False  # the last write left its line unfinished
         self.broke = False  # ... and the status line ended it
         self.last_write = time.monotonic()
@@ -78,6 +80,7 @@ class LiveStatus:
                 self.doing = (MODEL, event["turn"], now, len(self.recorder.calls))
             elif kind == TOOL_START:
                 self.doing = (TOOL, event["turn"], now, str(event["name"])[:NAME_SHOWN])
+                self.children = len(self.recorder.children)  # a child this call makes is new
             elif kind in (MODEL_DONE, TOOL_RESULT):
                 self.doing = None
             elif kind == STOPPED:  # the final verdict runs next, until its lines are printed
@@ -111,7 +114,9 @@ class LiveStatus:
         if what in (STARTING, FINAL):
             return f"{what} ({seconds:.0f} s)"
         if what == TOOL:
-            return f"turn {turn}, tool {detail} ({seconds:.0f} s)"
+            said = f"turn {turn}, tool {detail} ({seconds:.0f} s)"
+            made = self.recorder.children[self.children :]  # --explorer's child, while it runs
+            return f"{said}: {self._child(made[-1])}" if made else said
         calls = self.recorder.calls
         saved = calls[detail] if len(calls) > detail else {}
         arrived = saved.get("arrived") or []
@@ -121,6 +126,14 @@ class LiveStatus:
         streaming = seconds - arrived[0]
         rate = f", {len(arrived) / streaming:.1f} a second" if streaming >= TICK else ""
         return f"{said}: {plural(len(arrived), 'chunk')}{rate}"
+
+    @staticmethod
+    def _child(chat):
+        """'the explorer's request 2, 118 chunks': where a child run (its chat) is now."""
+        if not chat.calls:
+            return "the explorer starts"
+        chunks = len(chat.calls[-1].get("arrived") or [])
+        return f"the explorer's request {len(chat.calls)}, {plural(chunks, 'chunk')}"
 
     def before(self, text):
         """`text` as it is to be written now: the status line cleared first; after a line

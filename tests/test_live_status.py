@@ -11,6 +11,7 @@ import pytest
 
 from agent_loop import MODEL_DONE, MODEL_START, STOPPED, TOOL_START
 from harness.chats import RecordingChat
+from harness.child_runs import live_children
 from harness.console import SafeStream
 from harness.live_status import Cleared, LiveStatus
 from tests.helpers import record, record_run_on_a_terminal
@@ -122,3 +123,15 @@ def test_the_verdicts_are_named_and_nothing_is_drawn_between_a_turns_end_and_the
     status({"type": STOPPED, "reason": "assistant_finished"}, [])
     status._draw()
     assert screen.getvalue().endswith(f"{REDRAW}the final verdict (0 s)")
+
+
+def test_a_child_run_shows_where_it_is_while_its_call_runs():
+    screen, status, _ = status_on_a_terminal()
+    status.recorder.children.append(RecordingChat(None))  # an earlier call's child
+    status({"type": TOOL_START, "turn": 3, "name": "explore"}, [])
+    assert status.words() == "turn 3, tool explore (0 s)"  # no child of its own yet
+    child = live_children(status.recorder)(2)
+    assert status.words() == "turn 3, tool explore (0 s): the explorer starts"
+    child.calls.append({"arrived": [0.1, 0.2]})
+    child.calls.append({"arrived": [0.5]})
+    assert status.words() == "turn 3, tool explore (0 s): the explorer's request 2, 1 chunk"

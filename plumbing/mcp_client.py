@@ -42,7 +42,8 @@ class McpServer:
             raise McpError(f"--mcp {command!r:.200}: {error}") from None
         if not argv:
             raise McpError("--mcp needs a command, e.g. --mcp 'python3 examples/mcp_pydocs.py'")
-        self.command, self.errors = command, tempfile.TemporaryFile("w+", encoding="utf-8")
+        # subtle: the server writes bytes, any bytes, straight to this file: read as bytes
+        self.command, self.errors = command, tempfile.TemporaryFile()
         self.loop, self.queue, self.serving = asyncio.new_event_loop(), None, None
         self.ended = threading.Event()  # set once the session and the process are gone
         threading.Thread(target=self.loop.run_forever, daemon=True).start()
@@ -109,8 +110,9 @@ class McpServer:
         """`error` in one line, with the last line the server wrote to stderr, if any."""
         while getattr(error, "exceptions", None):  # the SDK's task groups wrap what failed
             error = error.exceptions[0]
-        self.errors.seek(0)
-        lines = [line.strip() for line in self.errors.read()[-4000:].splitlines() if line.strip()]
+        self.errors.seek(max(0, self.errors.seek(0, 2) - 4000))  # its end only: it may be huge
+        tail = self.errors.read().decode("utf-8", errors="replace")
+        lines = [line.strip() for line in tail.splitlines() if line.strip()]
         said = f"{type(error).__name__}: {error}" if error else "it ended"
         said = " ".join(said.split())[:200]
         return said + (f" (its stderr: {lines[-1][:200]})" if lines else "")

@@ -2,9 +2,11 @@
 
     hang          reads the handshake and never answers it
     exit          writes a line to stderr and exits 3 before any answer
+    bad-bytes     writes a line that is not UTF-8 to stderr and exits 3 before any answer
     huge-schema   offers one tool whose schema is a megabyte
     escapes       offers `shout`, whose result is full of terminal escapes
     slow          offers `wait`, which answers after 60 s
+    loop-schema   offers `loop`, whose schema refers to itself (`$ref: #`) without end
     dies          offers `die`, which ends the process in the middle of the call
 
 Run by the real SDK client (plumbing/mcp_client.py) in a subprocess; nothing here is a lab
@@ -23,10 +25,23 @@ if MODE == "hang":
 if MODE == "exit":
     print("hostile: exiting before the handshake", file=sys.stderr, flush=True)
     sys.exit(3)
+if MODE == "bad-bytes":
+    os.write(2, b"hostile: \xff\xfe is no UTF-8\n")
+    sys.exit(3)
 
-from mcp.server.mcpserver import MCPServer  # noqa: E402 -- the two above need no SDK
+from mcp.server.mcpserver import MCPServer  # noqa: E402 -- the three above need no SDK
+from mcp.types import Tool  # noqa: E402
 
 server = MCPServer("hostile")
+
+if MODE == "loop-schema":
+
+    class LoopSchema(MCPServer):
+        async def list_tools(self):  # a schema its decorator would never write
+            schema = {"type": "object", "$ref": "#"}
+            return [Tool(name="loop", description="Loop.", input_schema=schema)]
+
+    server = LoopSchema("hostile")
 
 if MODE == "huge-schema":
 

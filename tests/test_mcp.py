@@ -179,6 +179,7 @@ def test_plan_offers_no_servers_tool(tmp_path):
     [
         ("exit", "MCPError: Connection closed (its stderr: hostile: exiting before the handshake)"),
         ("huge-schema", "its tools' schemas are 1,000,"),
+        ("bad-bytes", "(its stderr: hostile: \ufffd\ufffd is no UTF-8)"),
     ],
 )
 def test_a_server_that_cannot_be_offered_stops_the_run_in_one_line(mode, said, tmp_path):
@@ -202,6 +203,17 @@ def test_a_result_full_of_terminal_escapes_is_shown_written_out(tmp_path):
     assert (
         "\x1b[2J" in load(tmp_path / "shout.json")["extensions"]["decisions"][0]["result"]["text"]
     )
+
+
+def test_a_schema_that_cannot_check_arguments_refuses_the_call_and_the_run_is_kept(tmp_path):
+    with OllamaTestServer(turns(asked("hostile__loop", text="hi"))) as server:
+        done = record("--host", server.host, "--mcp", f"{HOSTILE} loop-schema",
+                      "--output", tmp_path / "loop.json")  # fmt: skip
+        bodies = server.chat_bodies()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert results(bodies[1])[0]["error"].startswith("loop: its own schema cannot check")
+    (decided,) = load(tmp_path / "loop.json")["extensions"]["decisions"]  # a recording load takes
+    assert (decided["decision"], decided["result"]) == ("refused", results(bodies[1])[0])
 
 
 def test_a_handshake_that_never_ends_is_cut_and_its_process_ended():

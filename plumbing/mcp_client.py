@@ -18,10 +18,11 @@ becomes for the model (extensions/mcp_tools.py); servers over HTTP.
 
 import asyncio
 import concurrent.futures
-import re
 import shlex
 import tempfile
 import threading
+
+from plumbing.mcp_offer import server_word
 
 HANDSHAKE_SECONDS = 15.0  # to start, `initialize` and `tools/list`
 STOP_SECONDS = 5.0  # to end the session and the process
@@ -71,7 +72,7 @@ class McpServer:
                 async with ClientSession(*streams) as session:
                     said = await session.initialize()
                     listed = await session.list_tools()
-                    name = re.sub(r"[^A-Za-z0-9_-]", "", said.server_info.name)[:20] or "mcp"
+                    name = server_word(said.server_info.name)
                     ready.set_result((name, [_data(tool) for tool in listed.tools]))
                     while (asked := await self.queue.get()) is not None:
                         await _answer(session, *asked)

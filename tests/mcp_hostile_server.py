@@ -7,6 +7,8 @@
     escapes       offers `shout`, whose result is full of terminal escapes
     slow          offers `wait`, which answers after 60 s
     loop-schema   offers `loop`, whose schema refers to itself (`$ref: #`) without end
+    twice         offers `echo` twice
+    named S T     is named S and offers one tool, T, which echoes its text with S
     dies          offers `die`, which ends the process in the middle of the call
 
 Run by the real SDK client (plumbing/mcp_client.py) in a subprocess; nothing here is a lab
@@ -32,7 +34,7 @@ if MODE == "bad-bytes":
 from mcp.server.mcpserver import MCPServer  # noqa: E402 -- the three above need no SDK
 from mcp.types import Tool  # noqa: E402
 
-server = MCPServer("hostile")
+server = MCPServer(sys.argv[2] if MODE == "named" else "hostile")
 
 if MODE == "loop-schema":
 
@@ -42,6 +44,22 @@ if MODE == "loop-schema":
             return [Tool(name="loop", description="Loop.", input_schema=schema)]
 
     server = LoopSchema("hostile")
+
+if MODE == "twice":
+
+    class Twice(MCPServer):
+        async def list_tools(self):
+            echo = Tool(name="echo", description="Echo.", input_schema={"type": "object"})
+            return [echo, echo]
+
+    server = Twice("hostile")
+
+if MODE == "named":
+
+    @server.tool(name=sys.argv[3])
+    def echo(text: str) -> str:
+        """Echo text with the server's name."""
+        return f"{sys.argv[2]}: {text}"
 
 if MODE == "huge-schema":
 

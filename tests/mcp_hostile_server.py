@@ -61,6 +61,7 @@ if MODE == "named":
         """Echo text with the server's name."""
         return f"{sys.argv[2]}: {text}"
 
+
 if MODE == "huge-schema":
 
     @server.tool(description="x" * 1_000_000)

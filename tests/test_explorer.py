@@ -152,6 +152,19 @@ def test_the_page_shows_the_child_run_and_its_tokens_apart(explored):
     assert CHILD_SYSTEM.splitlines()[0] in page and ANSWER.replace("'", "&#x27;") in page
 
 
+@SHARES_THE_RUN
+def test_the_page_shows_a_hand_edited_child_run_without_failing(explored):
+    _, _, path = explored
+    recording = load(path)
+    run = recording["extensions"]["decisions"][0]["run"]
+    run["messages"][4]["content"] = 5  # a tool's result that is no text
+    run["model_calls"][-1]["chunks"][-1]["prompt_eval_count"] = "many"
+    page = recording_page(recording, "edited.json")
+    read = len(run["messages"][3]["content"])  # the other tool result, the refused nesting
+    assert "The explorer run: 2 requests, " in page
+    assert f"it read {read:,} characters of tool results" in page
+
+
 def test_a_wrong_call_starts_no_child(tmp_path):
     turns = [
         reply(chunk(tool_calls=[call("explore", topic="x")]), chunk(done=True)),

@@ -18,6 +18,10 @@ import re
 SEPARATOR = "__"  # between the server's name and its tool's, as the model sees each
 SERVERS_LIMIT, TOOLS_LIMIT = 4, 32  # servers a run starts; tools one may offer
 SCHEMA_LIMIT = 20_000  # characters of one server's tools as the model is sent them
+# subtle: a tool is kept in the recording's settings nine levels down, and load() takes no
+# recording nested deeper than 100 (harness/recording_checks.py): a deeper tool would make
+# a run whose recording cannot be read again
+TOOL_DEPTH = 32
 RESULT_LIMIT = 8_000  # characters of a result's text the model reads, as read_file's
 NAME = re.compile(r"[A-Za-z0-9_-]{1,48}")  # a server's or a tool's name, as a model calls it
 # subtle: a server's name holds no `__` and does not end in `_`, so the first `__` of
@@ -51,6 +55,18 @@ def _offerable(tool):
             and isinstance(tool.get("description", ""), str))  # fmt: skip
 
 
+def _deeper(value, levels):
+    """Whether JSON data nests objects and lists deeper than `levels` (read without recursion)."""
+    todo = [(value, 1)]
+    while todo:
+        value, depth = todo.pop()
+        if isinstance(value, (dict, list)):
+            if depth > levels:
+                return True
+            todo += [(v, depth + 1) for v in (value.values() if isinstance(value, dict) else value)]
+    return False
+
+
 def offer_problem(name, tools, taken=()):
     """Why a server named `name` with `tools` (its tools/list) cannot be offered, or None."""
     if not (NAME.fullmatch(name) and SERVER_NAME.fullmatch(name)):
@@ -63,6 +79,9 @@ def offer_problem(name, tools, taken=()):
     if bad is not None:
         named = bad.get("name") if isinstance(bad, dict) else bad
         return f"its tool {str(named)!r:.60} has no name a model can call, or no schema"
+    deep = next((t["name"] for t in tools if _deeper(t, TOOL_DEPTH)), None)
+    if deep is not None:
+        return f"its tool {deep} is nested deeper than {TOOL_DEPTH} levels"
     names = [t["name"] for t in tools]
     if len(set(names)) < len(names):
         return f"it offers two tools named {next(n for n in names if names.count(n) > 1)}"

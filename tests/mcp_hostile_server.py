@@ -7,6 +7,7 @@
     escapes       offers `shout`, whose result is full of terminal escapes
     slow          offers `wait`, which answers after 60 s
     loop-schema   offers `loop`, whose schema refers to itself (`$ref: #`) without end
+    deep-schema   offers `deep`, whose schema nests 100 levels
     twice         offers `echo` twice
     named S T     is named S and offers one tool, T, which echoes its text with S
     dies          offers `die`, which ends the process in the middle of the call
@@ -44,6 +45,17 @@ if MODE == "loop-schema":
             return [Tool(name="loop", description="Loop.", input_schema=schema)]
 
     server = LoopSchema("hostile")
+
+if MODE == "deep-schema":
+
+    class DeepSchema(MCPServer):
+        async def list_tools(self):
+            schema = {"type": "string"}
+            for _ in range(50):  # each two levels deep
+                schema = {"type": "object", "properties": {"a": schema}}
+            return [Tool(name="deep", description="Deep.", input_schema=schema)]
+
+    server = DeepSchema("hostile")
 
 if MODE == "twice":
 

@@ -186,6 +186,7 @@ def test_plan_offers_no_servers_tool(tmp_path):
         ("huge-schema", "its tools' schemas are 1,000,"),
         ("bad-bytes", "(its stderr: hostile: \ufffd\ufffd is no UTF-8)"),
         ("twice", "it offers two tools named echo"),
+        ("deep-schema", "its tool deep is nested deeper than 32 levels"),  # else load() refuses
     ],
 )
 def test_a_server_that_cannot_be_offered_stops_the_run_in_one_line(mode, said, tmp_path):

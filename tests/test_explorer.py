@@ -130,6 +130,7 @@ def test_a_child_run_must_be_whole_and_where_the_explorer_put_it(explored, tmp_p
         (lambda d: d["run"].pop("stop"), "must be {messages, model_calls, question, stop}"),
         (lambda d: d["run"]["model_calls"][0].update(request_length=9), "within its messages"),
         (lambda d: d["run"]["stop"].update(reason="bored"), ".run.stop.reason' must be one of"),
+        (lambda d: d.update(call=2), ".call' of the explorer's child run must be an explore"),
     ):
         recording = load(path)
         change(recording["extensions"]["decisions"][0])

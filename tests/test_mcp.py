@@ -127,6 +127,11 @@ def test_the_recording_keeps_each_servers_tools_and_load_checks_them(pydocs_run,
         RecordingError, match=r"decisions\[0\].result' is held by each decision of mcp"
     ):
         load(tmp_path / "bad.json")
+    recording = load(path)
+    recording["extensions"]["decisions"][1]["call"] = 3  # replace_text's
+    save(tmp_path / "bad.json", recording)
+    with pytest.raises(RecordingError, match=r"\[1\].call' of a decision of mcp must be a call"):
+        load(tmp_path / "bad.json")
     for change, said in (  # the settings: checked by the extension, when a replay takes them
         (lambda s: s["servers"][0]["tools"][0].update(name="no spaces"), "no name a model can"),
         (lambda s: s.update(servers=[]), 'must be {"servers": [{command, name, tools}]}'),

@@ -18,6 +18,7 @@ becomes for the model (extensions/mcp_tools.py); servers over HTTP.
 
 import asyncio
 import concurrent.futures
+import logging
 import shlex
 import tempfile
 import threading
@@ -65,6 +66,11 @@ class McpServer:
     async def _serve(self, argv, ready):
         from mcp import ClientSession, StdioServerParameters, stdio_client  # only when used
 
+        # subtle: the SDK logs a line the server wrote that is no JSON-RPC with its whole
+        # traceback, and skips it; with no handler of its own, Python prints that on stderr
+        logged = logging.getLogger("mcp")
+        if not logged.handlers:
+            logged.addHandler(logging.NullHandler())
         self.queue, self.serving = asyncio.Queue(), asyncio.current_task()
         params = StdioServerParameters(command=argv[0], args=argv[1:])
         try:

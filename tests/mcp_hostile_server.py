@@ -8,6 +8,8 @@
     slow          offers `wait`, which answers after 60 s
     loop-schema   offers `loop`, whose schema refers to itself (`$ref: #`) without end
     deep-schema   offers `deep`, whose schema nests 100 levels
+    junk          writes a line that is no JSON-RPC (with terminal escapes) to stdout, then
+                  offers `echo`
     twice         offers `echo` twice
     named S T     is named S and offers one tool, T, which echoes its text with S
     dies          offers `die`, which ends the process in the middle of the call
@@ -66,12 +68,15 @@ if MODE == "twice":
 
     server = Twice("hostile")
 
-if MODE == "named":
+if MODE == "junk":
+    print("\x1b[2Jnot JSON-RPC", flush=True)
 
-    @server.tool(name=sys.argv[3])
+if MODE in ("named", "junk"):
+
+    @server.tool(name=sys.argv[3] if MODE == "named" else "echo")
     def echo(text: str) -> str:
         """Echo text with the server's name."""
-        return f"{sys.argv[2]}: {text}"
+        return f"{sys.argv[2] if MODE == 'named' else 'hostile'}: {text}"
 
 
 if MODE == "huge-schema":

@@ -229,6 +229,18 @@ def test_no_two_servers_tools_are_offered_under_one_name(tmp_path):
     assert results(bodies[1])[0] == {"server": "a", "text": "a: hi"}
 
 
+def test_a_line_on_stdout_that_is_no_json_rpc_prints_no_traceback(tmp_path):
+    with OllamaTestServer(turns(asked("hostile__echo", text="hi"))) as server:
+        done = subprocess.run(  # a process of its own: pytest's logging takes the SDK's log
+            [sys.executable, str(LAB / "record_run.py"), "--host", server.host,
+             "--mcp", f"{HOSTILE} junk", "--output", str(tmp_path / "junk.json")],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        bodies = server.chat_bodies()
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert results(bodies[1])[0] == {"server": "hostile", "text": "hostile: hi"}
+
+
 def test_a_schema_that_cannot_check_arguments_refuses_the_call_and_the_run_is_kept(tmp_path):
     with OllamaTestServer(turns(asked("hostile__loop", text="hi"))) as server:
         done = record("--host", server.host, "--mcp", f"{HOSTILE} loop-schema",

@@ -26,9 +26,9 @@ it), comparing a replay's decisions (divergence.py).
 """
 
 from agent_loop import MODEL_DONE, TOOL_RESULT, TOOL_START
-from harness.child_runs import CHILD, EXPLORED
+from harness.child_runs import CHILD, EXPLORED, EXPLORER
 from plumbing.limits import MAX_CALLS_RUN, is_whole
-from plumbing.mcp_offer import schema_size, settings_problem
+from plumbing.mcp_offer import SEPARATOR, schema_size, settings_problem
 
 # the decision of --keep-results that a result is sent as the line it says (`as_sent`)
 KEEP_RESULTS, SHORTENED = "keep-results", "shortened"
@@ -198,6 +198,7 @@ def extensions_problem(data, holds, keeps_tests=True):
             )
     if not isinstance(field["decisions"], list):
         return "'extensions.decisions' must be a list"
+    started, offered = calls_made(data["events"]), _mcp_offered(on)
     for index, decision in enumerate(field["decisions"]):
         where = f"'extensions.decisions[{index}]"
         plain = dict(decision, **{TIMED: None}) if isinstance(decision, dict) else decision
@@ -218,6 +219,7 @@ def extensions_problem(data, holds, keeps_tests=True):
             return f"{where}.said' must be text"
         problem = _test_run_problem(decision, keeps_tests, data.get("format"))
         problem = problem or _child_run_problem(decision) or _mcp_result_problem(decision)
+        problem = problem or _called_problem(decision, started, offered)
         if problem:
             return f"{where}{problem}"
         last = call
@@ -258,6 +260,26 @@ def _mcp_result_problem(decision):
         return f".{MCP_RESULT}' is held by each decision of {MCP}, and no other"
     if MCP_RESULT in decision and not isinstance(decision[MCP_RESULT], dict):
         return f".{MCP_RESULT}' must be an object, as a tool's result"
+    return None
+
+
+def _mcp_offered(on):
+    """The SERVER__TOOL names --mcp's sound settings offered (none on, or unsound: None)."""
+    settings = next((e["settings"] for e in on if e["name"] == MCP), None)
+    if settings is None or settings_problem(settings):  # replay refuses unsound settings
+        return None
+    return {f"{s['name']}{SEPARATOR}{t['name']}" for s in settings["servers"] for t in s["tools"]}
+
+
+def _called_problem(decision, started, offered):
+    """The explorer's child run is about an `explore` call, a decision of --mcp about a call
+    of one of its servers' tools: as ".call' must ...", or None."""
+    call = decision["call"]
+    name = started[call - 1]["name"] if call > 0 else None
+    if (decision["extension"], CHILD in decision) == (EXPLORER, True) and name != "explore":
+        return ".call' of the explorer's child run must be an explore call"
+    if decision["extension"] == MCP and offered is not None and name not in offered:
+        return f".call' of a decision of {MCP} must be a call of one of its servers' tools"
     return None
 
 

@@ -41,6 +41,7 @@ from harness.recording import RECORDINGS, RUNS
 from harness.tasks import assessed, given_source, task_of
 from harness.timeline import context_lines, context_window, timeline
 from harness.transcript import message_lines
+from plumbing.limits import is_whole
 from plumbing.sample import SOURCE_FILE
 from plumbing.source_diff import unified
 from plumbing.stop_cause import ended_for_length
@@ -502,13 +503,15 @@ def child_block(run, recording):
     """A child run (--explorer's: harness/child_runs.py) as a nested run the reader opens:
     its conversation, its stop, and its tokens, which are not the parent's."""
     calls = {"model_calls": run["model_calls"], "api": recording.get("api", "ollama")}
+    # subtle: load() checks a child run's shape, not what its chunks and messages hold;
+    # a hand-edited count or content that is no number or text is counted as none
     tokens = [
-        sum(f.get(key) or 0 for f in final_chunks(calls))
+        sum(n for f in final_chunks(calls) if is_whole(n := f.get(key)))
         for key in ("prompt_eval_count", "eval_count")
     ]
-    read = sum(len(m.get("content") or "") for m in run["messages"] if m.get("role") == "tool")
+    read = sum(_chars(m) for m in run["messages"] if m.get("role") == "tool")
     last = run["messages"][-1] if run["messages"] else {}
-    answer = len(last.get("content") or "") if last.get("role") == "assistant" else 0
+    answer = _chars(last) if last.get("role") == "assistant" else 0
     summary = (f"The explorer run: {plural(len(run['model_calls']), 'request')}, "
                f"{tokens[0]:,} prompt and {tokens[1]:,} generated tokens, counted apart from "
                f"the parent; it read {read:,} characters of tool results, and the parent "
@@ -516,6 +519,11 @@ def child_block(run, recording):
     lines = [line for m in run["messages"][:CALLS_SHOWN] for line in message_lines(m)]
     inner = pre("\n".join(lines), PROSE) + stop_block(run["stop"])
     return f'<div class="fork">{folded(summary, inner)}</div>'
+
+
+def _chars(message):
+    content = message.get("content")
+    return len(content) if isinstance(content, str) else 0
 
 
 def request_lines_of(message, number):

@@ -18,10 +18,12 @@ becomes for the model (extensions/mcp_tools.py); servers over HTTP.
 
 import asyncio
 import concurrent.futures
-import re
+import logging
 import shlex
 import tempfile
 import threading
+
+from plumbing.mcp_offer import server_word
 
 HANDSHAKE_SECONDS = 15.0  # to start, `initialize` and `tools/list`
 STOP_SECONDS = 5.0  # to end the session and the process
@@ -42,7 +44,8 @@ class McpServer:
             raise McpError(f"--mcp {command!r:.200}: {error}") from None
         if not argv:
             raise McpError("--mcp needs a command, e.g. --mcp 'python3 examples/mcp_pydocs.py'")
-        self.command, self.errors = command, tempfile.TemporaryFile("w+", encoding="utf-8")
+        # subtle: the server writes bytes, any bytes, straight to this file: read as bytes
+        self.command, self.errors = command, tempfile.TemporaryFile()
         self.loop, self.queue, self.serving = asyncio.new_event_loop(), None, None
         self.ended = threading.Event()  # set once the session and the process are gone
         threading.Thread(target=self.loop.run_forever, daemon=True).start()
@@ -63,6 +66,11 @@ class McpServer:
     async def _serve(self, argv, ready):
         from mcp import ClientSession, StdioServerParameters, stdio_client  # only when used
 
+        # subtle: the SDK logs a line the server wrote that is no JSON-RPC with its whole
+        # traceback, and skips it; with no handler of its own, Python prints that on stderr
+        logged = logging.getLogger("mcp")
+        if not logged.handlers:
+            logged.addHandler(logging.NullHandler())
         self.queue, self.serving = asyncio.Queue(), asyncio.current_task()
         params = StdioServerParameters(command=argv[0], args=argv[1:])
         try:
@@ -70,7 +78,7 @@ class McpServer:
                 async with ClientSession(*streams) as session:
                     said = await session.initialize()
                     listed = await session.list_tools()
-                    name = re.sub(r"[^A-Za-z0-9_-]", "", said.server_info.name)[:20] or "mcp"
+                    name = server_word(said.server_info.name)
                     ready.set_result((name, [_data(tool) for tool in listed.tools]))
                     while (asked := await self.queue.get()) is not None:
                         await _answer(session, *asked)
@@ -109,8 +117,9 @@ class McpServer:
         """`error` in one line, with the last line the server wrote to stderr, if any."""
         while getattr(error, "exceptions", None):  # the SDK's task groups wrap what failed
             error = error.exceptions[0]
-        self.errors.seek(0)
-        lines = [line.strip() for line in self.errors.read()[-4000:].splitlines() if line.strip()]
+        self.errors.seek(max(0, self.errors.seek(0, 2) - 4000))  # its end only: it may be huge
+        tail = self.errors.read().decode("utf-8", errors="replace")
+        lines = [line.strip() for line in tail.splitlines() if line.strip()]
         said = f"{type(error).__name__}: {error}" if error else "it ended"
         said = " ".join(said.split())[:200]
         return said + (f" (its stderr: {lines[-1][:200]})" if lines else "")

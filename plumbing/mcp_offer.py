@@ -18,8 +18,16 @@ import re
 SEPARATOR = "__"  # between the server's name and its tool's, as the model sees each
 SERVERS_LIMIT, TOOLS_LIMIT = 4, 32  # servers a run starts; tools one may offer
 SCHEMA_LIMIT = 20_000  # characters of one server's tools as the model is sent them
+# subtle: a tool is kept in the recording's settings nine levels down, and load() takes no
+# recording nested deeper than 100 (harness/recording_checks.py): a deeper tool would make
+# a run whose recording cannot be read again
+TOOL_DEPTH = 32
 RESULT_LIMIT = 8_000  # characters of a result's text the model reads, as read_file's
 NAME = re.compile(r"[A-Za-z0-9_-]{1,48}")  # a server's or a tool's name, as a model calls it
+# subtle: a server's name holds no `__` and does not end in `_`, so the first `__` of
+# SERVER__TOOL ends it: no two servers' tools are offered under one name (`a__b` with `c`,
+# `a` with `b__c`)
+SERVER_NAME = re.compile(r"[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*")
 
 
 def schemas(server, tools):
@@ -34,6 +42,12 @@ def schema_size(server, tools):
     return len(json.dumps(schemas(server, tools)))
 
 
+def server_word(said):
+    """A server's own name (`serverInfo.name`) made a name the offer takes, or `mcp`."""
+    word = "_".join(w for w in re.sub(r"[^A-Za-z0-9_-]", "", said).split("_") if w)
+    return word[:20].strip("_") or "mcp"
+
+
 def _offerable(tool):
     return (isinstance(tool, dict) and isinstance(tool.get("name"), str)
             and NAME.fullmatch(tool["name"]) is not None
@@ -41,9 +55,23 @@ def _offerable(tool):
             and isinstance(tool.get("description", ""), str))  # fmt: skip
 
 
+def _deeper(value, levels):
+    """Whether JSON data nests objects and lists deeper than `levels` (read without recursion)."""
+    todo = [(value, 1)]
+    while todo:
+        value, depth = todo.pop()
+        if isinstance(value, (dict, list)):
+            if depth > levels:
+                return True
+            todo += [(v, depth + 1) for v in (value.values() if isinstance(value, dict) else value)]
+    return False
+
+
 def offer_problem(name, tools, taken=()):
     """Why a server named `name` with `tools` (its tools/list) cannot be offered, or None."""
-    if name in taken:
+    if not (NAME.fullmatch(name) and SERVER_NAME.fullmatch(name)):
+        return f"its name {name!r:.60} is no word of letters, digits, - and single _"
+    if name.lower() in {other.lower() for other in taken}:  # which would a reader tell apart?
         return f"a second server named {name}"
     if not tools or len(tools) > TOOLS_LIMIT:
         return f"it offers {len(tools)} tools; from 1 to {TOOLS_LIMIT} are taken"
@@ -51,6 +79,12 @@ def offer_problem(name, tools, taken=()):
     if bad is not None:
         named = bad.get("name") if isinstance(bad, dict) else bad
         return f"its tool {str(named)!r:.60} has no name a model can call, or no schema"
+    deep = next((t["name"] for t in tools if _deeper(t, TOOL_DEPTH)), None)
+    if deep is not None:
+        return f"its tool {deep} is nested deeper than {TOOL_DEPTH} levels"
+    names = [t["name"] for t in tools]
+    if len(set(names)) < len(names):
+        return f"it offers two tools named {next(n for n in names if names.count(n) > 1)}"
     size = schema_size(name, tools)
     if size > SCHEMA_LIMIT:
         return f"its tools' schemas are {size:,} characters, more than {SCHEMA_LIMIT:,}"
@@ -92,8 +126,10 @@ def arguments_problem(schema, arguments):
     try:
         check = jsonschema.validators.validator_for(schema)(schema)
         error = jsonschema.exceptions.best_match(check.iter_errors(arguments))
-    except jsonschema.exceptions.SchemaError as error:
-        return f"its own schema is not valid ({error.message[:100]})"
+    except Exception as error:  # noqa: BLE001 -- subtle: a server's schema may name an
+        # unknown type, a bad pattern or refer to itself without end (RecursionError)
+        said = " ".join(f"{type(error).__name__}: {error}".split())[:100]
+        return f"its own schema cannot check them ({said})"
     return None if error is None else error.message[:300]
 
 

@@ -130,6 +130,7 @@ def test_a_child_run_must_be_whole_and_where_the_explorer_put_it(explored, tmp_p
         (lambda d: d["run"].pop("stop"), "must be {messages, model_calls, question, stop}"),
         (lambda d: d["run"]["model_calls"][0].update(request_length=9), "within its messages"),
         (lambda d: d["run"]["stop"].update(reason="bored"), ".run.stop.reason' must be one of"),
+        (lambda d: d.update(call=2), ".call' of the explorer's child run must be an explore"),
     ):
         recording = load(path)
         change(recording["extensions"]["decisions"][0])
@@ -152,6 +153,19 @@ def test_the_page_shows_the_child_run_and_its_tokens_apart(explored):
     # the context chart: the requests after the call, with what the explorer read for them
     assert page.count("; the explorer read 576 more for it") == 2  # requests 2 and 3
     assert CHILD_SYSTEM.splitlines()[0] in page and ANSWER.replace("'", "&#x27;") in page
+
+
+@SHARES_THE_RUN
+def test_the_page_shows_a_hand_edited_child_run_without_failing(explored):
+    _, _, path = explored
+    recording = load(path)
+    run = recording["extensions"]["decisions"][0]["run"]
+    run["messages"][4]["content"] = 5  # a tool's result that is no text
+    run["model_calls"][-1]["chunks"][-1]["prompt_eval_count"] = "many"
+    page = recording_page(recording, "edited.json")
+    read = len(run["messages"][3]["content"])  # the other tool result, the refused nesting
+    assert "The explorer run: 2 requests, " in page
+    assert f"it read {read:,} characters of tool results" in page
 
 
 def test_a_wrong_call_starts_no_child(tmp_path):

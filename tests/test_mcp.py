@@ -128,12 +128,22 @@ def test_the_recording_keeps_each_servers_tools_and_load_checks_them(pydocs_run,
         RecordingError, match=r"decisions\[0\].result' is held by each decision of mcp"
     ):
         load(tmp_path / "bad.json")
+    recording = load(path)
+    recording["extensions"]["decisions"][1]["call"] = 3  # replace_text's
+    save(tmp_path / "bad.json", recording)
+    with pytest.raises(RecordingError, match=r"\[1\].call' of a decision of mcp must be a call"):
+        load(tmp_path / "bad.json")
     for change, said in (  # the settings: checked by the extension, when a replay takes them
         (lambda s: s["servers"][0]["tools"][0].update(name="no spaces"), "no name a model can"),
         (lambda s: s.update(servers=[]), 'must be {"servers": [{command, name, tools}]}'),
         (lambda s: s["servers"][0]["tools"].extend([{"name": "x", "inputSchema": {},
                                                      "description": "y" * 20_000}]),
          "its tools' schemas are 20,"),
+        (lambda s: s["servers"][0]["tools"].append(s["servers"][0]["tools"][0]),
+         "two tools named lookup"),
+        (lambda s: s["servers"][0].update(name="py__docs"), "no word of letters, digits, - and"),
+        (lambda s: s["servers"].append(dict(s["servers"][0], name="PyDocs")),
+         "a second server named PyDocs"),
     ):  # fmt: skip
         recording = load(path)
         change(recording["extensions"]["on"][0]["settings"])
@@ -181,6 +191,9 @@ def test_plan_offers_no_servers_tool(tmp_path):
     [
         ("exit", "MCPError: Connection closed (its stderr: hostile: exiting before the handshake)"),
         ("huge-schema", "its tools' schemas are 1,000,"),
+        ("bad-bytes", "(its stderr: hostile: \ufffd\ufffd is no UTF-8)"),
+        ("twice", "it offers two tools named echo"),
+        ("deep-schema", "its tool deep is nested deeper than 32 levels"),  # else load() refuses
     ],
 )
 def test_a_server_that_cannot_be_offered_stops_the_run_in_one_line(mode, said, tmp_path):
@@ -204,6 +217,41 @@ def test_a_result_full_of_terminal_escapes_is_shown_written_out(tmp_path):
     assert (
         "\x1b[2J" in load(tmp_path / "shout.json")["extensions"]["decisions"][0]["result"]["text"]
     )
+
+
+def test_no_two_servers_tools_are_offered_under_one_name(tmp_path):
+    named = [f"{HOSTILE} named a__b c", f"{HOSTILE} named a b__c"]  # a__b__c, twice?
+    with OllamaTestServer(turns(asked("a__b__c", text="hi"))) as server:
+        done = record("--host", server.host, "--mcp", named[0], "--mcp", named[1],
+                      "--output", tmp_path / "two.json")  # fmt: skip
+        bodies = server.chat_bodies()
+    assert done.returncode == 0, done.stdout + done.stderr
+    offered = [t["function"]["name"] for t in bodies[0]["tools"]]
+    assert offered[-2:] == ["a_b__c", "a__b__c"]  # the first server's name: no `__` inside
+    assert results(bodies[1])[0] == {"server": "a", "text": "a: hi"}
+
+
+def test_a_line_on_stdout_that_is_no_json_rpc_prints_no_traceback(tmp_path):
+    with OllamaTestServer(turns(asked("hostile__echo", text="hi"))) as server:
+        done = subprocess.run(  # a process of its own: pytest's logging takes the SDK's log
+            [sys.executable, str(LAB / "record_run.py"), "--host", server.host,
+             "--mcp", f"{HOSTILE} junk", "--output", str(tmp_path / "junk.json")],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        bodies = server.chat_bodies()
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert results(bodies[1])[0] == {"server": "hostile", "text": "hostile: hi"}
+
+
+def test_a_schema_that_cannot_check_arguments_refuses_the_call_and_the_run_is_kept(tmp_path):
+    with OllamaTestServer(turns(asked("hostile__loop", text="hi"))) as server:
+        done = record("--host", server.host, "--mcp", f"{HOSTILE} loop-schema",
+                      "--output", tmp_path / "loop.json")  # fmt: skip
+        bodies = server.chat_bodies()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert results(bodies[1])[0]["error"].startswith("loop: its own schema cannot check")
+    (decided,) = load(tmp_path / "loop.json")["extensions"]["decisions"]  # a recording load takes
+    assert (decided["decision"], decided["result"]) == ("refused", results(bodies[1])[0])
 
 
 def test_a_handshake_that_never_ends_is_cut_and_its_process_ended():

@@ -323,9 +323,7 @@ def explorer_reads(recording):
     for decision in decisions_of(recording):
         run = decision.get(CHILD)
         if run and 0 < decision["call"] <= len(starts):
-            read = sum(
-                len(m.get("content") or "") for m in run["messages"] if m.get("role") == "tool"
-            )
+            read = sum(_chars(m) for m in run["messages"] if m.get("role") == "tool")
             found.append((starts[decision["call"] - 1]["turn"], read))
     return found
 

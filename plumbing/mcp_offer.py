@@ -23,7 +23,10 @@ SCHEMA_LIMIT = 20_000  # characters of one server's tools as the model is sent t
 # a run whose recording cannot be read again
 TOOL_DEPTH = 32
 RESULT_LIMIT = 8_000  # characters of a result's text the model reads, as read_file's
-NAME = re.compile(r"[A-Za-z0-9_-]{1,48}")  # a server's or a tool's name, as a model calls it
+# a tool's name, as a model calls it: with a server's name (at most 20) and `__`, at most
+# 64 characters, the longest function name OpenAI's API (and servers that copy it) takes
+NAME = re.compile(r"[A-Za-z0-9_-]{1,42}")
+SERVER_LENGTH = 20
 # subtle: a server's name holds no `__` and does not end in `_`, so the first `__` of
 # SERVER__TOOL ends it: no two servers' tools are offered under one name (`a__b` with `c`,
 # `a` with `b__c`)
@@ -45,7 +48,7 @@ def schema_size(server, tools):
 def server_word(said):
     """A server's own name (`serverInfo.name`) made a name the offer takes, or `mcp`."""
     word = "_".join(w for w in re.sub(r"[^A-Za-z0-9_-]", "", said).split("_") if w)
-    return word[:20].strip("_") or "mcp"
+    return word[:SERVER_LENGTH].strip("_") or "mcp"
 
 
 def _offerable(tool):
@@ -69,7 +72,7 @@ def _deeper(value, levels):
 
 def offer_problem(name, tools, taken=()):
     """Why a server named `name` with `tools` (its tools/list) cannot be offered, or None."""
-    if not (NAME.fullmatch(name) and SERVER_NAME.fullmatch(name)):
+    if not (len(name) <= SERVER_LENGTH and SERVER_NAME.fullmatch(name)):
         return f"its name {name!r:.60} is no word of letters, digits, - and single _"
     if name.lower() in {other.lower() for other in taken}:  # which would a reader tell apart?
         return f"a second server named {name}"

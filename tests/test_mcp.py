@@ -51,6 +51,14 @@ def results(body):
     return [json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"]
 
 
+def hostile_in(folder):
+    """The hostile server's command, run from a copy in `folder` (a test's own): `no_process`
+    then looks for that test's server alone, not another worker's."""
+    copy = folder / "mcp_hostile_server.py"
+    copy.write_bytes((LAB / "tests" / "mcp_hostile_server.py").read_bytes())
+    return f"{sys.executable} {copy}"
+
+
 def no_process(matching):
     """Whether no process's command line holds `matching`, within two seconds."""
     for _ in range(20):
@@ -198,13 +206,13 @@ def test_plan_offers_no_servers_tool(tmp_path):
 )
 def test_a_server_that_cannot_be_offered_stops_the_run_in_one_line(mode, said, tmp_path):
     with OllamaTestServer([]) as server:
-        done = record("--host", server.host, "--mcp", f"{HOSTILE} {mode}",
+        done = record("--host", server.host, "--mcp", f"{hostile_in(tmp_path)} {mode}",
                       "--output", tmp_path / "never.json")  # fmt: skip
         sent = server.chat_bodies()
     assert done.returncode == 2 and not sent and not (tmp_path / "never.json").exists()
     (line,) = done.stderr.splitlines()
     assert line.startswith("error: the MCP server ") and said in line, line
-    assert no_process(f"mcp_hostile_server.py {mode}")
+    assert no_process(str(tmp_path))
 
 
 def test_a_result_full_of_terminal_escapes_is_shown_written_out(tmp_path):
@@ -254,22 +262,22 @@ def test_a_schema_that_cannot_check_arguments_refuses_the_call_and_the_run_is_ke
     assert (decided["decision"], decided["result"]) == ("refused", results(bodies[1])[0])
 
 
-def test_a_handshake_that_never_ends_is_cut_and_its_process_ended():
+def test_a_handshake_that_never_ends_is_cut_and_its_process_ended(tmp_path):
     started = time.monotonic()
-    with pytest.raises(McpError, match=r"hang': no answer to the handshake within 1 s$"):
-        McpServer(f"{HOSTILE} hang", seconds=1)
+    with pytest.raises(McpError, match=r": no answer to the handshake within 1 s$"):
+        McpServer(f"{hostile_in(tmp_path)} hang", seconds=1)
     assert time.monotonic() - started < 10
-    assert no_process("mcp_hostile_server.py hang")
+    assert no_process(str(tmp_path))
 
 
-def test_a_call_that_is_not_answered_in_time_or_kills_the_server_is_one_line():
-    slow = McpServer(f"{HOSTILE} slow")
+def test_a_call_that_is_not_answered_in_time_or_kills_the_server_is_one_line(tmp_path):
+    slow = McpServer(f"{hostile_in(tmp_path)} slow")
     try:
-        with pytest.raises(McpError, match=r"slow': MCPError: Request 'tools/call' timed out$"):
+        with pytest.raises(McpError, match=r": MCPError: Request 'tools/call' timed out$"):
             slow.call("wait", {"text": "x"}, 1)
     finally:
         slow.close()
-    assert no_process("mcp_hostile_server.py slow")
+    assert no_process(str(tmp_path))
     dies = McpServer(f"{HOSTILE} dies")
     try:
         with pytest.raises(McpError, match=r"dies'.*: MCPError: Connection closed"):
@@ -338,3 +346,12 @@ def test_what_a_server_may_offer_is_bounded():
     assert cut["note"] == "cut at 8,000 of 8,001 characters" and len(cut["text"]) == RESULT_LIMIT
     failed = result_of("s", {"isError": True, "content": [{"type": "text", "text": "y" * 3000}]})
     assert failed == ("failed", {"error": "s said: " + "y" * 2000})
+
+
+def test_a_tool_name_fits_a_function_name_with_its_server():
+    from plumbing.mcp_offer import offer_problem
+
+    tool = {"name": "t" * 42, "inputSchema": {"type": "object"}}
+    assert offer_problem("s" * 20, [tool]) is None  # 20 + 2 + 42: 64 characters
+    assert "no name a model can call" in offer_problem("s" * 20, [{**tool, "name": "t" * 43}])
+    assert "is no word" in offer_problem("s" * 21, [tool])

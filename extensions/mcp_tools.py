@@ -5,10 +5,8 @@ Every agent reads tools from Model Context Protocol servers the same way: start 
 `mcp_<server>_<tool>`, Claude Code's `mcp__server__tool`); here `SERVER__TOOL`. Before the
 run, each server is started (plumbing/mcp_client.py) and its tools kept in the settings the
 recording keeps; one that does not start, answers late or offers tools that cannot be
-offered (plumbing/mcp_offer.py) stops the program in one line. A call of one of its tools
-goes through the same guard as the lab's: its arguments are checked against the server's
-schema, an error comes back as the result, the result is bounded and redacted, and each
-call has a deadline.
+offered (plumbing/mcp_offer.py) stops the program in one line. A call is checked against
+the tool's schema, sent with a deadline, bounded and redacted; an error is its result.
 
 Decision: one per call, `called`, `refused` (arguments that do not fit) or `failed` (the
 server's error, a deadline, a server that ended), keeping the result the model read
@@ -125,25 +123,9 @@ class McpTools(Hook):
             kept = self.recorded.get(self.log.calls)
             result = kept[MCP_RESULT] if kept else {"error": "no result of this call was recorded"}
             word, said = (kept["decision"], kept["said"]) if kept else ("failed", "not recorded")
-        else:
-            word, said, result = self.ask(self.servers[server], tool, arguments)
+        else:  # checked against its schema, then sent (plumbing/mcp_client.py)
+            seconds = self.deadline.cap(CALL_SECONDS)
+            word, said, result = self.servers[server].asked(tool, arguments, seconds)
         result = redact(result)  # what the recording keeps is what the model read
         self.decide(word, said, **{MCP_RESULT: result})
         return result
-
-    def ask(self, server, tool, arguments):
-        """(decision, its line, the result the model reads) of one live call."""
-        from plumbing.mcp_client import McpError
-
-        named = f"{server.name} {tool['name']}"
-        problem = mcp_offer.arguments_problem(tool["inputSchema"], arguments)
-        if problem:
-            return "refused", f"{named}: {problem}"[:200], {"error": f"{tool['name']}: {problem}"}
-        seconds = self.deadline.cap(CALL_SECONDS)
-        try:
-            answer = server.call(tool["name"], mcp_offer.parsed(arguments), seconds)
-        except McpError as error:
-            return "failed", f"{named}: {error}"[:200], {"error": str(error)}
-        word, result = mcp_offer.result_of(server.name, answer)
-        size = len(result.get("text", result.get("error", "")))
-        return word, f"{named}: {size:,} characters", result

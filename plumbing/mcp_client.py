@@ -3,7 +3,8 @@
 `McpServer(command)` starts the server (`COMMAND ARGS`, split as a shell would, run without
 one), makes the protocol's handshake (`initialize`, then `tools/list`) and keeps the session
 open; `call(tool, arguments, seconds)` sends one `tools/call` and returns the SDK's result as
-JSON data; `close()` ends the session and the process. The SDK is asynchronous: its session
+JSON data, and `asked` is that call as a model's (its arguments checked first, its answer
+made the lab's result: plumbing/mcp_offer.py); `close()` ends the session and the process. The SDK is asynchronous: its session
 lives in one task on an event loop of its own thread, which takes each call from a queue, so
 the loop (which is synchronous) waits on a plain future, with a deadline.
 
@@ -12,8 +13,8 @@ handshake not finished in time (the process is ended), a server that exits (with
 line it wrote to stderr), a call not answered in time. The SDK is imported here alone, and
 only when a server is started: a replay needs neither.
 
-Not here: which tools the model is offered, checking a call's arguments, what a result
-becomes for the model (extensions/mcp_tools.py); servers over HTTP.
+Not here: which tools are offered and what a result holds (plumbing/mcp_offer.py), the
+decisions and the recording (extensions/mcp_tools.py); servers over HTTP.
 """
 
 import asyncio
@@ -23,6 +24,7 @@ import shlex
 import tempfile
 import threading
 
+from plumbing import mcp_offer
 from plumbing.mcp_offer import server_word
 
 HANDSHAKE_SECONDS = 15.0  # to start, `initialize` and `tools/list`
@@ -102,6 +104,22 @@ class McpServer:
         except Exception as error:
             ended = self.task.done()
             raise McpError(f"{self}{' has ended' if ended else ''}: {self._why(error)}") from None
+
+    def asked(self, tool, arguments, seconds):
+        """(`called`, `refused` or `failed`, its line, the result the model reads) of one
+        call of `tool` (its tools/list entry): its arguments checked against its schema
+        first (plumbing/mcp_offer.py), then sent, within `seconds`."""
+        named = f"{self.name} {tool['name']}"
+        problem = mcp_offer.arguments_problem(tool["inputSchema"], arguments)
+        if problem:
+            return "refused", f"{named}: {problem}"[:200], {"error": f"{tool['name']}: {problem}"}
+        try:
+            answer = self.call(tool["name"], mcp_offer.parsed(arguments), seconds)
+        except McpError as error:
+            return "failed", f"{named}: {error}"[:200], {"error": str(error)}
+        word, result = mcp_offer.result_of(self.name, answer)
+        size = len(result.get("text", result.get("error", "")))
+        return word, f"{named}: {size:,} characters", result
 
     def close(self):
         """End the session and the process (the SDK's stdio client ends it), then the loop:

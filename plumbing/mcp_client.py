@@ -4,9 +4,10 @@
 one), makes the protocol's handshake (`initialize`, then `tools/list`) and keeps the session
 open; `call(tool, arguments, seconds)` sends one `tools/call` and returns the SDK's result as
 JSON data, and `asked` is that call as a model's (its arguments checked first, its answer
-made the lab's result: plumbing/mcp_offer.py); `close()` ends the session and the process. The SDK is asynchronous: its session
-lives in one task on an event loop of its own thread, which takes each call from a queue, so
-the loop (which is synchronous) waits on a plain future, with a deadline.
+made the lab's result: plumbing/mcp_offer.py); `close()` ends the session and the process.
+The SDK is asynchronous: its session lives in one task on an event loop of its own thread,
+which takes each call from a queue, so the loop (which is synchronous) waits on a plain
+future, with a deadline.
 
 Every failure is one `McpError` whose text is one line: a command that does not start, a
 handshake not finished in time (the process is ended), a server that exits (with the last
@@ -20,7 +21,10 @@ decisions and the recording (extensions/mcp_tools.py); servers over HTTP.
 import asyncio
 import concurrent.futures
 import logging
+import os
 import shlex
+import shutil
+import sys
 import tempfile
 import threading
 
@@ -28,6 +32,14 @@ from plumbing import mcp_offer
 from plumbing.mcp_offer import server_word
 
 HANDSHAKE_SECONDS = 15.0  # to start, `initialize` and `tools/list`
+# subtle: the SDK starts a server in a session of its own, so a record_run.py ended by a
+# signal (SIGTERM, SIGKILL) would leave it running, orphaned. The server is started through
+# this, which asks Linux to kill it when the thread that started it ends (PR_SET_PDEATHSIG,
+# kept across exec), ends at once if that thread is already gone, then becomes the server.
+LAUNCH = (
+    "import ctypes, os, signal, sys; ctypes.CDLL(None).prctl(1, signal.SIGKILL); "
+    "os.getppid() == int(sys.argv[1]) or os._exit(1); os.execvp(sys.argv[2], sys.argv[2:])"
+)
 STOP_SECONDS = 5.0  # to end the session and the process
 
 
@@ -45,7 +57,9 @@ class McpServer:
         except ValueError as error:
             raise McpError(f"--mcp {command!r:.200}: {error}") from None
         if not argv:
-            raise McpError("--mcp needs a command, e.g. --mcp 'python3 examples/mcp_pydocs.py'")
+            raise McpError("--mcp needs a command, e.g. --mcp 'python3 mcp_servers/pydocs.py'")
+        if shutil.which(argv[0]) is None:
+            raise McpError(f"the MCP server {command!r:.120}: no program {argv[0]!r:.80} to run")
         # subtle: the server writes bytes, any bytes, straight to this file: read as bytes
         self.command, self.errors = command, tempfile.TemporaryFile()
         self.loop, self.queue, self.serving = asyncio.new_event_loop(), None, None
@@ -74,7 +88,8 @@ class McpServer:
         if not logged.handlers:
             logged.addHandler(logging.NullHandler())
         self.queue, self.serving = asyncio.Queue(), asyncio.current_task()
-        params = StdioServerParameters(command=argv[0], args=argv[1:])
+        launch = ["-c", LAUNCH, str(os.getpid()), *argv]
+        params = StdioServerParameters(command=sys.executable, args=launch)
         try:
             async with stdio_client(params, errlog=self.errors) as streams:
                 async with ClientSession(*streams) as session:

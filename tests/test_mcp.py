@@ -289,7 +289,7 @@ def test_a_call_that_is_not_answered_in_time_or_kills_the_server_is_one_line(tmp
 
 
 def test_a_command_that_does_not_start_is_one_line():
-    with pytest.raises(McpError, match=r"/nowhere/server --x': FileNotFoundError: "):
+    with pytest.raises(McpError, match=r"/nowhere/server --x': no program '/nowhere/server' to"):
         McpServer("/nowhere/server --x")
     with pytest.raises(McpError, match="No closing quotation"):
         McpServer("python3 'unclosed")
@@ -355,3 +355,22 @@ def test_a_tool_name_fits_a_function_name_with_its_server():
     assert offer_problem("s" * 20, [tool]) is None  # 20 + 2 + 42: 64 characters
     assert "no name a model can call" in offer_problem("s" * 20, [{**tool, "name": "t" * 43}])
     assert "is no word" in offer_problem("s" * 21, [tool])
+
+
+def test_a_server_ends_with_the_program_that_started_it_whatever_ends_that(tmp_path):
+    # the SDK starts a server in a session of its own: killed, the program could leave it,
+    # busy in a call (`wait` sleeps 60 s), never reading the end of its stdin
+    started = subprocess.Popen(
+        [sys.executable, "-c", "import sys, threading, time; from plumbing.mcp_client import "
+         "McpServer; s = McpServer(sys.argv[1]); threading.Thread(target=s.call, args=('wait', "
+         "{'text': 'x'}, 60), daemon=True).start(); time.sleep(1); print('up', flush=True); "
+         "time.sleep(60)", f"{hostile_in(tmp_path)} slow"],
+        cwd=LAB, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert started.stdout.readline() == "up\n"
+        assert not no_process(str(tmp_path))  # the server runs
+    finally:
+        started.kill()  # SIGKILL: nothing of the program's own runs after it
+        started.wait()
+    assert no_process(str(tmp_path))

@@ -275,7 +275,7 @@ def _called_problem(decision, started, offered):
     """The explorer's child run is about an `explore` call, a decision of --mcp about a call
     of one of its servers' tools: as ".call' must ...", or None."""
     call = decision["call"]
-    name = started[call - 1]["name"] if call > 0 else None
+    name = started[call - 1].get("name") if call > 0 else None
     if (decision["extension"], CHILD in decision) == (EXPLORER, True) and name != "explore":
         return ".call' of the explorer's child run must be an explore call"
     if decision["extension"] == MCP and offered is not None and name not in offered:

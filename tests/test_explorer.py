@@ -193,10 +193,16 @@ def test_the_answer_is_bounded_and_a_stop_without_one_says_so():
                    "more narrowly, or read the files yourself"}  # fmt: skip
 
 
-@pytest.mark.parametrize("other", [["--one-shot"], ["--fork", "x.json"]])
-def test_explorer_is_refused_where_it_cannot_run(other):
+@pytest.mark.parametrize(
+    ("other", "said"),
+    [
+        (["--one-shot"], "--one-shot offers no tools, which --explorer needs"),
+        (["--fork", "recordings/repair.json", "--at", "2"], "--explorer cannot go with --fork"),
+    ],
+)
+def test_explorer_is_refused_where_it_cannot_run(other, said):
     done = record("--explorer", *other)
-    assert done.returncode == 2 and "--explorer" in done.stderr, done.stderr
+    assert done.returncode == 2 and said in done.stderr.splitlines()[-1], done.stderr
 
 
 def test_the_line_of_a_child_run_names_its_first_four_calls_and_its_answer():

@@ -222,9 +222,10 @@ def test_a_result_full_of_terminal_escapes_is_shown_written_out(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "\x1b" not in done.stdout and "\x07" not in done.stdout
     assert "\\u001b[2J" in done.stdout  # as JSON writes it; the recording keeps it as sent
-    assert (
-        "\x1b[2J" in load(tmp_path / "shout.json")["extensions"]["decisions"][0]["result"]["text"]
-    )
+    kept = load(tmp_path / "shout.json")
+    assert "\x1b[2J" in kept["extensions"]["decisions"][0]["result"]["text"]
+    page = recording_page(kept, "shout.json")
+    assert "\x1b" not in page and "\x07" not in page  # the page writes them out too
 
 
 def test_no_two_servers_tools_are_offered_under_one_name(tmp_path):
@@ -296,16 +297,30 @@ def test_a_command_that_does_not_start_is_one_line():
 
 
 @pytest.mark.parametrize(
-    "other",
+    ("other", "said"),
     [
-        ["--fork", "x.json"],
-        ["--one-shot"],
-        ["--mcp", "b", "--mcp", "c", "--mcp", "d", "--mcp", "e"],
+        (["--fork", "recordings/repair.json", "--at", "2"], "--mcp cannot go with --fork"),
+        (["--one-shot"], "--one-shot offers no tools, which --mcp needs"),
+        (["--mcp", "b", "--mcp", "c", "--mcp", "d", "--mcp", "e"], "--mcp: at most 4 servers"),
     ],
 )
-def test_mcp_is_refused_where_it_cannot_run(other):
+def test_mcp_is_refused_where_it_cannot_run(other, said):
     done = record("--mcp", "x", *other)
-    assert done.returncode == 2 and "--mcp" in done.stderr, done.stderr
+    assert done.returncode == 2 and said in done.stderr.splitlines()[-1], done.stderr
+
+
+def test_a_forked_recording_with_mcp_tools_is_refused():
+    from extensions.mcp_tools import McpTools
+    from harness.recording_format import FORMAT
+
+    assert "cannot be forked" in McpTools.recording_problem(
+        {"fork": {"at": 2}, "format": FORMAT}, None
+    )
+    assert "cannot be forked" in McpTools.recording_problem({"format": FORMAT}, 3)
+    assert "cannot hold MCP results" in McpTools.recording_problem(
+        {"format": "agent-loop-recording/8"}, None
+    )
+    assert McpTools.recording_problem({"format": FORMAT}, None) is None
 
 
 def test_the_server_docs_mcp_md_writes_starts_and_answers(tmp_path):

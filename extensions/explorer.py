@@ -19,7 +19,7 @@ Not here: a child that writes, runs tests or explores in turn; a fork of a run w
 
 from agent_loop import ASSISTANT_FINISHED, AgentLoop
 from extensions.hooks import Hook
-from harness.child_runs import CHILD, EXPLORED, EXPLORER, summary
+from harness.child_runs import CHILD, EXPLORED, EXPLORER, kept_run, summary
 from harness.recording_format import FORMAT
 from readonly_tools import ReadOnlyTools
 from tool_guard import ToolError, checked_arguments, function_schema
@@ -89,15 +89,17 @@ class Explorer(Hook):
         self.children = children
         self.deadline = getattr(tools, "deadline", None)  # the run's: a child cannot outlast it
 
+    schema = SCHEMA  # the one tool it adds (a sub-agent made like it gives its own)
+
     @property
     def schemas(self):
-        return [*self.tools.schemas, SCHEMA]
+        return [*self.tools.schemas, self.schema]
 
     def around(self, name, arguments, call):
-        if name != "explore":
+        if name != self.schema["function"]["name"]:
             return call()
         try:
-            question = checked_arguments(SCHEMA, arguments)["question"]
+            question = checked_arguments(self.schema, arguments)["question"]
         except ToolError as error:
             return {"error": str(error)}
         if not question.strip() or len(question) > QUESTION_LIMIT:
@@ -105,12 +107,8 @@ class Explorer(Hook):
         chat = self.children(self.log.calls)
         child = AgentLoop(chat, ReadOnlyTools(self.root, deadline=self.deadline), question,
                           CHILD_TURNS, system=CHILD_SYSTEM, deadline=self.deadline)  # fmt: skip
-        stop = None
-        for event in child.events():  # the whole child run, inside this one call
-            stop = event
-        stop = {k: v for k, v in stop.items() if k in ("type", "turn", "reason", "error")}
-        run = {"question": question, "messages": child.messages, "model_calls": chat.calls,
-               "stop": stop}  # fmt: skip
+        *_, stop = child.events()  # the whole child run, inside this one call
+        run = kept_run(question, child, chat, stop)
         self.decide(EXPLORED, summary(run), **{CHILD: run})
         return answered(child.messages, stop)
 

@@ -125,7 +125,11 @@ class McpTools(Hook):
             word, said = (kept["decision"], kept["said"]) if kept else ("failed", "not recorded")
         else:  # checked against its schema, then sent (plumbing/mcp_client.py)
             seconds = self.deadline.cap(CALL_SECONDS)
-            word, said, result = self.servers[server].asked(tool, arguments, seconds)
+            try:
+                word, said, result = self.servers[server].asked(tool, arguments, seconds)
+            except Exception as error:  # the lab's own failure: still a result to keep
+                said = f"{type(error).__name__}: {error}"[:200]
+                word, result = "failed", {"error": f"the call failed ({said})"}
         result = redact(result)  # what the recording keeps is what the model read
         self.decide(word, said, **{MCP_RESULT: result})
         return result

@@ -49,12 +49,13 @@ class Permission(Hook):
 
 
 class Approve(Permission):
-    """Asks `terminal` (None: asks no one, a replay's) before each call of ASKED, unless
-    `recorded` ({call: (decision, said)}) already holds the answer."""
+    """Asks `terminal` (None: asks no one, a replay's) before each call of ASKED or of an
+    MCP server's tool, unless `recorded` ({call: (decision, said)}) already holds the answer."""
 
     name = "approve"
     helps = (
-        "before each replace_text and run_tests, show the call (an edit as its diff) and ask: "
+        "before each replace_text, run_tests and call of an MCP server's tool (--mcp), show "
+        "the call (an edit as its diff) and ask: "
         "allow, deny with a reason the model reads, or allow the rest of the run; read_file "
         "is allowed; with no terminal on stdin, each is denied (docs/permissions.md)"
     )
@@ -77,7 +78,10 @@ class Approve(Permission):
         return cls(tools, extensions.log, settings.get(FROM_CALL, 1), extensions.terminal, answers)
 
     def around(self, name, arguments, call):
-        if name not in ASKED and MCP_TOOL not in str(name):
+        offered = MCP_TOOL in str(name) and any(  # a name no server offers runs nothing
+            s["function"]["name"] == name for s in self.tools.schemas
+        )
+        if name not in ASKED and not offered:
             return call()
         decision, said, seconds = self.answer(name, arguments)
         self.decide(decision, said, seconds)

@@ -38,6 +38,15 @@ def summary(run):
             f"{run['stop']['reason']}; answer of {answer:,} characters")  # fmt: skip
 
 
+def kept_run(question, loop, chat, stop):
+    """The child run as its decision keeps it: the question, the conversation (`loop`'s),
+    the model calls (`chat`'s) and the stop, without a cut turn's `seconds`, a timing that
+    no replay could give again."""
+    stopped = {k: v for k, v in stop.items() if k in ("type", "turn", "reason", "error")}
+    return {"question": question, "messages": loop.messages, "model_calls": chat.calls,
+            "stop": stopped}  # fmt: skip
+
+
 def _first_argument(arguments):
     if isinstance(arguments, str):
         try:

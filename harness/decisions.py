@@ -99,15 +99,16 @@ def mcp_lines(recordings):
                 servers[server["name"]] = (
                     f"{server['name']} ({len(server['tools'])} tools, {size:,}"
                 )
+        started = calls_made(recording["events"])
         for decision in decisions_of(recording):
-            if decision["extension"] == MCP:  # its line begins with the server's name
-                server = decision["said"].split(" ")[0][:20]
+            if decision["extension"] == MCP and 0 < decision["call"] <= len(started):
+                server = str(started[decision["call"] - 1].get("name")).split("__")[0][:20]
                 calls[server] = calls.get(server, 0) + 1
     if not servers:
         return []
     said = "; ".join(f"{line} characters of schema in every request)" for line in servers.values())
     went = ", ".join(f"{name} {count}" for name, count in calls.items()) or "none"
-    return [f"MCP servers: {said}; their tools were called: {went}"]
+    return [f"MCP servers: {said}; their tools were asked for: {went}"]
 
 
 def names_on(recording):

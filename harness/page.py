@@ -302,7 +302,7 @@ def growth_chart(recording):
         size = f"{count} messages, {chars:,} characters"
         spared = sum(n for turn, n in read_by_child if turn < number)
         if spared:  # what the explorer read for the parent, and the parent never held
-            size += f"; the explorer read {spared:,} more for it"
+            size += f"; the explorer read {spared:,} characters it never held"
         bars = f'<span class="bar" style="width:{length}%"></span>'
         if sent is not None:  # the part sent, drawn over what the conversation held
             size += f" held; {sent:,} sent"

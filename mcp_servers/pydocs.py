@@ -1,5 +1,6 @@
 """An MCP server of Python's own documentation for the modules this task is about:
-`python3 lab.py run record_run.py --mcp "python3 mcp_servers/pydocs.py"` (docs/mcp.md).
+`python3 lab.py run record_run.py --mcp ".venv/bin/python mcp_servers/pydocs.py"` (its
+Python needs the SDK: docs/mcp.md).
 
 Two tools, over stdio, written with the official SDK's server API (`MCPServer`): `lookup`
 returns pydoc's text of one name (`ntpath.normpath`, `pathlib.PurePath.as_posix`,

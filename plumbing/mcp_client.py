@@ -37,7 +37,8 @@ HANDSHAKE_SECONDS = 15.0  # to start, `initialize` and `tools/list`
 # this, which asks Linux to kill it when the thread that started it ends (PR_SET_PDEATHSIG,
 # kept across exec), ends at once if that thread is already gone, then becomes the server.
 LAUNCH = (
-    "import ctypes, os, signal, sys; ctypes.CDLL(None).prctl(1, signal.SIGKILL); "
+    "import ctypes, os, signal, sys; libc = ctypes.CDLL(None); "  # no prctl: not Linux
+    "hasattr(libc, 'prctl') and libc.prctl(1, signal.SIGKILL); "
     "os.getppid() == int(sys.argv[1]) or os._exit(1); os.execvp(sys.argv[2], sys.argv[2:])"
 )
 STOP_SECONDS = 5.0  # to end the session and the process
@@ -57,7 +58,9 @@ class McpServer:
         except ValueError as error:
             raise McpError(f"--mcp {command!r:.200}: {error}") from None
         if not argv:
-            raise McpError("--mcp needs a command, e.g. --mcp 'python3 mcp_servers/pydocs.py'")
+            raise McpError(
+                "--mcp needs a command, e.g. --mcp '.venv/bin/python mcp_servers/pydocs.py'"
+            )
         if shutil.which(argv[0]) is None:
             raise McpError(f"the MCP server {command!r:.120}: no program {argv[0]!r:.80} to run")
         # subtle: the server writes bytes, any bytes, straight to this file: read as bytes

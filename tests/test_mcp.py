@@ -169,19 +169,23 @@ def test_the_page_and_compare_say_which_server_each_call_went_to(pydocs_run):
     assert "[mcp] called: pydocs lookup:" in page and "[mcp] refused: pydocs search:" in page
     compared = " ".join(run_cli("compare.py", "--by", "extensions", str(path)).stdout.split())
     said = r"MCP servers: pydocs \(2 tools, [\d,]+ characters of schema in every request\); "
-    assert re.search(said + "their tools were called: pydocs 2", compared), compared
+    assert re.search(said + "their tools were asked for: pydocs 2", compared), compared
     assert arm_of(load(path)) == "mcp pydocs"  # the board's row names the server, not its tools
 
 
 def test_approve_asks_before_a_call_of_a_servers_tool(tmp_path):
-    with OllamaTestServer(turns(asked("pydocs__lookup", name="str.replace"))) as server:
+    made = turns(asked("pydocs__nothing", name="x"), asked("pydocs__lookup", name="str.replace"))
+    with OllamaTestServer(made) as server:
         done = record("--host", server.host, "--mcp", PYDOCS, "--approve",
                       "--output", tmp_path / "asked.json")  # fmt: skip
         bodies = server.chat_bodies()
-    assert results(bodies[1])[0]["error"].startswith("The user denied this call")  # no terminal
+    unknown, denied = results(bodies[2])  # a name no server offers is not asked about
+    assert unknown["error"].startswith('unknown tool "pydocs__nothing"')
+    assert denied["error"].startswith("The user denied this call")  # no terminal: denied
     decided = load(tmp_path / "asked.json")["extensions"]["decisions"]
-    assert [(d["extension"], d["call"]) for d in decided][0] == ("approve", 1)  # not run: no mcp
-    assert all(d["extension"] != "mcp" for d in decided), done.stdout
+    # asked about calls 2 (the server's tool: denied, so no mcp decision) and 3 (the edit)
+    assert [(d["extension"], d["call"]) for d in decided] == [("approve", 2), ("approve", 3)]
+    assert done.returncode in (0, 1), done.stderr
 
 
 def test_plan_offers_no_servers_tool(tmp_path):

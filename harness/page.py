@@ -301,8 +301,11 @@ def growth_chart(recording):
         length = max(0.5, round(60 * chars / most, 1))  # 60% at most: room for its size
         size = f"{count} messages, {chars:,} characters"
         spared = sum(n for turn, n in read_by_child if turn < number)
-        if spared:  # what the explorer read for the parent, and the parent never held
-            size += f"; the explorer read {spared:,} characters it never held"
+        # what the explorer read for the parent, which the parent never held: a span of its
+        # own, which may wrap on a narrow screen (the size's does not)
+        spared = (
+            f" <span>the explorer read {spared:,} characters it never held</span>" if spared else ""
+        )
         bars = f'<span class="bar" style="width:{length}%"></span>'
         if sent is not None:  # the part sent, drawn over what the conversation held
             size += f" held; {sent:,} sent"
@@ -310,9 +313,8 @@ def growth_chart(recording):
             held = f"width:{length}%;background:none;outline:1px solid"
             bars = (f'<span class="bar" style="{held}"><span class="bar" '
                     f'style="width:{part}%;margin:0;opacity:1"></span></span>')  # fmt: skip
-        rows.append(
-            f'<span>request {number}</span><span>{bars} <span class="size">{size}</span></span>'
-        )
+        shown = f'{bars} <span class="size">{size}</span>{spared}'
+        rows.append(f"<span>request {number}</span><span>{shown}</span>")
     return f'<div class="grew">{"".join(rows)}</div>'
 
 
@@ -667,6 +669,9 @@ FOLDERS = {
                               "cheated, flagged the conflict or failed."),
     "recordings/live": ("Live attempts", "real models calling tools through llama.cpp's "
                         "llama-server: their own output, not chunks written by hand."),
+    "recordings/around": ("Around the loop", "scripted runs with a sub-agent (--explorer: "
+                          "its child run under its call) and an MCP server (--mcp), "
+                          "replayed with no model and no server."),
 }  # fmt: skip
 MEASURED = "recordings/extensions"  # a subfolder per arm of the measurement (docs/hooks.md)
 LADDER_MEASURED = "recordings/tasks"  # a subfolder per model, in it one per arm (docs/tasks.md)

@@ -151,7 +151,7 @@ def test_the_page_shows_the_child_run_and_its_tokens_apart(explored):
     assert "The explorer run: 2 requests," in page and "counted apart from the parent" in page
     assert "it read 576 characters of tool results" in page
     # the context chart: the requests after the call, with what the explorer read for them
-    assert page.count("; the explorer read 576 characters it never held") == 2  # requests 2, 3
+    assert page.count(">the explorer read 576 characters it never held<") == 2  # requests 2, 3
     assert CHILD_SYSTEM.splitlines()[0] in page and ANSWER.replace("'", "&#x27;") in page
 
 

@@ -789,6 +789,67 @@ TEXT_CALLS = {"impossible/quotes-the-edit.json"}
 # Made with --hook tests-after-edit: the visible tests run after each edit that landed.
 HOOKED = {"impossible/takes-back-the-special-case.json"}
 
+# --- around the loop: a sub-agent and an MCP server, each turn written by hand ---------------
+# The child's two turns come between the parent's first and second, as the loop asks for them.
+AROUND = [
+    (
+        "around/explorer.json",
+        [
+            tool_turn(
+                "Ask the explorer what the tests expect before reading anything myself.",
+                call(
+                    "explore",
+                    question="What does tests/test_path_rules.py expect of a Windows path?",
+                ),  # fmt: skip
+            ),
+            tool_turn("Read the test file.", call("read_file", path="tests/test_path_rules.py")),
+            final_turn(
+                "test_accepts_windows_separators passes src\\api\\routes.py and expects "
+                "src/api/routes.py: backslashes must become forward slashes. The tests do "
+                "not say how path_rules.py splits a path; read it before you change it."
+            ),
+            tool_turn(
+                "The explorer says the separators must be normalised before splitting.",
+                call("replace_text", old=FAULTY_LINE, new=FIXED_LINE),
+            ),
+            tool_turn("Run the tests to confirm.", call("run_tests")),
+            final_turn("Backslashes are now normalised before splitting; the tests pass."),
+        ],
+        12,
+        "A scripted run with --explorer, every turn written by hand, not a model's output: "
+        "the parent asks explore what the tests expect; the child run (its two turns written "
+        "by hand too) reads the test file and answers; the parent repairs path_rules.py with "
+        "that answer alone and runs the tests. The child run is kept in the explore call's "
+        "decision (docs/sub-agents.md).",
+    ),
+    (
+        "around/mcp.json",
+        [
+            tool_turn(
+                "Ask the documentation server which names mention backslashes.",
+                call("pydocs__search", word="backslash"),
+            ),
+            tool_turn("Read the code.", call("read_file", path="path_rules.py")),
+            tool_turn(
+                "Turn backslashes into forward slashes before splitting.",
+                call("replace_text", old=FAULTY_LINE, new=FIXED_LINE),
+            ),
+            tool_turn("Run the tests to confirm.", call("run_tests")),
+            final_turn("Backslashes are now normalised before splitting; the tests pass."),
+        ],
+        12,
+        "A scripted run with --mcp and mcp_servers/pydocs.py, every turn written by hand, not "
+        "a model's output: the parent searches Python's documentation through the server's "
+        "tool pydocs__search, reads path_rules.py, repairs it and runs the tests. The server's "
+        "answer is kept in the call's decision, so a replay needs no server (docs/mcp.md).",
+    ),
+]
+# the flags each was made with; the server's command as a learner in the lab's folder types it
+AROUND_FLAGS = {
+    "around/explorer.json": ["--explorer"],
+    "around/mcp.json": ["--mcp", ".venv/bin/python mcp_servers/pydocs.py"],
+}
+
 HOW = (
     " Made by make_recordings.py: the real record_run.py, through the real ollama SDK, "
     "against the local Ollama-protocol test server (no model)."
@@ -800,10 +861,11 @@ def make(name, replies, max_turns, description):
     task = ["--task", name.split("/")[0]] if name.startswith("impossible/") else []
     task += ["--text-calls"] if name in TEXT_CALLS else []
     task += ["--hook", "tests-after-edit"] if name in HOOKED else []
+    task += AROUND_FLAGS.get(name, [])
     with OllamaTestServer(replies) as server:
         command = [sys.executable, str(HERE / "record_run.py"), "--host", server.host, *task]
         command += ["--max-turns", str(max_turns), "--output", str(output), "--force"]
-        finished = subprocess.run(command, capture_output=True, text=True)
+        finished = subprocess.run(command, capture_output=True, text=True, cwd=HERE)
     if finished.returncode not in (0, 1):
         sys.exit(f"error: record_run.py failed for {name}:\n{finished.stdout}{finished.stderr}")
     recording = json.loads(output.read_text(encoding="utf-8"))
@@ -819,7 +881,7 @@ def make(name, replies, max_turns, description):
 
 
 if __name__ == "__main__":
-    EVERY = SHIPPED + GALLERY + IMPOSSIBLE
+    EVERY = SHIPPED + GALLERY + IMPOSSIBLE + AROUND
     parser = argparse.ArgumentParser(
         description="Regenerate the shipped scripted recordings in recordings/ (overwrites "
         "them) through the real record_run.py, against the local Ollama-protocol test server.",

@@ -34,6 +34,7 @@ from harness.decisions import (
     calls_made,
     decision_line,
     decisions_of,
+    mcp_lines,
 )
 from harness.fork import fork_line
 from harness.outcomes import final_chunks
@@ -244,6 +245,9 @@ def header(recording, name, docs=DOCS):
     if extensions:  # the hooks around its tools, and how often they decided (decisions.py)
         names = cut(", ".join(e["name"] for e in extensions["on"][:CALLS_SHOWN]), 300)
         facts.append(("extensions", f"{names}: {plural(len(extensions['decisions']), 'decision')}"))
+        facts += [
+            ("MCP servers", line.removeprefix("MCP servers: ")) for line in mcp_lines([recording])
+        ]
     rows = "".join(f"<tr><th>{text(k)}</th><td>{text(v)}</td></tr>" for k, v in facts)
     return (
         f"<header><h1>{text(name)}</h1>"

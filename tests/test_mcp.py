@@ -167,6 +167,11 @@ def test_the_page_and_compare_say_which_server_each_call_went_to(pydocs_run):
     _, _, path = pydocs_run
     page = recording_page(load(path), "pydocs.json")
     assert "[mcp] called: pydocs lookup:" in page and "[mcp] refused: pydocs search:" in page
+    assert re.search(
+        r"<th>MCP servers</th><td>pydocs \(2 tools, [\d,]+ characters of schema in "
+        r"every request\); their tools were asked for: pydocs 2</td>",
+        page,
+    )
     compared = " ".join(run_cli("compare.py", "--by", "extensions", str(path)).stdout.split())
     said = r"MCP servers: pydocs \(2 tools, [\d,]+ characters of schema in every request\); "
     assert re.search(said + "their tools were asked for: pydocs 2", compared), compared
@@ -221,9 +226,10 @@ def test_a_server_that_cannot_be_offered_stops_the_run_in_one_line(mode, said, t
 
 def test_a_result_full_of_terminal_escapes_is_shown_written_out(tmp_path):
     with OllamaTestServer(turns(asked("hostile__shout", text="hi"))) as server:
-        done = record("--host", server.host, "--mcp", f"{HOSTILE} escapes",
+        done = record("--host", server.host, "--mcp", f"{hostile_in(tmp_path)} escapes",
                       "--output", tmp_path / "shout.json")  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+    assert no_process(str(tmp_path))  # ended with the run, not only when its process exits
     assert "\x1b" not in done.stdout and "\x07" not in done.stdout
     assert "\\u001b[2J" in done.stdout  # as JSON writes it; the recording keeps it as sent
     kept = load(tmp_path / "shout.json")
@@ -298,6 +304,8 @@ def test_a_command_that_does_not_start_is_one_line():
         McpServer("/nowhere/server --x")
     with pytest.raises(McpError, match="No closing quotation"):
         McpServer("python3 'unclosed")
+    with pytest.raises(McpError, match="^--mcp needs a command"):
+        McpServer("  ")
 
 
 @pytest.mark.parametrize(

@@ -37,7 +37,8 @@ SNAPSHOT = PREFIX / "lab-installed-files.json"
 FORMAT = "lab-installed-files/1"
 # lab.py's own notes in the installation, rewritten after the snapshot (startup_guard.py's
 # baseline, the stamps of the locks it was built from): not what pip installed
-OWN = ("lab-installed-files.json", "lab-startup-files.json", "lock.sha256", "test-lock.sha256")
+OWN = ("lab-installed-files.json", "lab-startup-files.json", "lock.sha256", "test-lock.sha256",
+       "mcp-lock.sha256")  # fmt: skip
 NAMED = 3  # changed files named in the refusal; the rest are counted
 
 _checked = False  # whether this process found the installation as built, since the last run

@@ -8,6 +8,7 @@ every shipped recording.
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -291,3 +292,13 @@ def test_what_lab_py_starts_writes_no_bytecode_into_the_installation(tmp_path):
     )
     assert finished.returncode == 0, finished.stderr
     assert finished.stdout == "True\n"
+
+
+def test_every_stamp_lab_py_writes_into_the_installation_is_its_own_note():
+    # each lock lab.py installs leaves a stamp in .venv/ after the snapshot of what pip
+    # installed: one the snapshot does not name as lab.py's own reads as planted, and every
+    # program refuses to start (the MCP lock's stamp once did, right after its install)
+    from plumbing.installed_files import OWN
+
+    stamps = re.findall(r'VENV / "([\w.-]+\.sha256)"', (HERE / "lab.py").read_text())
+    assert len(stamps) == 3 and set(stamps) <= set(OWN), stamps

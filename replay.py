@@ -27,7 +27,6 @@ from plumbing import installed_files, quiet_interrupt
 from agent_loop import DEADLINE, INTERRUPTED, MODEL_START, STOPPED, AgentLoop
 from extensions import Extensions
 from harness.chats import ReplayChat
-from harness.child_runs import recorded_children
 from harness.console import made_by, tolerant_output, verdict_lines
 from harness.decisions import decisions_of
 from harness.divergence import divergences
@@ -148,10 +147,6 @@ def replay_one(path, transcript=None, isolate=True, out=None, chunks=None, expla
         recording["model_calls"], assembler(recording), recording.get("api", "ollama")
     )
     chunk_log = ChunkLog(chat, chunks, lambda line: print(line, file=out))  # --chunks N
-    # an explorer's child runs, played back from the decisions that keep them
-    extensions.children = recorded_children(
-        extensions.applied, assembler(recording), recording.get("api", "ollama")
-    )
     calls = len(recording["model_calls"])
     cut = None
     if cut_short:

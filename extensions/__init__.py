@@ -60,7 +60,7 @@ class Extensions:
         self.on = [{"name": k.name, "settings": settings.get(k.name, {})} for k in self.kinds]
         self.log, self.terminal, self.applied = Log(), terminal, applied
         self.says_unchanged = says_unchanged
-        self.children = recorded_children(applied)  # a replay's; record_run.py sets a live one
+        self.children = recorded_children(applied)  # `of`: a replay's; record_run.py: live
         self.live = {}  # {name: what an extension started for a live run} (`start`)
 
     @classmethod
@@ -91,7 +91,9 @@ class Extensions:
         if at is not None:
             settings = {n: acting_from(s, since, n in had) for n, s in settings.items()}
         decided = [d for d in field.get("decisions", []) if at is None or d["call"] < since]
-        return cls([*had, *wanted], settings, terminal, decided, says_unchanged)
+        made = cls([*had, *wanted], settings, terminal, decided, says_unchanged)
+        made.children = recorded_children(decided, recording.get("api", "ollama"))
+        return made
 
     def over(self, recording, path, at):
         """These, on a fork of `recording` at turn `at` (see `of`). The live calls an

@@ -8,8 +8,8 @@ A child run is kept whole in the decision of the call that started it:
 
 Its `model_calls` are the parent's shape (harness/chats.py), their `request_length`
 indexing the child's own `messages`; they are not among the parent's `model_calls`, so every
-count of the parent's requests and tokens leaves them out, and `child_tokens` counts them
-apart. load() checks the shape (harness/recording_checks.py).
+count of the parent's requests and tokens leaves them out, and the page counts them apart
+(harness/page.py). load() checks the shape (harness/recording_checks.py).
 
 Not here: running a child (extensions/explorer.py), comparing it (a replay compares the
 whole decision: harness/divergence.py).
@@ -18,6 +18,7 @@ whole decision: harness/divergence.py).
 import json
 
 from harness.chats import RecordingChat, ReplayChat
+from plumbing.openai_wire import chunks_from_events
 
 EXPLORER, EXPLORED, CHILD = "explorer", "explored", "run"  # its extension, decision and key
 RUN_KEYS = {"question", "messages", "model_calls", "stop"}
@@ -31,11 +32,25 @@ def summary(run):
     more = f" and {len(asked) - 4} more" if len(asked) > 4 else ""
     calls = f"{len(asked)} call{'s' * (len(asked) != 1)}"
     reads = f"{calls} ({', '.join(shown)}{more})" if asked else "no tool call"
-    last = run["messages"][-1] if run["messages"] else {}
-    answer = len(last.get("content") or "") if last.get("role") == "assistant" else 0
+    answer = sizes(run)[1]
     requests = len(run["model_calls"])
     return (f"{requests} request{'s' * (requests != 1)}, {reads}; stopped: "
             f"{run['stop']['reason']}; answer of {answer:,} characters")  # fmt: skip
+
+
+def sizes(run):
+    """(characters of the tool results the child read, characters of its answer): what it
+    read that its parent never held, against what the parent got. Content that is no text
+    (a hand-edited recording's: load() checks a child run's shape, not what it holds) counts
+    as none."""
+    read = sum(_characters(m) for m in run["messages"] if m.get("role") == "tool")
+    last = run["messages"][-1] if run["messages"] else {}
+    return read, _characters(last) if last.get("role") == "assistant" else 0
+
+
+def _characters(message):
+    content = message.get("content")
+    return len(content) if isinstance(content, str) else 0
 
 
 def kept_run(question, loop, chat, stop):
@@ -69,14 +84,14 @@ def live_children(recorder):
     return child
 
 
-def recorded_children(decisions, assemble=None, api="ollama"):
+def recorded_children(decisions, api="ollama"):
     """`children` for a replay: the child run kept with the decision about that call, played
-    back; none kept there (a replay that went another way): no call to play, so the child
-    stops with a model error and the decision differs."""
+    back (a call over the OpenAI wire, `api`, assembled again from its raw events); none kept
+    there (a replay that went another way): no call to play, so the child stops with a model
+    error and the decision differs."""
     runs = {d["call"]: d[CHILD] for d in decisions if CHILD in d}
-    return lambda call: ReplayChat(runs.get(call, {}).get("model_calls", []), assemble, api)
 
+    def child(call):
+        return ReplayChat(runs.get(call, {}).get("model_calls", []), chunks_from_events, api)
 
-def child_runs(decisions):
-    """The child runs among `decisions`, in order."""
-    return [d[CHILD] for d in decisions if CHILD in d]
+    return child

@@ -25,7 +25,7 @@ import urllib.parse
 from pathlib import Path
 
 from agent_loop import MODEL_DONE, STOPPED, TEXT_DELTA, THINKING_DELTA, TOOL_RESULT, TOOL_START
-from harness.child_runs import CHILD
+from harness.child_runs import CHILD, sizes
 from harness.console import cut, made_by, plural, verdict_lines, visible
 from harness.decisions import (
     SHORTENED,
@@ -329,8 +329,7 @@ def explorer_reads(recording):
     for decision in decisions_of(recording):
         run = decision.get(CHILD)
         if run and 0 < decision["call"] <= len(starts):
-            read = sum(_chars(m) for m in run["messages"] if m.get("role") == "tool")
-            found.append((starts[decision["call"] - 1]["turn"], read))
+            found.append((starts[decision["call"] - 1]["turn"], sizes(run)[0]))
     return found
 
 
@@ -513,9 +512,7 @@ def child_block(run, recording):
         sum(n for f in final_chunks(calls) if is_whole(n := f.get(key)))
         for key in ("prompt_eval_count", "eval_count")
     ]
-    read = sum(_chars(m) for m in run["messages"] if m.get("role") == "tool")
-    last = run["messages"][-1] if run["messages"] else {}
-    answer = _chars(last) if last.get("role") == "assistant" else 0
+    read, answer = sizes(run)
     summary = (f"The explorer run: {plural(len(run['model_calls']), 'request')}, "
                f"{tokens[0]:,} prompt and {tokens[1]:,} generated tokens, counted apart from "
                f"the parent; it read {read:,} characters of tool results, and the parent "
@@ -523,11 +520,6 @@ def child_block(run, recording):
     lines = [line for m in run["messages"][:CALLS_SHOWN] for line in message_lines(m)]
     inner = pre("\n".join(lines), PROSE) + stop_block(run["stop"])
     return f'<div class="fork">{folded(summary, inner)}</div>'
-
-
-def _chars(message):
-    content = message.get("content")
-    return len(content) if isinstance(content, str) else 0
 
 
 def request_lines_of(message, number):

@@ -21,11 +21,12 @@ from extensions.extension import FROM_CALL
 from extensions.hooks import Hook
 from extensions.terminal import ALLOWED, ALLOWED_REST, DENIED
 from harness.call_preview import preview
+from plumbing.mcp_offer import SEPARATOR
 from plumbing.sample import SOURCE_FILE
 
 ASKED = ("replace_text", "run_tests")  # what writes or runs code; read_file is allowed
-# ... and every tool of an MCP server (SERVER__TOOL, extensions/mcp_tools.py): it may do anything
-MCP_TOOL = "__"
+# ... and every tool an MCP server offers (SERVER__TOOL, plumbing/mcp_offer.py): it may do
+# anything
 READ_ONLY = ("read_file",)  # what --plan offers
 
 
@@ -78,7 +79,7 @@ class Approve(Permission):
         return cls(tools, extensions.log, settings.get(FROM_CALL, 1), extensions.terminal, answers)
 
     def around(self, name, arguments, call):
-        offered = MCP_TOOL in str(name) and any(  # a name no server offers runs nothing
+        offered = SEPARATOR in str(name) and any(  # a name no server offers runs nothing
             s["function"]["name"] == name for s in self.tools.schemas
         )
         if name not in ASKED and not offered:

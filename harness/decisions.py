@@ -15,11 +15,11 @@ one-shot's: what it wrote). From format /8 on, a decision of tests-after-edit th
 the tests' summary keeps the test run it made (`tests`, as run_tests returns it), which an
 impossible task's outcome counts (harness/tasks.py). From /9 on, an `explored` decision of
 the explorer keeps the child run it made (`run`: harness/child_runs.py), and each decision
-of --mcp the result of the call it was about (`result`: extensions/mcp_tools.py). A decision a
-person made at a terminal (--approve) also says how many `seconds` they took: a timing,
-like an event's, never compared by a replay, and kept apart from the tool's own time
-(`deciding`). A
-recording without the field had none on, as every recording made before them.
+of --mcp the result of the call it was about (`result`: extensions/mcp_tools.py). A
+decision a person made at a terminal (--approve) also says how many `seconds` they took: a
+timing, like an event's, never compared by a replay, and kept apart from the tool's own time
+(`deciding`). A recording without the field had none on, as every recording made before
+them.
 
 Not here: the extensions themselves (extensions/ stands above harness/: nothing here imports
 it), comparing a replay's decisions (divergence.py).
@@ -92,17 +92,13 @@ def mcp_lines(recordings):
     tools and the characters of schema it put in every request, and where the calls went."""
     servers, calls = {}, {}
     for recording in recordings:
-        for on in (recording.get("extensions") or {}).get("on", []):
-            sound = on["name"] == MCP and not settings_problem(on["settings"])  # load() left it
-            for server in on["settings"]["servers"] if sound else ():
-                size = schema_size(server["name"], server["tools"])
-                servers[server["name"]] = (
-                    f"{server['name']} ({len(server['tools'])} tools, {size:,}"
-                )
+        for server in _mcp_servers((recording.get("extensions") or {}).get("on", [])) or ():
+            size = schema_size(server["name"], server["tools"])
+            servers[server["name"]] = f"{server['name']} ({len(server['tools'])} tools, {size:,}"
         started = calls_made(recording["events"])
         for decision in decisions_of(recording):
             if decision["extension"] == MCP and 0 < decision["call"] <= len(started):
-                server = str(started[decision["call"] - 1].get("name")).split("__")[0][:20]
+                server = str(started[decision["call"] - 1].get("name")).split(SEPARATOR)[0][:20]
                 calls[server] = calls.get(server, 0) + 1
     if not servers:
         return []
@@ -264,12 +260,19 @@ def _mcp_result_problem(decision):
     return None
 
 
+def _mcp_servers(on):
+    """The servers of --mcp among the extensions `on`, when its settings are sound (load()
+    leaves them to replay, which refuses unsound ones); None: none on, or unsound."""
+    settings = next((e["settings"] for e in on if e["name"] == MCP), None)
+    return None if settings is None or settings_problem(settings) else settings["servers"]
+
+
 def _mcp_offered(on):
     """The SERVER__TOOL names --mcp's sound settings offered (none on, or unsound: None)."""
-    settings = next((e["settings"] for e in on if e["name"] == MCP), None)
-    if settings is None or settings_problem(settings):  # replay refuses unsound settings
+    servers = _mcp_servers(on)
+    if servers is None:
         return None
-    return {f"{s['name']}{SEPARATOR}{t['name']}" for s in settings["servers"] for t in s["tools"]}
+    return {f"{s['name']}{SEPARATOR}{t['name']}" for s in servers for t in s["tools"]}
 
 
 def _called_problem(decision, started, offered):

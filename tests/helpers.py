@@ -254,6 +254,22 @@ def with_listing(lab, listing):
     composer.write_text("\n".join([*lines[:at], imported, listed, *lines[end + 1 :]]) + "\n")
 
 
+def recorded_in(lab, turns, output, *flags):
+    """record_run.py of the lab copy `lab`, with `flags`, against the Ollama stand-in serving
+    `turns`, then its replay.py of the recording at `output`, each run from the folder above
+    the copy: (the finished record_run.py, the request bodies, the finished replay.py)."""
+    from tests.ollama_test_server import OllamaTestServer
+
+    def run(script, *args):
+        return subprocess.run([sys.executable, str(lab / script), *args], capture_output=True,
+                              text=True, cwd=lab.parent, timeout=240)  # fmt: skip
+
+    with OllamaTestServer(turns) as server:
+        done = run("record_run.py", "--host", server.host, *flags, "--output", str(output))
+        bodies = server.chat_bodies()
+    return done, bodies, run("replay.py", str(output))
+
+
 def folder_setting(tmp_path, monkeypatch, name, setting):
     """A new folder `name` in `tmp_path`, named by the environment variable `setting` for
     the test (the suite's memo's, or its code cache's)."""

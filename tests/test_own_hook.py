@@ -9,15 +9,20 @@ the one the shipped live/qwen2.5-coder-1.5b-2.json made at its turn 4).
 
 import ast
 import json
-import subprocess
-import sys
 import types
 
 from extensions.extension import Counted, Log
 from plumbing.sample import SAMPLE_FILES, SOURCE_FILE
 from repo_tools import RepoTools
-from tests.helpers import FAULTY_LINE, FIXED_LINE, lab_copy, page_blocks, with_listing
-from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
+from tests.helpers import (
+    FAULTY_LINE,
+    FIXED_LINE,
+    lab_copy,
+    page_blocks,
+    recorded_in,
+    with_listing,
+)
+from tests.ollama_test_server import call, chunk, reply
 
 RENAME = {"old": "python_sources", "new": "python_sources_replaced"}
 SAID = "it took away def python_sources"
@@ -70,12 +75,7 @@ def test_the_hook_put_in_the_list_as_the_page_says_is_recorded_and_replayed(tmp_
         reply(chunk("Fixed."), chunk(done=True)),
     ]  # fmt: skip
     output = tmp_path / "kept-the-name.json"
-    with OllamaTestServer(turns) as server:
-        done = subprocess.run(
-            [sys.executable, str(lab / "record_run.py"), "--host", server.host,
-             "--hook", "keep-names", "--output", str(output)],
-            capture_output=True, text=True, cwd=tmp_path, timeout=240,
-        )  # fmt: skip
+    done, _, replayed = recorded_in(lab, turns, output, "--hook", "keep-names")
     # without the hook the rename lands and every test fails at its import; with it, passed
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"  [keep-names] undone: {SAID}" in done.stdout.splitlines()
@@ -84,9 +84,5 @@ def test_the_hook_put_in_the_list_as_the_page_says_is_recorded_and_replayed(tmp_
         "on": [{"name": "keep-names", "settings": {}}],
         "decisions": [{"extension": "keep-names", "call": 1, "decision": "undone", "said": SAID}],
     }
-    replayed = subprocess.run(
-        [sys.executable, str(lab / "replay.py"), str(output)],
-        capture_output=True, text=True, cwd=tmp_path, timeout=240,
-    )  # fmt: skip
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     assert replayed.stdout.rstrip().endswith("1 reproduced, 0 diverged, 0 could not be replayed")

@@ -7,11 +7,16 @@ model's output); the tools, the copies, the pytest runs and the verdicts are the
 """
 
 import json
-import subprocess
-import sys
 
-from tests.helpers import FAULTY_LINE, FIXED_LINE, lab_copy, page_blocks, with_listing
-from tests.ollama_test_server import OllamaTestServer, call, chunk, reply
+from tests.helpers import (
+    FAULTY_LINE,
+    FIXED_LINE,
+    lab_copy,
+    page_blocks,
+    recorded_in,
+    with_listing,
+)
+from tests.ollama_test_server import call, chunk, reply
 
 ANSWER = "test_windows_separators wants src\\\\app.py read as src/app.py."
 
@@ -32,22 +37,12 @@ def test_the_sub_agent_the_page_writes_is_recorded_and_replayed(tmp_path):
         reply(chunk("Fixed."), chunk(done=True)),
     ]  # fmt: skip
     output = tmp_path / "read-the-tests.json"
-    with OllamaTestServer(turns) as server:
-        done = subprocess.run(
-            [sys.executable, str(lab / "record_run.py"), "--host", server.host,
-             "--tests-reader", "--output", str(output)],
-            capture_output=True, text=True, cwd=tmp_path, timeout=240,
-        )  # fmt: skip
-        bodies = server.chat_bodies()
+    done, bodies, replayed = recorded_in(lab, turns, output, "--tests-reader")
     assert done.returncode == 0, done.stdout + done.stderr
     listed_dir = json.loads(bodies[2]["messages"][-1]["content"])
     assert [e.split(" (")[0] for e in listed_dir["entries"]] == ["test_path_rules.py"]  # tests/
     assert json.loads(bodies[3]["messages"][-1]["content"]) == {"answer": ANSWER}
     (decision,) = json.loads(output.read_text(encoding="utf-8"))["extensions"]["decisions"]
     assert (decision["extension"], decision["decision"]) == ("tests-reader", "explored")
-    replayed = subprocess.run(
-        [sys.executable, str(lab / "replay.py"), str(output)],
-        capture_output=True, text=True, cwd=tmp_path, timeout=240,
-    )  # fmt: skip
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     assert replayed.stdout.rstrip().endswith("1 reproduced, 0 diverged, 0 could not be replayed")
